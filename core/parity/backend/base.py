@@ -1,0 +1,111 @@
+"""Runners and loaders: the two halves of every backend.
+
+A *loader* is a lazy, composable callable (``EngineFromNetwork(NetworkFromOnnxPath("m.onnx"))``): nothing
+happens until it is called. Each loader has an immediately-evaluated twin function written out by hand
+in its plugin (``session_from_onnx(...)``). A *runner* owns an inference session and is used as a context
+manager: ``with OnnxrtRunner(SessionFromOnnx("m.onnx")) as r: r.infer({"x": x})``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import numpy as np
+
+from parity.data.meta import TensorMeta
+from parity.errors import BackendError, UsageError
+
+T = TypeVar("T")
+
+
+class BaseLoader:
+    """A lazy step: subclasses implement ``__call__`` and may take other loaders as arguments."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def invoke_if_callable(obj: T | Callable[[], T]) -> tuple[T, bool]:
+    """Resolve a loader or a ready object; the bool says whether we built it (and so must free it)."""
+    if callable(obj) and not isinstance(obj, (bytes, str)):
+        return obj(), True
+    return obj, False  # type: ignore[return-value]
+
+
+class BaseRunner:
+    """Runs one model on one backend. Subclasses implement the ``*_impl`` methods."""
+
+    prefix = "runner"
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name or self.prefix
+        self.is_active = False
+        self.last_inference_time: float | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------------------
+    def activate(self) -> BaseRunner:
+        if not self.is_active:
+            self.activate_impl()
+            self.is_active = True
+        return self
+
+    def deactivate(self) -> None:
+        if self.is_active:
+            try:
+                self.deactivate_impl()
+            finally:
+                self.is_active = False
+
+    def __enter__(self) -> BaseRunner:
+        return self.activate()
+
+    def __exit__(self, *exc: object) -> None:
+        self.deactivate()
+
+    # --- inference ---------------------------------------------------------------------------------
+    def get_input_metadata(self) -> dict[str, TensorMeta]:
+        self._require_active()
+        return self.get_input_metadata_impl()
+
+    def infer(self, feed_dict: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run one inference; checks names, then records ``last_inference_time`` in seconds."""
+        self._require_active()
+        check_feed(feed_dict, self.get_input_metadata(), self.name)
+        start = time.perf_counter()
+        outputs = self.infer_impl(dict(feed_dict))
+        self.last_inference_time = time.perf_counter() - start
+        return outputs
+
+    def _require_active(self) -> None:
+        if not self.is_active:
+            raise BackendError(f"runner {self.name} is not active: use it as a context manager or call activate()")
+
+    # --- to implement ------------------------------------------------------------------------------
+    def activate_impl(self) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def deactivate_impl(self) -> None:
+        pass
+
+    def get_input_metadata_impl(self) -> dict[str, TensorMeta]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def infer_impl(self, feed_dict: dict[str, np.ndarray]) -> dict[str, np.ndarray]:  # pragma: no cover
+        raise NotImplementedError
+
+
+def check_feed(feed: Mapping[str, np.ndarray], meta: Mapping[str, TensorMeta], who: str) -> None:
+    """Reject missing or unknown input names and rank, static-dim or dtype mismatches in one line."""
+    from parity.util.text import did_you_mean
+
+    for name in feed:
+        if name not in meta:
+            raise UsageError(f"{who}: the model has no input '{name}'{did_you_mean(name, meta)}; inputs: {', '.join(meta)}")
+    for name, m in meta.items():
+        if name not in feed:
+            raise UsageError(f"{who}: no data for input '{name}' (expected {m})")
+        problem = m.mismatch(np.asarray(feed[name]))
+        if problem:
+            raise UsageError(f"{who}: input '{name}' {problem}")

@@ -1,0 +1,83 @@
+"""Console output and the error boundary shared by every command."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from parity.errors import ExitCode, ParityError
+
+SETTINGS = {"verbose": False, "quiet": False}
+
+
+def echo(message: str = "", err: bool = False) -> None:
+    if not SETTINGS["quiet"] or err:
+        click.echo(message, err=err)
+
+
+def warn(message: str) -> None:
+    click.echo(f"parity: warning: {message}", err=True)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ARG001
+    warn(str(message))
+
+
+def install_warning_printer() -> None:
+    warnings.showwarning = _show_warning
+    warnings.simplefilter("default")
+
+
+def verbosity_options(func: Callable) -> Callable:
+    """``-v/--verbose`` (tracebacks, more detail) and ``-q/--quiet`` on every command."""
+
+    def set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        if value:
+            SETTINGS[param.name] = True  # type: ignore[index]
+        return value
+
+    func = click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=set_verbose, help="Print only the verdict.")(func)
+    func = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=set_verbose, help="More detail; tracebacks on errors.")(func)
+    return func
+
+
+def fail_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text
+
+
+def run_guarded(func: Callable[[], Any]) -> int:
+    """Turn every failure into one line and an exit code (tracebacks with --verbose)."""
+    try:
+        result = func()
+        return int(result or 0)
+    except ParityError as exc:
+        if SETTINGS["verbose"]:
+            import traceback
+
+            traceback.print_exc()
+        click.echo(f"parity: error: {fail_line(exc)}", err=True)
+        return int(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        click.echo("parity: aborted", err=True)
+        return int(ExitCode.INTERRUPTED)
+    except KeyboardInterrupt:
+        click.echo("parity: interrupted", err=True)
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # an unexpected failure still gets one line
+        if SETTINGS["verbose"]:
+            import traceback
+
+            traceback.print_exc()
+        click.echo(f"parity: error: {type(exc).__name__}: {fail_line(exc)} (run with --verbose for the traceback)", err=True)
+        return int(ExitCode.FAILURE)

@@ -1,0 +1,75 @@
+"""``parity convert MODEL -o OUT``: dispatches to the converter registered for the output kind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from parity.cli import options as opts
+from parity.cli.common import echo, verbosity_options
+from parity.cli.parsing import ParityCommand
+from parity.errors import ModelError, UsageError
+from parity.plugins import get_registry
+from parity.registry import ConvertRequest
+
+
+def add_to(cli: click.Group) -> None:
+    registry = get_registry()
+    params: list[click.Parameter] = [
+        click.Argument(["model"]),
+        click.Option(["-o", "--output"], required=True, type=click.Path(), help="Where to write the converted model."),
+        click.Option(["--convert-to"], default=None, help=f"Output kind: {', '.join(sorted(registry.converters)) or 'none installed'} (default: from the suffix)."),
+        *opts.model_options(),
+        *opts.data_options(),
+    ]
+    seen: set[str] = {o for p in params for o in getattr(p, "opts", [])}
+    for conv in registry.converters.values():
+        for option in conv.options:
+            if not seen & set(option.opts):
+                params.append(option)
+                seen.update(option.opts)
+    for backend in registry.backends.values():  # builder options of backends (e.g. --fp16) apply to conversion too
+        for option in backend.options:
+            if not seen & set(option.opts):
+                params.append(option)
+                seen.update(option.opts)
+    command = ParityCommand("convert", params=params, callback=convert_command, help=CONVERT_HELP, short_help="Convert a model (ONNX fp16, TensorRT engine, ...).")
+    cli.add_command(verbosity_options(command))
+
+
+CONVERT_HELP = """Convert MODEL and write it to -o OUTPUT; the converter is chosen by --convert-to or OUTPUT's suffix.
+
+\b
+  parity convert --fp-to-fp16 model.onnx -o model_fp16.onnx
+  parity convert model.onnx -o model.engine --fp16"""
+
+
+def pick_converter(output: str, convert_to: str | None):
+    registry = get_registry()
+    if convert_to:
+        return registry.converters.get(convert_to) or _unknown(convert_to, registry)
+    suffix = Path(output).suffix.lower()
+    for conv in registry.converters.values():
+        if suffix in conv.suffixes:
+            return conv
+    known = ", ".join(f"{c.name} ({' '.join(c.suffixes)})" for c in registry.converters.values()) or "none installed"
+    raise UsageError(f"cannot tell what to convert to from '{output}'; use --convert-to ({known})")
+
+
+def _unknown(name: str, registry: Any):
+    from parity.registry import _lookup
+
+    return _lookup(registry.converters, name, "converter")
+
+
+def convert_command(model: str, output: str, convert_to: str | None, **params: Any) -> int:
+    if not Path(model).exists():
+        raise ModelError(f"model not found: {model}")
+    if Path(output).resolve() == Path(model).resolve():
+        raise UsageError("refusing to overwrite the input model; choose another -o path")
+    conv = pick_converter(output, convert_to)
+    conv.convert(ConvertRequest(model, output, params))
+    echo(f"wrote {output} ({conv.name})")
+    return 0

@@ -1,0 +1,98 @@
+"""``parity inspect model`` and ``parity inspect data``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from parity.cli.common import echo, verbosity_options
+from parity.cli.parsing import GreedyOption, ParityCommand
+from parity.errors import ModelError, UsageError
+
+
+def add_to(cli: click.Group) -> None:
+    from parity.cli import group
+
+    inspect = group(cli, "inspect")
+    inspect.add_command(verbosity_options(ParityCommand(
+        "model",
+        params=[
+            click.Argument(["model"]),
+            GreedyOption(["--show"], type=click.Choice(["layers", "attrs", "weights"]), help="Also show layers, their attributes, weights."),
+            click.Option(["--model-type"], default=None, help="Model kind when the suffix does not tell."),
+        ],
+        callback=inspect_model,
+        help="Show a model's inputs, outputs and (with --show) layers, attributes and weights.",
+    )))
+    inspect.add_command(verbosity_options(ParityCommand(
+        "data",
+        params=[
+            click.Argument(["path"]),
+            click.Option(["-s", "--show-values"], is_flag=True, help="Print the values too."),
+            click.Option(["-a", "--all", "show_all"], is_flag=True, help="Every iteration, not only the first."),
+            click.Option(["--histogram"], is_flag=True, help="A histogram of each tensor's magnitudes."),
+        ],
+        callback=inspect_data,
+        help="Show saved inputs or outputs (Parity or Polygraphy files) with statistics per tensor.",
+    )))
+
+
+def inspect_model(model: str, show: tuple[str, ...], model_type: str | None) -> int:
+    from parity.cli.run import detect_model_kind
+    from parity.plugins import get_registry
+
+    registry = get_registry()
+    if not Path(model).exists():
+        raise ModelError(f"model not found: {model}")
+    kind = detect_model_kind(model, registry, model_type)
+    if kind is None or registry.model_kinds[kind].describe is None:
+        raise UsageError(f"don't know how to read {model}; give --model-type ({', '.join(registry.model_kinds)})")
+    echo(registry.model_kinds[kind].describe(model, set(show)))  # type: ignore[misc]
+    return 0
+
+
+def describe_tensor(name: str, array, values: bool, histogram: bool) -> list[str]:
+    import numpy as np
+
+    from parity.compare import stats
+
+    arr = np.asarray(array)
+    lines = [f"  {name}: {arr.dtype.name}{list(arr.shape)}"]
+    if arr.size and (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        s = stats.summarize(stats.as_float(arr))
+        lines[0] += f" | mean {s.mean:.4g} std {s.std:.4g} min {s.min:.4g} max {s.max:.4g} median {s.median:.4g}"
+        if s.nan or s.inf:
+            lines[0] += f" | NaN {s.nan} Inf {s.inf}"
+        if histogram:
+            lines += [f"      {label:>16} {count}" for label, count in stats.decade_histogram(stats.as_float(arr))]
+    if values:
+        with np.printoptions(threshold=200, edgeitems=3, linewidth=100):
+            lines += ["      " + line for line in str(arr).splitlines()]
+    return lines
+
+
+def inspect_data(path: str, show_values: bool, show_all: bool, histogram: bool) -> int:
+    from parity.results.files import file_kind, load_inputs, load_results
+
+    kind = file_kind(path)
+    if kind == "inputs":
+        feeds = load_inputs(path)
+        echo(f"{path}: inputs, {len(feeds)} iteration(s)")
+        for i, feed in enumerate(feeds if show_all else feeds[:1]):
+            echo(f"iteration {i}:")
+            for name, arr in feed.items():
+                for line in describe_tensor(name, arr, show_values, histogram):
+                    echo(line)
+    else:
+        results = load_results(path)
+        echo(f"{path}: outputs of {len(results)} runner(s)")
+        for runner, iterations in results:
+            echo(f"{runner}: {len(iterations)} iteration(s)")
+            for i, it in enumerate(iterations if show_all else iterations[:1]):
+                runtime = f" (runtime {it.runtime * 1000:.3f} ms)" if it.runtime else ""
+                echo(f" iteration {i}{runtime}:")
+                for name, arr in it.items():
+                    for line in describe_tensor(name, arr, show_values, histogram):
+                        echo(line)
+    return 0

@@ -1,0 +1,65 @@
+"""Option sets shared by commands that run models (``run``, ``convert``, ``debug ...``)."""
+
+from __future__ import annotations
+
+import click
+
+from parity.cli.parsing import BackendFlag, GreedyOption
+from parity.compare.tolerance import ERROR_STATS, PRESETS
+from parity.registry import Registry
+
+
+def model_options() -> list[click.Parameter]:
+    return [
+        GreedyOption(["--input-shapes", "--inputs"], metavar="NAME:[D0,D1,..]", help="Shapes of model inputs, e.g. x:[1,3,224,224] (sets dynamic dims)."),
+        click.Option(["--model-type"], type=str, default=None, help="Model kind when the suffix does not tell (onnx, engine, ...)."),
+    ]
+
+
+def onnx_options() -> list[click.Parameter]:
+    return [
+        GreedyOption(["--onnx-outputs"], metavar="NAME", help="Mark tensors as outputs: names, or 'mark all' for every tensor (layerwise)."),
+        GreedyOption(["--onnx-exclude-outputs"], metavar="NAME", help="Outputs to leave out (with --onnx-outputs mark all)."),
+    ]
+
+
+def data_options() -> list[click.Parameter]:
+    return [
+        click.Option(["--seed"], type=int, default=1, show_default=True, help="Seed of the random data."),
+        GreedyOption(["--val-range"], metavar="[NAME:][LO,HI]", help="Range of random values, per input or for all: [0,1] x:[-1,1]."),
+        click.Option(["--iterations", "--iters"], type=click.IntRange(min=1), default=1, show_default=True, help="Number of inference iterations."),
+        click.Option(["--data-loader-script"], metavar="FILE.py[:FUNC]", help="Python function (default load_data) returning an iterable of feed dicts."),
+        click.Option(["--data-loader"], default="random", show_default=True, help="Registered data loader to use (see 'parity plugins')."),
+        GreedyOption(["--load-inputs"], metavar="PATH", type=click.Path(), help="Feed saved inputs (Parity or Polygraphy files), in order."),
+        click.Option(["--save-inputs"], type=click.Path(), help="Save the inputs used to PATH."),
+    ]
+
+
+def compare_options(registry: Registry) -> list[click.Parameter]:
+    params: list[click.Parameter] = [
+        GreedyOption(["--compare-func", "--compare"], metavar="NAME", help=f"Metrics that must all pass: {', '.join(sorted(registry.comparators))} [simple]."),
+        GreedyOption(["--atol", "--abs-tol"], metavar="[OUT:]TOL", help="Absolute tolerance, for all outputs or one: 1e-5 y:1e-3."),
+        GreedyOption(["--rtol", "--rel-tol"], metavar="[OUT:]TOL", help="Relative tolerance (relative to the reference, the later runner)."),
+        click.Option(["--tolerance-preset"], type=click.Choice(sorted(PRESETS)), help="Default atol/rtol sized for a precision, e.g. fp16."),
+        GreedyOption(["--check-error-stat"], metavar="[OUT:]STAT", help=f"Statistic checked against tolerances: {', '.join(ERROR_STATS)} [elemwise]."),
+        click.Option(["--error-quantile"], type=click.FloatRange(0, 1), default=None, help="Quantile for --check-error-stat quantile [0.99]."),
+        click.Option(["--infinities-compare-equal"], is_flag=True, help="Equal infinities are not a mismatch."),
+        click.Option(["--nans-compare-equal"], is_flag=True, help="NaNs at the same place in both outputs are not a mismatch."),
+        click.Option(["--fail-fast"], is_flag=True, help="Stop at the first failing iteration."),
+        click.Option(["--validate"], is_flag=True, help="Fail when any output holds NaN or Inf."),
+        GreedyOption(["--load-outputs", "--load-results"], metavar="PATH", type=click.Path(), help="Compare against saved (golden) outputs."),
+        click.Option(["--save-outputs", "--save-results"], type=click.Path(), help="Save every runner's outputs to PATH."),
+        click.Option(["--report"], type=click.Path(), help="Write a machine-readable JSON report to PATH."),
+    ]
+    for spec in registry.comparators.values():
+        params.extend(spec.options)
+    return params
+
+
+def backend_params(registry: Registry) -> list[click.Parameter]:
+    params: list[click.Parameter] = []
+    for backend in registry.backends.values():
+        params.append(BackendFlag(backend.cli_flag, backend.name, backend.help or f"Run with {backend.name} (repeatable)."))
+    for backend in registry.backends.values():
+        params.extend(backend.options)
+    return params

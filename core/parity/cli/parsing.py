@@ -1,0 +1,116 @@
+"""Argument shapes that click lacks, added by normalising argv before click parses it.
+
+* Greedy options (``--input-shapes a:[1] b:[2]``, ``--atol y:1e-3 1e-5``, ``--show layers attrs``) take
+  values until the next option, as Polygraphy users type them; they become ``--opt=v`` repeats.
+* Remainder options (``--check parity run ... --onnxrt``) take the rest of the line.
+* Backend flags (``--onnxrt --trt``) keep their order, may repeat, and may carry per-runner settings:
+  ``--onnxrt=graph-optimization-level=disable`` applies only to that runner.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import click
+
+_NUMBER = re.compile(r"^-\d|^-\.\d|^-inf$|^-\[")
+
+
+class GreedyOption(click.Option):
+    """``multiple=True`` option whose values may be written space-separated after one flag."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("multiple", True)
+        super().__init__(*args, **kwargs)
+        self.greedy = True
+
+
+class RemainderOption(click.Option):
+    """Takes every remaining token as a command line (a JSON-encoded list internally)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("metavar", "CMD...")
+        super().__init__(*args, **kwargs)
+        self.remainder = True
+
+    def type_cast_value(self, ctx: click.Context, value: Any) -> Any:
+        if value is None:
+            return None
+        return json.loads(value) if isinstance(value, str) else value
+
+
+class BackendFlag(click.Option):
+    """A runner-selecting flag: counted by click, ordered (with per-runner settings) by :func:`normalize`."""
+
+    def __init__(self, flag: str, backend: str, help: str) -> None:
+        super().__init__([flag], count=True, help=help, expose_value=False)
+        self.backend = backend
+
+
+def _is_option(token: str) -> bool:
+    return token.startswith("-") and len(token) > 1 and not _NUMBER.match(token)
+
+
+def normalize(command: click.Command, ctx: click.Context, args: list[str]) -> list[str]:
+    greedy, remainder, backends = set(), set(), {}
+    for param in command.params:
+        if isinstance(param, click.Option):
+            if getattr(param, "greedy", False):
+                greedy.update(param.opts)
+            if getattr(param, "remainder", False):
+                remainder.update(param.opts)
+            if isinstance(param, BackendFlag):
+                backends[param.opts[0]] = param.backend
+    runners: list[tuple[str, dict[str, str]]] = []
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        key, eq, inline = token.partition("=")
+        if token == "--":
+            out.extend(args[i:])
+            break
+        if key in remainder:
+            rest = ([inline] if eq else []) + args[i + 1 :]
+            out.append(f"{key}={json.dumps(rest)}")
+            break
+        if key in backends:
+            runners.append((backends[key], _settings(key, inline) if eq else {}))
+            out.append(key)
+            i += 1
+            continue
+        if key in greedy and not eq:
+            j = i + 1
+            while j < len(args) and not _is_option(args[j]):
+                out.append(f"{key}={args[j]}")
+                j += 1
+            if j == i + 1:
+                out.append(token)  # let click report the missing value
+            i = j
+            continue
+        out.append(token)
+        i += 1
+    ctx.meta["parity.runners"] = runners
+    return out
+
+
+def _settings(flag: str, text: str) -> dict[str, str]:
+    settings = {}
+    for part in filter(None, text.split(",")):
+        name, eq, value = part.partition("=")
+        if not eq:
+            raise click.UsageError(f"{flag}={text}: write per-runner settings as option=value[,option=value]")
+        settings[name.strip().lstrip("-").replace("-", "_")] = value
+    return settings
+
+
+class ParityCommand(click.Command):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, normalize(self, ctx, args))
+
+
+class ParityGroup(click.Group):
+    command_class = ParityCommand
+    group_class = type  # sub-groups are ParityGroup too

@@ -1,0 +1,313 @@
+"""``parity run``: run a model on one or more backends and compare the outputs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from parity.cli import options as opts
+from parity.cli.common import echo, verbosity_options, warn
+from parity.cli.parsing import ParityCommand
+from parity.errors import ExitCode, UsageError
+from parity.plugins import get_registry
+from parity.registry import Backend, Registry, RunnerRequest
+
+
+def add_to(cli: click.Group) -> None:
+    registry = get_registry()
+    params = [click.Argument(["model"], required=False), *opts.model_options(), *opts.onnx_options(), *opts.data_options()]
+    params += [*opts.compare_options(registry), *opts.backend_params(registry)]
+    command = ParityCommand(
+        "run",
+        params=params,
+        callback=click.pass_context(run_command),
+        help=RUN_HELP,
+        short_help="Run a model on backends and compare the outputs.",
+        context_settings={"max_content_width": 110},
+    )
+    cli.add_command(verbosity_options(command))
+
+
+RUN_HELP = """Run MODEL with each backend flag given (in order) and compare each runner with the next.
+
+\b
+  parity run model.onnx --onnxrt --onnxrt=graph-optimization-level=disable
+  parity run model.onnx --onnxrt --save-inputs in.npz --save-outputs golden.npz
+  parity run model_fp16.onnx --onnxrt --load-inputs in.npz --load-outputs golden.npz --tolerance-preset fp16
+
+Per-runner settings follow the flag: --onnxrt=OPTION=VALUE[,OPTION=VALUE].
+Exit codes: 0 passed, 1 mismatch, 2 usage error, 3 model or backend failure."""
+
+
+# --- building runners and data ---------------------------------------------------------------------
+
+def detect_model_kind(model: str, registry: Registry, declared: str | None = None) -> str | None:
+    if declared:
+        if declared not in registry.model_kinds:
+            raise UsageError(f"--model-type: unknown kind '{declared}'; known: {', '.join(registry.model_kinds)}")
+        return declared
+    suffix = Path(model).suffix.lower()
+    for kind in registry.model_kinds.values():
+        if suffix in kind.suffixes:
+            return kind.name
+    try:
+        head = Path(model).read_bytes()[:64] if Path(model).is_file() else b""
+    except OSError:
+        head = b""
+    for kind in registry.model_kinds.values():
+        if kind.magic and kind.magic(head):
+            return kind.name
+    return None
+
+
+def _cast_overrides(backend: Backend, overrides: Mapping[str, str], ctx: click.Context) -> dict[str, Any]:
+    """Per-runner ``--flag=opt=value`` settings, converted by the option's own click type."""
+    by_name = {p.name: p for p in ctx.command.params if p.name}
+    out = {}
+    for key, raw in overrides.items():
+        param = by_name.get(key) or by_name.get(f"{backend.name}_{key}")
+        if param is None:
+            raise UsageError(f"{backend.cli_flag}: unknown setting '{key}'")
+        value: Any = [raw] if getattr(param, "multiple", False) else raw
+        out[param.name] = param.type_cast_value(ctx, value)
+    return out
+
+
+def make_runners(ctx: click.Context, model: str | None, params: Mapping[str, Any], registry: Registry) -> list:
+    chosen = ctx.meta.get("parity.runners", [])
+    if chosen and not model:
+        raise UsageError("a model path is required to run backends")
+    kind = detect_model_kind(model, registry, params.get("model_type")) if model else None
+    runners = []
+    for index, (name, overrides) in enumerate(chosen):
+        backend = registry.backend(name)
+        if kind and kind not in backend.model_kinds:
+            raise UsageError(f"{backend.cli_flag} cannot run a {kind} model ({model}); it runs: {', '.join(backend.model_kinds)}")
+        options = {**params, **_cast_overrides(backend, overrides, ctx)}
+        runner = backend.make_runner(RunnerRequest(model, options, index, kind))
+        runner.name = f"{backend.name}-{index}"
+        runners.append(runner)
+    return runners
+
+
+def make_data_loader(params: Mapping[str, Any], model: str | None, kind: str | None, registry: Registry):
+    from parity.data.loader import load_script_loader
+    from parity.data.parse import parse_shapes, parse_val_ranges
+    from parity.results.files import load_inputs
+
+    if params.get("load_inputs") and params.get("data_loader_script"):
+        raise UsageError("use either --load-inputs or --data-loader-script, not both")
+    if params.get("load_inputs"):
+        feeds = []
+        for path in params["load_inputs"]:
+            feeds.extend(load_inputs(path))
+        return feeds
+    if params.get("data_loader_script"):
+        return load_script_loader(params["data_loader_script"])
+    spec = registry.data_loaders.get(params.get("data_loader") or "random")
+    if spec is None:
+        from parity.registry import _lookup
+
+        _lookup(registry.data_loaders, params["data_loader"], "data loader")
+    meta = registry.model_kinds[kind].read_inputs(model) if (model and kind in registry.model_kinds) else {}
+    request = DataRequest(
+        meta,
+        params.get("seed", 1),
+        params.get("iterations", 1),
+        parse_val_ranges(params.get("val_range") or ()),
+        parse_shapes(params.get("input_shapes") or ()),
+        params,
+    )
+    loader = spec.factory(request)  # type: ignore[union-attr]
+    if hasattr(loader, "check_names") and meta:
+        loader.check_names()
+    return loader
+
+
+class DataRequest:
+    """What a registered data loader's factory receives."""
+
+    def __init__(self, input_metadata, seed, iterations, val_range, input_shapes, options) -> None:
+        self.input_metadata = input_metadata
+        self.seed = seed
+        self.iterations = iterations
+        self.val_range = val_range
+        self.input_shapes = input_shapes
+        self.options = options
+
+
+def make_compare_funcs(params: Mapping[str, Any], registry: Registry) -> list:
+    from parity.data.parse import parse_per_name
+
+    options = dict(params)
+    options["atol"] = parse_per_name(params.get("atol") or (), float, "--atol") or None
+    options["rtol"] = parse_per_name(params.get("rtol") or (), float, "--rtol") or None
+    options["check_error_stat"] = parse_per_name(params.get("check_error_stat") or (), str, "--check-error-stat") or None
+    names = list(params.get("compare_func") or ()) or ["simple"]
+    funcs = []
+    for name in names:
+        try:
+            funcs.append(registry.comparator(name).factory(options))
+        except ValueError as exc:
+            raise UsageError(f"--compare-func {name}: {exc}") from None
+    return funcs
+
+
+# --- the command -----------------------------------------------------------------------------------
+
+def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:
+    from parity import runflow
+    from parity.results.files import load_results
+    from parity.results.model import RunResults
+
+    registry = get_registry()
+    if not ctx.meta.get("parity.runners") and not params.get("load_outputs"):
+        flags = " ".join(b.cli_flag for b in registry.backends.values())
+        raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or --load-outputs")
+    if model and not Path(model).exists():
+        from parity.errors import ModelError
+
+        raise ModelError(f"model not found: {model}")
+    funcs = make_compare_funcs(params, registry)
+    golden = RunResults()
+    for path in params.get("load_outputs") or ():
+        golden.extend(load_results(path), prefix=f"{Path(path).name}:")
+    kind = detect_model_kind(model, registry, params.get("model_type")) if model else None
+    data = make_data_loader(params, model, kind, registry) if model and ctx.meta.get("parity.runners") else None
+    runners = make_runners(ctx, model, params, registry)
+    for path in (params.get("save_outputs"), params.get("save_inputs")):
+        if path and Path(path).suffix == ".json":
+            warn(f"{path} is written in Parity's binary format (a zip of .npy arrays), not JSON")
+    printer = ReportPrinter()
+    summary = runflow.run(
+        runners,
+        data,
+        golden,
+        funcs,
+        save_inputs=params.get("save_inputs"),
+        save_outputs=params.get("save_outputs"),
+        do_validate=params.get("validate", False),
+        fail_fast=params.get("fail_fast", False),
+        on_iteration=printer.iteration,
+    )
+    if not runners:
+        for index in range(summary.iterations):
+            printer.iteration(index, [p for p in summary.accuracy if index < len(p.iterations)])
+    code = ExitCode.PASSED if summary.passed else ExitCode.MISMATCH
+    printer.summary(summary)
+    if params.get("report"):
+        write_report(params["report"], summary, code)
+    return int(code)
+
+
+def write_report(path: str, summary: Any, code: int) -> None:
+    from parity.util.fs import write_text_atomic
+
+    report = {
+        "format": "parity-report",
+        "version": 1,
+        "command": sys.argv,
+        "passed": summary.passed,
+        "exit_code": int(code),
+        "iterations": summary.iterations,
+        "runtimes_ms": {k: [t * 1000 for t in v] for k, v in summary.runtimes.items()},
+        "validation": [v.__dict__ for v in summary.validation] if summary.validated else None,
+        "comparisons": summary.accuracy.to_json(),
+    }
+    write_text_atomic(path, json.dumps(report, indent=1, default=_json_default, allow_nan=False))
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+class ReportPrinter:
+    """Human-readable output: one line per output and verdict, details for failures (or with -v)."""
+
+    def iteration(self, index: int, pairs: list) -> None:
+        from parity.cli.common import SETTINGS
+
+        for pair in pairs:
+            it = pair.iterations[index]
+            verdict = "PASSED" if it.passed else "FAILED"
+            echo(f"[{pair.actual} vs {pair.reference}] iteration {index}: {verdict}")
+            for check in it.checks:
+                echo("  " + format_check(check))
+                if check.details and (not check.passed or SETTINGS["verbose"]):
+                    for line in format_details(check):
+                        echo("      " + line)
+
+    def summary(self, summary: Any) -> None:
+        from parity.runflow import median_ms
+
+        for name, times in summary.runtimes.items():
+            echo(f"{name}: {len(times)} iteration(s), median inference {median_ms(times):.3f} ms")
+        for issue in summary.validation:
+            echo(f"VALIDATION FAILED | {issue.runner} iteration {issue.iteration} output '{issue.output}': {issue.nan} NaN, {issue.inf} Inf")
+        if summary.validated and not summary.validation:
+            echo("validation passed: no NaN or Inf in any output")
+        failed = [
+            f"{c.name} ({p.actual} vs {p.reference})"
+            for p in summary.accuracy
+            for it in p.iterations
+            for c in it.checks
+            if not c.passed
+        ]
+        failed = list(dict.fromkeys(failed))
+        if summary.passed:
+            click.echo(f"PASSED | {summary.iterations} iteration(s) | {summary.seconds:.2f}s")
+        else:
+            what = f"mismatched outputs: {', '.join(failed)}" if failed else "validation failed"
+            click.echo(f"FAILED | {what} | {summary.seconds:.2f}s")
+
+
+def _g(value: float) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def format_check(check: Any) -> str:
+    verdict = "PASSED" if check.passed else "FAILED"
+    v, t = check.values, check.thresholds
+    if check.metric == "simple" and v:
+        text = (
+            f"{check.name}: {verdict} | max abs {_g(v['max_abs'])} (atol {_g(t['atol'])}) | max rel {_g(v['max_rel'])} (rtol {_g(t['rtol'])})"
+            f" | cosine {v['cosine']:.6f} | passes with atol>={_g(v['min_atol'])} or rtol>={_g(v['min_rtol'])}"
+        )
+        if t.get("check_error_stat", "elemwise") != "elemwise":
+            text += f" | checked: {t['check_error_stat']} error"
+    else:
+        shown = " ".join(f"{k}={_g(val)}" for k, val in v.items())
+        text = f"{check.name}: {verdict} | {check.metric} {shown}".rstrip()
+    if check.message and not check.passed:
+        text += f" | {check.message}"
+    elif check.message:
+        text += f" ({check.message})"
+    return text
+
+
+def format_details(check: Any) -> list[str]:
+    d = check.details
+    lines = [f"shape {d['shape']} dtypes {d['dtypes'][0]} vs {d['dtypes'][1]}, {int(check.values.get('mismatches', 0))} mismatching elements"]
+    for label in ("actual", "reference", "abs", "rel"):
+        s = d[label]
+        title = {"abs": "abs error", "rel": "rel error"}.get(label, label)
+        lines.append(
+            f"{title:>9}: mean {_g(s['mean'])} std {_g(s['std'])} min {_g(s['min'])} max {_g(s['max'])} "
+            f"median {_g(s.get('p50', float('nan')))} p99 {_g(s.get('p99', float('nan')))}"
+            + (f" | NaN {s['nan']} Inf {s['inf']}" if s["nan"] or s["inf"] else "")
+        )
+    hist = d.get("abs_histogram") or []
+    if hist:
+        total = sum(c for _, c in hist) or 1
+        lines.append("abs error histogram:")
+        for label, count in hist:
+            bar = "#" * max(1, round(30 * count / total)) if count else ""
+            lines.append(f"  {label:>16} {count:>10} {bar}")
+    return lines

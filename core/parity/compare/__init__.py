@@ -1,0 +1,1 @@
+"""The comparison engine: metrics, statistics and the Comparator."""

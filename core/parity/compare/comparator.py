@@ -1,0 +1,126 @@
+"""Running runners over the same inputs and comparing what they return."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from parity.backend.base import BaseRunner
+from parity.compare.result import AccuracyResult, IterationComparison, OutputCheck, PairComparison
+from parity.data.loader import DataLoader, as_feed
+from parity.errors import UsageError
+from parity.results.model import IterationResult, RunResults
+
+CompareFunc = Callable[[str, np.ndarray, np.ndarray], OutputCheck]
+
+
+def default_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
+    """Each runner against the next: the later one is the reference (golden files come last)."""
+    return [(names[i], names[i + 1]) for i in range(len(names) - 1)]
+
+
+def resolve_compare_funcs(compare_func: Any) -> list[CompareFunc]:
+    """Accept a callable, a registered metric name, or a list of either; default: ``simple``."""
+    from parity.compare.simple import SimpleCompare
+
+    if compare_func is None:
+        return [SimpleCompare()]
+    items = compare_func if isinstance(compare_func, (list, tuple)) else [compare_func]
+    funcs: list[CompareFunc] = []
+    for item in items:
+        if isinstance(item, str):
+            from parity.plugins import get_registry
+
+            item = get_registry().comparator(item).factory({})
+        funcs.append(item)
+    return funcs
+
+
+def compare_iteration(actual: IterationResult, reference: IterationResult, funcs: Sequence[CompareFunc], index: int) -> IterationComparison:
+    common = [n for n in actual if n in reference]
+    if not common:
+        raise UsageError(
+            f"no common outputs to compare: {actual.runner_name or 'actual'} has {sorted(actual)}, "
+            f"{reference.runner_name or 'reference'} has {sorted(reference)}"
+        )
+    checks = []
+    for name in common:
+        for func in funcs:
+            checks.append(func(name, np.asarray(actual[name]), np.asarray(reference[name])))
+    for name in actual:
+        if name not in reference:
+            checks.append(OutputCheck(name, True, "missing", message=f"not in {reference.runner_name or 'reference'}: skipped"))
+    return IterationComparison(index, checks)
+
+
+class Comparator:
+    """``Comparator.run(runners, data_loader=...)`` then ``Comparator.compare_accuracy(results)``."""
+
+    @staticmethod
+    def stream(
+        runners: Sequence[BaseRunner], data_loader: Iterable[Mapping[str, np.ndarray]] | None = None
+    ) -> Iterator[tuple[int, dict[str, np.ndarray], dict[str, IterationResult]]]:
+        """Run every runner on each feed in turn, yielding ``(index, feed, {runner: result})``: one iteration is
+        held in memory at a time."""
+        names = [r.name for r in runners]
+        if len(set(names)) != len(names):
+            raise UsageError(f"runner names must be unique, got {names}")
+        with contextlib.ExitStack() as stack:
+            for runner in runners:
+                stack.enter_context(runner)
+            if data_loader is None:
+                data_loader = DataLoader(runners[0].get_input_metadata())
+            elif isinstance(data_loader, DataLoader) and not data_loader.input_metadata:
+                data_loader.input_metadata = runners[0].get_input_metadata()
+            for index, item in enumerate(data_loader):
+                feed = as_feed(item, index)
+                results = {}
+                for runner in runners:
+                    outputs = runner.infer(feed)
+                    results[runner.name] = IterationResult(outputs, runner.last_inference_time, runner.name)
+                yield index, feed, results
+
+    @staticmethod
+    def run(runners: Sequence[BaseRunner], data_loader: Iterable[Mapping[str, np.ndarray]] | None = None, save_inputs: list | None = None) -> RunResults:
+        """Run all iterations and keep every result (use :meth:`stream` to bound memory)."""
+        results = RunResults([(r.name, []) for r in runners])
+        for _, feed, iteration in Comparator.stream(runners, data_loader):
+            if save_inputs is not None:
+                save_inputs.append(feed)
+            for name, res in iteration.items():
+                results[name].append(res)
+        return results
+
+    @staticmethod
+    def compare_accuracy(
+        results: RunResults,
+        compare_func: Any = None,
+        comparisons: Sequence[tuple[str, str]] | None = None,
+        fail_fast: bool = False,
+    ) -> AccuracyResult:
+        """Compare runner pairs (default: each with the next), iteration by iteration."""
+        funcs = resolve_compare_funcs(compare_func)
+        accuracy = AccuracyResult()
+        for actual, reference in comparisons or default_pairs(results.runners()):
+            pair = PairComparison(actual, reference)
+            a_iters, b_iters = results[actual], results[reference]
+            if len(a_iters) != len(b_iters):
+                b_iters = _repeat_golden(b_iters, len(a_iters), reference)
+            for index, (a, b) in enumerate(zip(a_iters, b_iters)):
+                a.runner_name, b.runner_name = a.runner_name or actual, b.runner_name or reference
+                pair.iterations.append(compare_iteration(a, b, funcs, index))
+                if fail_fast and not pair.iterations[-1].passed:
+                    break
+            accuracy.append(pair)
+            if fail_fast and not pair.passed:
+                break
+        return accuracy
+
+
+def _repeat_golden(iterations: list[IterationResult], count: int, name: str) -> list[IterationResult]:
+    if len(iterations) == 1:
+        return iterations * count  # one golden iteration checks every live iteration
+    raise UsageError(f"{name} has {len(iterations)} iterations but {count} are being compared; use --iterations {len(iterations)}")

@@ -1,0 +1,148 @@
+"""Statistics over large tensors with bounded memory.
+
+Scalar statistics are accumulated chunk by chunk (``CHUNK`` elements at a time, float64 accumulators), so
+comparing two 64Mi-element outputs needs one float32 scratch buffer rather than several full-size
+temporaries. Exact percentiles come from an in-place ``np.partition`` (introselect, O(n)) of that
+scratch buffer, which is why percentiles are taken last.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+CHUNK = 1 << 22
+PERCENTILES = (50.0, 90.0, 95.0, 99.0)
+
+
+def chunks(n: int):
+    for start in range(0, n, CHUNK):
+        yield slice(start, min(start + CHUNK, n))
+
+
+def as_float(array: np.ndarray) -> np.ndarray:
+    """A flat float view for statistics: float16/ints are upcast chunk-wise by callers via ``np.asarray``."""
+    flat = np.asarray(array).reshape(-1)
+    if flat.dtype == np.bool_:
+        return flat.view(np.uint8)
+    return flat
+
+
+@dataclass
+class Summary:
+    count: int = 0
+    finite: int = 0
+    nan: int = 0
+    inf: int = 0
+    mean: float = math.nan
+    std: float = math.nan
+    min: float = math.nan
+    max: float = math.nan
+    argmin: int = -1
+    argmax: int = -1
+    percentiles: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, float]:
+        out = {k: v for k, v in self.__dict__.items() if k != "percentiles"}
+        out.update({f"p{k}": v for k, v in self.percentiles.items()})
+        return out
+
+    @property
+    def median(self) -> float:
+        return self.percentiles.get("50", math.nan)
+
+
+def summarize(flat: np.ndarray, scratch: np.ndarray | None = None, percentiles: bool = True) -> Summary:
+    """Statistics of the finite values of ``flat`` (1-D). ``scratch`` (float32/64, same size) is clobbered."""
+    s = Summary(count=int(flat.size))
+    total = 0.0
+    total_sq = 0.0
+    lo, hi = math.inf, -math.inf
+    for sl in chunks(flat.size):
+        part = np.asarray(flat[sl], dtype=np.float64)
+        finite = np.isfinite(part)
+        nfinite = int(np.count_nonzero(finite))
+        s.nan += int(np.count_nonzero(np.isnan(part)))
+        s.inf += part.size - nfinite - int(np.count_nonzero(np.isnan(part)))
+        if nfinite != part.size:
+            part = part[finite]
+        if part.size == 0:
+            continue
+        s.finite += nfinite
+        total += float(part.sum())
+        total_sq += float(np.dot(part, part))
+        cmin, cmax = float(part.min()), float(part.max())
+        if cmin < lo:
+            lo, s.argmin = cmin, _index_of(flat[sl], cmin) + sl.start
+        if cmax > hi:
+            hi, s.argmax = cmax, _index_of(flat[sl], cmax) + sl.start
+    if s.finite:
+        s.mean = total / s.finite
+        s.std = math.sqrt(max(total_sq / s.finite - s.mean * s.mean, 0.0))
+        s.min, s.max = lo, hi
+        if percentiles:
+            s.percentiles = _percentiles(flat, scratch, s)
+    return s
+
+
+def _index_of(part: np.ndarray, value: float) -> int:
+    hits = np.flatnonzero(np.asarray(part, dtype=np.float64) == value)
+    return int(hits[0]) if hits.size else 0
+
+
+def _percentiles(flat: np.ndarray, scratch: np.ndarray | None, s: Summary) -> dict[str, float]:
+    if scratch is None or scratch.size < flat.size:
+        scratch = np.empty(flat.size, dtype=np.float64 if flat.dtype == np.float64 else np.float32)
+    work = scratch[: flat.size]
+    for sl in chunks(flat.size):
+        work[sl] = flat[sl]
+    if s.finite != flat.size:  # drop NaN/Inf so they do not shift the order statistics
+        work = work[np.isfinite(work)]
+    n = work.size
+    ranks = {p: (n - 1) * p / 100.0 for p in PERCENTILES}
+    kth = sorted({int(math.floor(r)) for r in ranks.values()} | {min(int(math.ceil(r)), n - 1) for r in ranks.values()})
+    work.partition(kth)
+    out = {}
+    for p, r in ranks.items():
+        lo_i, hi_i = int(math.floor(r)), min(int(math.ceil(r)), n - 1)
+        frac = r - lo_i
+        out[f"{p:g}"] = float(work[lo_i]) * (1 - frac) + float(work[hi_i]) * frac
+    return out
+
+
+def decade_histogram(flat: np.ndarray) -> list[tuple[str, int]]:
+    """Counts of |values| per power of ten ("0", "<1e-8", "[1e-8,1e-7)", ..., "NaN/Inf"): error magnitudes
+    span decades, so linear bins would put almost everything in the first one."""
+    edges = [10.0**e for e in range(-8, 4)]
+    counts = np.zeros(len(edges) + 3, dtype=np.int64)  # zero, < first, decades..., >= last, non-finite
+    for sl in chunks(flat.size):
+        part = np.abs(np.asarray(flat[sl], dtype=np.float64))
+        bad = ~np.isfinite(part)
+        counts[-1] += int(np.count_nonzero(bad))
+        part = part[~bad]
+        zero = part == 0
+        counts[0] += int(np.count_nonzero(zero))
+        idx = np.searchsorted(edges, part[~zero], side="right")
+        counts[1 : len(edges) + 2] += np.bincount(idx, minlength=len(edges) + 1)
+    labels = ["0", f"(0,{edges[0]:.0e})"]
+    labels += [f"[{a:.0e},{b:.0e})" for a, b in zip(edges, edges[1:])]
+    labels += [f">={edges[-1]:.0e}", "NaN/Inf"]
+    return [(label, int(c)) for label, c in zip(labels, counts) if c]
+
+
+def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine similarity of two flat arrays in float64, chunked; 1.0 if both are all zero, NaN on NaN."""
+    dot = na = nb = 0.0
+    for sl in chunks(a.size):
+        x = np.asarray(a[sl], dtype=np.float64)
+        y = np.asarray(b[sl], dtype=np.float64)
+        dot += float(np.dot(x, y))
+        na += float(np.dot(x, x))
+        nb += float(np.dot(y, y))
+    if na == 0 and nb == 0:
+        return 1.0
+    if na == 0 or nb == 0:
+        return 0.0
+    return dot / math.sqrt(na * nb)

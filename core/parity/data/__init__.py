@@ -1,0 +1,1 @@
+"""Input data: tensor metadata, shape parsing and data loaders."""

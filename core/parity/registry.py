@@ -1,0 +1,185 @@
+"""What plugins register: small, cheap descriptions whose factories import heavy libraries lazily."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from parity.errors import PluginError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import click
+    import numpy as np
+
+    from parity.backend.base import BaseRunner
+    from parity.compare.result import OutputCheck
+    from parity.data.meta import TensorMeta
+
+
+@dataclass(frozen=True)
+class RunnerRequest:
+    """Everything a backend needs to build one runner: the model and every parsed option."""
+
+    model: str | None
+    options: Mapping[str, Any]
+    index: int = 0
+    model_kind: str | None = None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.options.get(name, default)
+        return default if value is None else value
+
+
+@dataclass(frozen=True)
+class Backend:
+    """An inference backend. ``flag`` selects it on the CLI and may be repeated (two runners)."""
+
+    name: str
+    make_runner: Callable[[RunnerRequest], BaseRunner]
+    help: str = ""
+    flag: str | None = None  # defaults to --<name>
+    options: Sequence[click.Option] = ()
+    model_kinds: tuple[str, ...] = ("onnx",)
+    requires: tuple[str, ...] = ()  # importable module names, checked with find_spec, never imported
+    install_hint: str = ""
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or f"--{self.name}"
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """A kind of model file: how to recognise it, read its inputs, and describe it."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    read_inputs: Callable[[str], dict[str, TensorMeta]]
+    describe: Callable[..., str] | None = None  # describe(path, show: set[str]) -> text
+    magic: Callable[[bytes], bool] | None = None  # sniff the first 64 bytes when the suffix is unknown
+
+
+@dataclass(frozen=True)
+class ComparatorSpec:
+    """A comparison metric. ``factory(options)`` returns ``compare(name, actual, reference) -> OutputCheck``."""
+
+    name: str
+    factory: Callable[[Mapping[str, Any]], Callable[[str, np.ndarray, np.ndarray], OutputCheck]]
+    help: str = ""
+    options: Sequence[click.Option] = ()
+
+
+@dataclass(frozen=True)
+class DataLoaderSpec:
+    """A source of feed dicts. ``factory(request)`` returns an iterable of ``{input name: array}``."""
+
+    name: str
+    factory: Callable[[Any], Iterable[dict[str, np.ndarray]]]
+    help: str = ""
+    options: Sequence[click.Option] = ()
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    """A debug search strategy: ``factory(options)`` returns a :class:`parity.debug.strategy.Strategy`."""
+
+    name: str
+    factory: Callable[[Mapping[str, Any]], Any]
+    help: str = ""
+    kinds: tuple[str, ...] = ("reduce", "precision")
+
+
+@dataclass(frozen=True)
+class ConvertRequest:
+    model: str
+    output: str
+    options: Mapping[str, Any]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.options.get(name, default)
+        return default if value is None else value
+
+
+@dataclass(frozen=True)
+class ConverterSpec:
+    """Writes a model in another form; chosen by ``--convert-to name`` or the output suffix."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    convert: Callable[[ConvertRequest], None]
+    help: str = ""
+    options: Sequence[click.Option] = ()
+
+
+_KINDS = {
+    "backends": Backend,
+    "model_kinds": ModelKind,
+    "comparators": ComparatorSpec,
+    "data_loaders": DataLoaderSpec,
+    "strategies": StrategySpec,
+    "converters": ConverterSpec,
+}
+
+
+@dataclass
+class Registry:
+    """Everything registered, keyed by name, remembering which plugin registered each item."""
+
+    backends: dict[str, Backend] = field(default_factory=dict)
+    model_kinds: dict[str, ModelKind] = field(default_factory=dict)
+    comparators: dict[str, ComparatorSpec] = field(default_factory=dict)
+    data_loaders: dict[str, DataLoaderSpec] = field(default_factory=dict)
+    strategies: dict[str, StrategySpec] = field(default_factory=dict)
+    converters: dict[str, ConverterSpec] = field(default_factory=dict)
+    owners: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> plugin
+    option_owners: dict[str, str] = field(default_factory=dict)  # --option -> plugin
+
+    def add(self, kind: str, item: Any, owner: str) -> None:
+        expected = _KINDS[kind]
+        if not isinstance(item, expected):
+            raise PluginError(f"plugin {owner} registered {item!r} as {kind}, expected a {expected.__name__}")
+        table: dict[str, Any] = getattr(self, kind)
+        previous = self.owners.get((kind, item.name))
+        if previous is not None:
+            raise PluginError(
+                f"{kind[:-1].replace('_', ' ')} '{item.name}' is registered by both {previous} and {owner}; "
+                f"uninstall one or block it with PARITY_DISABLE_PLUGINS"
+            )
+        names = [*(getattr(o, "opts", []) for o in getattr(item, "options", ()))]
+        if kind == "backends":
+            names.append([item.cli_flag])
+        flat = [n for group in names for n in group]
+        for opt in flat:
+            other = self.option_owners.get(opt)
+            if other is not None and other != owner:
+                raise PluginError(f"option {opt} is registered by both {other} and {owner}")
+        for opt in flat:
+            self.option_owners[opt] = owner
+        table[item.name] = item
+        self.owners[(kind, item.name)] = owner
+
+    def items_of(self, owner: str) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for (kind, name), who in self.owners.items():
+            if who == owner:
+                found.setdefault(kind, []).append(name)
+        return found
+
+    def backend(self, name: str) -> Backend:
+        return _lookup(self.backends, name, "backend")
+
+    def comparator(self, name: str) -> ComparatorSpec:
+        return _lookup(self.comparators, name, "comparison function")
+
+    def strategy(self, name: str) -> StrategySpec:
+        return _lookup(self.strategies, name, "debug strategy")
+
+
+def _lookup(table: Mapping[str, Any], name: str, what: str) -> Any:
+    from parity.errors import UsageError
+    from parity.util.text import did_you_mean
+
+    if name not in table:
+        raise UsageError(f"unknown {what} '{name}'{did_you_mean(name, table)}; known: {', '.join(sorted(table))}")
+    return table[name]

@@ -1,0 +1,157 @@
+"""``parity run`` as a function: run runners, stream results to files, compare, report.
+
+One iteration is in memory at a time: inputs and outputs are written to their files as they come and
+compared immediately, so a run over many iterations or with huge outputs has bounded memory.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from parity.backend.base import BaseRunner
+from parity.compare.comparator import Comparator, CompareFunc, compare_iteration, resolve_compare_funcs
+from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
+from parity.errors import UsageError
+from parity.results.files import ArchiveWriter
+from parity.results.model import IterationResult, RunResults
+from parity.util.fs import atomic_write
+
+
+@dataclass
+class ValidationIssue:
+    runner: str
+    iteration: int
+    output: str
+    nan: int
+    inf: int
+
+
+@dataclass
+class RunSummary:
+    accuracy: AccuracyResult
+    iterations: int = 0
+    runtimes: dict[str, list[float]] = field(default_factory=dict)
+    validation: list[ValidationIssue] = field(default_factory=list)
+    validated: bool = False
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.accuracy) and not self.validation
+
+
+def validate(result: IterationResult, runner: str, index: int) -> list[ValidationIssue]:
+    """NaN/Inf check (``--validate``), chunked so big outputs are not copied."""
+    from parity.compare.stats import summarize
+
+    issues = []
+    for name, array in result.items():
+        arr = np.asarray(array)
+        if not np.issubdtype(arr.dtype, np.floating):
+            continue
+        s = summarize(arr.reshape(-1), percentiles=False)
+        if s.nan or s.inf:
+            issues.append(ValidationIssue(runner, index, name, s.nan, s.inf))
+    return issues
+
+
+class _Streamer:
+    """Writes inputs/outputs iteration by iteration; files appear atomically at the end."""
+
+    def __init__(self, path: str | Path | None, kind: str) -> None:
+        self.kind = kind
+        self._ctx = atomic_write(path) if path else None
+        self._writer = ArchiveWriter(self._ctx.__enter__()) if self._ctx else None
+        self._iterations: list = []
+        self._runs: dict[str, list] = {}
+
+    def add_inputs(self, feed: Mapping[str, np.ndarray]) -> None:
+        if self._writer:
+            self._iterations.append({k: self._writer.add(v) for k, v in feed.items()})
+
+    def add_outputs(self, runner: str, result: IterationResult) -> None:
+        if self._writer:
+            entry = {"runtime": result.runtime, "outputs": {k: self._writer.add(v) for k, v in result.items()}}
+            self._runs.setdefault(runner, []).append(entry)
+
+    def finish(self, ok: bool) -> None:
+        if not self._writer or not self._ctx:
+            return
+        if ok:
+            if self.kind == "inputs":
+                self._writer.close({"kind": "inputs", "iterations": self._iterations})
+            else:
+                self._writer.close({"kind": "outputs", "runs": [{"runner": r, "iterations": i} for r, i in self._runs.items()]})
+            self._ctx.__exit__(None, None, None)
+        else:
+            self._ctx.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
+def run(
+    runners: Sequence[BaseRunner],
+    data_loader: Iterable[Mapping[str, np.ndarray]] | None = None,
+    golden: RunResults | None = None,
+    compare_func: CompareFunc | Sequence[CompareFunc] | str | None = None,
+    save_inputs: str | Path | None = None,
+    save_outputs: str | Path | None = None,
+    do_validate: bool = False,
+    fail_fast: bool = False,
+    on_iteration: Callable[[int, list[PairComparison]], None] | None = None,
+) -> RunSummary:
+    """Run ``runners`` on the data, compare each with the next, then the last with each golden run."""
+    funcs = resolve_compare_funcs(compare_func)
+    golden = golden or RunResults()
+    live = [r.name for r in runners]
+    pairs = [(live[i], live[i + 1]) for i in range(len(live) - 1)]
+    if live:
+        pairs += [(live[-1], g) for g in golden.runners()]
+    summary = RunSummary(AccuracyResult(PairComparison(a, b) for a, b in pairs), validated=do_validate)
+    started = time.perf_counter()
+    inputs_out, outputs_out = _Streamer(save_inputs, "inputs"), _Streamer(save_outputs, "outputs")
+    ok = False
+    try:
+        if not runners:
+            summary.accuracy = Comparator.compare_accuracy(golden, funcs, fail_fast=fail_fast)
+            summary.iterations = max((len(i) for _, i in golden), default=0)
+            ok = True
+            return summary
+        for index, feed, results in Comparator.stream(runners, data_loader):
+            inputs_out.add_inputs(feed)
+            for name, res in results.items():
+                outputs_out.add_outputs(name, res)
+                summary.runtimes.setdefault(name, []).append(res.runtime or 0.0)
+                if do_validate:
+                    summary.validation += validate(res, name, index)
+            everything = dict(results)
+            for gname, giters in golden:
+                if index >= len(giters) and len(giters) != 1:
+                    raise UsageError(f"golden run '{gname}' has {len(giters)} iteration(s); this run has more (use --iterations {len(giters)})")
+                everything[gname] = giters[min(index, len(giters) - 1)]
+            done: list[PairComparison] = []
+            for pair in summary.accuracy:
+                it: IterationComparison = compare_iteration(everything[pair.actual], everything[pair.reference], funcs, index)
+                pair.iterations.append(it)
+                done.append(pair)
+            summary.iterations = index + 1
+            if on_iteration:
+                on_iteration(index, done)
+            if fail_fast and not all(p.passed for p in summary.accuracy):
+                break
+        ok = True
+        return summary
+    finally:
+        inputs_out.finish(ok)
+        outputs_out.finish(ok)
+        summary.seconds = time.perf_counter() - started
+
+
+def median_ms(values: Sequence[float]) -> float:
+    if not values:
+        return math.nan
+    return float(np.median(values)) * 1000.0

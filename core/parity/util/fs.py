@@ -1,0 +1,38 @@
+"""Atomic file writes: a crash or Ctrl-C never leaves a half-written file where the user expects one."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
+    """Write to a temporary file beside ``path`` and rename it into place only on success."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    with atomic_write(path, "wb") as handle:
+        handle.write(data)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    with atomic_write(path, "w") as handle:
+        handle.write(text)

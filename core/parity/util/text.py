@@ -1,0 +1,14 @@
+"""Small text helpers shared by error messages."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest candidates, or an empty string."""
+    close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.5)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(f"'{c}'" for c in close) + "?)"

@@ -1,0 +1,47 @@
+"""Registers the ``--onnxrt`` backend. Imports nothing heavy: onnxruntime loads when a runner is built."""
+
+from __future__ import annotations
+
+import click
+
+from parity import hookimpl
+from parity.cli.parsing import GreedyOption
+from parity.registry import Backend, RunnerRequest
+
+LEVELS = ("disable", "basic", "extended", "layout", "all")
+
+
+def make_runner(request: RunnerRequest):
+    from parity_onnxrt.loaders import ModifyOnnxOutputs, OnnxFromPath, SessionFromOnnx
+    from parity_onnxrt.runner import OnnxrtRunner
+
+    model = OnnxFromPath(request.model)
+    outputs = list(request.get("onnx_outputs", ()))
+    if outputs:
+        model = ModifyOnnxOutputs(model, outputs=outputs, exclude=list(request.get("onnx_exclude_outputs", ())))
+    session = SessionFromOnnx(
+        model,
+        providers=list(request.get("providers", ())) or None,
+        graph_optimization_level=request.get("graph_optimization_level"),
+        intra_op_num_threads=request.get("ort_threads"),
+    )
+    return OnnxrtRunner(session)
+
+
+@hookimpl
+def parity_register_backends(register):
+    register(
+        Backend(
+            name="onnxrt",
+            make_runner=make_runner,
+            help="Run with ONNX Runtime (repeatable).",
+            options=(
+                GreedyOption(["--providers"], metavar="NAME", help="onnxrt: execution providers in priority order, e.g. cpu cuda (partial names match)."),
+                click.Option(["--graph-optimization-level"], type=click.Choice(LEVELS), default=None, help="onnxrt: graph optimisation level [all]."),
+                click.Option(["--ort-threads"], type=int, default=None, help="onnxrt: intra-op threads [onnxruntime's default]."),
+            ),
+            model_kinds=("onnx",),
+            requires=("onnxruntime",),
+            install_hint="pip install onnxruntime",
+        )
+    )

@@ -1,0 +1,147 @@
+"""Lazy loaders for ONNX models and ONNX Runtime sessions, with immediately-evaluated twins."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from parity import onnx_models
+from parity.backend.base import BaseLoader, invoke_if_callable
+from parity.errors import BackendError, ModelError, UsageError
+from parity.util.text import did_you_mean
+
+MARK_ALL = "mark all"
+
+
+class OnnxFromPath(BaseLoader):
+    """Loads an ``onnx.ModelProto`` from a path."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(self) -> Any:
+        return onnx_models.load(self.path)
+
+
+def onnx_from_path(path: str) -> Any:
+    return OnnxFromPath(path)()
+
+
+def _wants_all(outputs: Sequence[str]) -> bool:
+    return list(outputs) in (["mark", "all"], [MARK_ALL], ["*"])
+
+
+class ModifyOnnxOutputs(BaseLoader):
+    """Marks tensors as graph outputs: named ones, or every tensor (``'mark all'``), minus ``exclude``."""
+
+    def __init__(self, model: Any, outputs: Sequence[str], exclude: Sequence[str] = ()) -> None:
+        self.model, self.outputs, self.exclude = model, list(outputs), list(exclude)
+
+    def __call__(self) -> Any:
+        import onnx
+
+        model, _ = invoke_if_callable(self.model)
+        graph = model.graph
+        produced = [out for node in graph.node for out in node.output if out]
+        existing = {vi.name: vi for vi in graph.output}
+        if _wants_all(self.outputs):
+            wanted = list(dict.fromkeys([*produced, *existing]))
+        else:
+            known = set(produced) | set(existing) | {vi.name for vi in graph.input}
+            for name in self.outputs:
+                if name not in known:
+                    raise UsageError(f"--onnx-outputs: the model has no tensor '{name}'{did_you_mean(name, known)}")
+            wanted = self.outputs
+        wanted = [n for n in wanted if n not in set(self.exclude)]
+        infos = {vi.name: vi for vi in [*graph.value_info, *graph.output, *graph.input]}
+        del graph.output[:]
+        for name in wanted:
+            graph.output.append(infos.get(name) or onnx.helper.make_empty_tensor_value_info(name))
+        # value_info may carry stale shapes for tensors that are now outputs: outputs win
+        return model
+
+
+def modify_onnx_outputs(model: Any, outputs: Sequence[str], exclude: Sequence[str] = ()) -> Any:
+    return ModifyOnnxOutputs(model, outputs, exclude)()
+
+
+_LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED", "layout": "ORT_ENABLE_LAYOUT", "all": "ORT_ENABLE_ALL"}
+
+
+def resolve_providers(requested: Sequence[str] | None) -> list[str]:
+    """Partial, case-insensitive provider names (``cuda`` -> ``CUDAExecutionProvider``)."""
+    import onnxruntime as ort
+
+    available = ort.get_available_providers()
+    if not requested:
+        return ["CPUExecutionProvider"]
+    chosen = []
+    for want in requested:
+        hits = [p for p in available if want.lower() in p.lower()]
+        if not hits:
+            raise BackendError(f"onnxruntime has no provider matching '{want}'; available: {', '.join(available)}")
+        chosen.append(hits[0])
+    return chosen
+
+
+class SessionFromOnnx(BaseLoader):
+    """Builds an ``onnxruntime.InferenceSession`` from a path, bytes, a ModelProto or a loader of one."""
+
+    def __init__(self, model: Any, providers: Sequence[str] | None = None, graph_optimization_level: str | None = None, intra_op_num_threads: int | None = None) -> None:
+        self.model = model
+        self.providers = providers
+        self.graph_optimization_level = graph_optimization_level
+        self.intra_op_num_threads = intra_op_num_threads
+
+    def __call__(self) -> Any:
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            from parity.errors import missing_dependency
+
+            raise missing_dependency("onnxruntime", "pip install onnxruntime") from None
+        model, _ = invoke_if_callable(self.model)
+        source: Any = model
+        if isinstance(model, str):
+            onnx_models.check_path(model)
+        elif not isinstance(model, (bytes, bytearray)):
+            source = _serialize(model)
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        if self.graph_optimization_level:
+            options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[self.graph_optimization_level])
+        if self.intra_op_num_threads:
+            options.intra_op_num_threads = self.intra_op_num_threads
+        try:
+            return ort.InferenceSession(source, sess_options=options, providers=resolve_providers(self.providers))
+        except Exception as exc:  # onnxruntime raises its own pybind exception types
+            raise _session_error(exc, model) from None
+
+
+def _serialize(model: Any) -> bytes:
+    try:
+        return model.SerializeToString()
+    except ValueError as exc:  # protobuf refuses messages over 2 GiB
+        raise ModelError(f"model is too large to pass in memory ({exc}); save it with external data and pass the path") from None
+
+
+def _session_error(exc: Exception, model: Any) -> ParityErrorLike:
+    text = str(exc)
+    where = model if isinstance(model, str) else "model"
+    if "Unsupported model IR version" in text or "IR version" in text and "not supported" in text:
+        import re
+
+        found = re.search(r"IR version:?\s*(\d+)", text)
+        version = f" {found.group(1)}" if found else ""
+        return ModelError(f"{where}: onnxruntime cannot load IR version{version}; fix: {onnx_models.IR_FIX}")
+    if "Protobuf parsing failed" in text or "Load model" in text and "failed" in text:
+        return ModelError(f"{where}: not a valid ONNX model (onnxruntime could not parse it)")
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return ModelError(f"onnxruntime could not load {where}: {first[:300]}")
+
+
+ParityErrorLike = ModelError
+
+
+def session_from_onnx(model: Any, providers: Sequence[str] | None = None, graph_optimization_level: str | None = None, intra_op_num_threads: int | None = None) -> Any:
+    return SessionFromOnnx(model, providers, graph_optimization_level, intra_op_num_threads)()

@@ -1,0 +1,51 @@
+"""``OnnxrtRunner``: runs an ONNX Runtime session behind Parity's runner interface."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from parity.backend.base import BaseRunner, invoke_if_callable
+from parity.data.meta import TensorMeta
+from parity.errors import BackendError
+
+_ORT_TYPES = {
+    "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
+    "tensor(int8)": np.int8, "tensor(int16)": np.int16, "tensor(int32)": np.int32, "tensor(int64)": np.int64,
+    "tensor(uint8)": np.uint8, "tensor(uint16)": np.uint16, "tensor(uint32)": np.uint32, "tensor(uint64)": np.uint64,
+    "tensor(bool)": np.bool_,
+}  # fmt: skip
+
+
+class OnnxrtRunner(BaseRunner):
+    prefix = "onnxrt"
+
+    def __init__(self, session: Any, name: str | None = None) -> None:
+        super().__init__(name)
+        self._session_source = session
+        self.session: Any = None
+        self._meta: dict[str, TensorMeta] | None = None
+
+    def activate_impl(self) -> None:
+        self.session, _ = invoke_if_callable(self._session_source)
+        self._meta = {
+            i.name: TensorMeta(np.dtype(_ORT_TYPES[i.type]) if i.type in _ORT_TYPES else None, tuple(d if isinstance(d, int) else d for d in i.shape))
+            for i in self.session.get_inputs()
+        }
+
+    def deactivate_impl(self) -> None:
+        self.session = None
+
+    def get_input_metadata_impl(self) -> dict[str, TensorMeta]:
+        assert self._meta is not None
+        return self._meta
+
+    def infer_impl(self, feed_dict: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        names = [o.name for o in self.session.get_outputs()]
+        try:
+            values = self.session.run(names, feed_dict)
+        except Exception as exc:  # onnxruntime's pybind errors
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise BackendError(f"{self.name}: inference failed: {first[:300]}") from None
+        return dict(zip(names, values))

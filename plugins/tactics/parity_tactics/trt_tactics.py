@@ -1,0 +1,290 @@
+"""Record and replay TensorRT tactics on both TensorRT lines.
+
+Two mechanisms, chosen by what the installed TensorRT has (never by version-number guesses):
+
+* ``timing-cache`` (TensorRT 10.8+ and 11.x): build with ``BuilderFlag.EDITABLE_TIMING_CACHE`` and a fresh
+  (or the user's) timing cache; afterwards ``ITimingCache.queryKeys()``/``query(key)`` give each key's
+  ``TimingCacheValue.tacticHash``. Replay loads the recorded cache and writes the wanted tactic back with
+  ``ITimingCache.update(TimingCacheKey.parse(key), TimingCacheValue(hash, ms))`` before the build, so the
+  builder reuses it instead of timing again.
+* ``algorithm-selector`` (TensorRT 10.x only; deprecated in 10.8, removed in 11.0): an ``IAlgorithmSelector``
+  whose ``report_algorithms`` records the choice per layer and whose ``select_algorithms`` narrows the
+  choices to the recorded tactic.
+
+Both objects follow the build-hook protocol the TensorRT plugin calls: ``configure(builder, network, config)``
+before the build (also available as ``__call__`` so they work as plain config post-processors) and
+``finish(builder, network, config)`` after it. Every TensorRT name used here is checked against the
+10.x/11.x API manifests by tests/test_conformance.py (the ``SELECTOR_ONLY``/``CACHE_ONLY`` sets below).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+from parity.errors import BackendError, UsageError, missing_dependency
+
+from parity_tactics.match import compare_choices, matching_choices
+from parity_tactics.replay import Tactic, TacticReplay, TensorFormat, load_replay
+
+MECHANISMS = ("auto", "timing-cache", "algorithm-selector")
+INVALID_TACTIC_HASH = (1 << 64) - 1  # TimingCacheValue.tacticHash of an entry with no tactic
+INSTALL_HINT = "pip install 'parity-trt[tensorrt]' (needs an NVIDIA GPU and driver)"
+
+# Names that exist only on one line (the conformance test checks these sets against the manifests).
+SELECTOR_ONLY = ("IAlgorithmSelector", "IBuilderConfig.algorithm_selector", "IAlgorithm", "IAlgorithmContext")
+CACHE_ONLY = ("BuilderFlag.EDITABLE_TIMING_CACHE", "TimingCacheKey", "TimingCacheValue", "ITimingCache.queryKeys")
+
+_LOG_KEY = re.compile(r"Autotuning op (\S+?)\s*\(key:\s*(0x[0-9a-fA-F]+)\)")
+
+
+def import_trt() -> ModuleType:
+    try:
+        import tensorrt
+    except ImportError as exc:
+        raise missing_dependency("tensorrt", INSTALL_HINT) from exc
+    return tensorrt
+
+
+def available_mechanisms(trt: ModuleType) -> list[str]:
+    """Mechanisms this TensorRT supports, preferred first (the timing cache is the non-deprecated one)."""
+    found = []
+    if hasattr(trt, "TimingCacheKey") and hasattr(trt.BuilderFlag, "EDITABLE_TIMING_CACHE"):
+        found.append("timing-cache")
+    if hasattr(trt, "IAlgorithmSelector"):
+        found.append("algorithm-selector")
+    return found
+
+
+def resolve_mechanism(trt: ModuleType, wanted: str = "auto") -> str:
+    have = available_mechanisms(trt)
+    if wanted not in MECHANISMS:
+        raise UsageError(f"unknown tactics mechanism '{wanted}'; choices: {', '.join(MECHANISMS)}")
+    if wanted == "auto":
+        if not have:
+            raise BackendError(f"TensorRT {trt.__version__} has neither an editable timing cache nor IAlgorithmSelector")
+        return have[0]
+    if wanted not in have:
+        needs = "TensorRT 10.x (removed in 11.0)" if wanted == "algorithm-selector" else "TensorRT 10.8 or newer"
+        raise UsageError(f"--tactics-mechanism {wanted} is not available on TensorRT {trt.__version__}; it needs {needs}")
+    return wanted
+
+
+def op_names_from_log(text: str) -> dict[str, str]:
+    """Timing-cache key -> op name, from a verbose build log's ``Autotuning op NAME(key: 0x...)`` lines."""
+    return {key.lower(): name for name, key in _LOG_KEY.findall(text)}
+
+
+def _short(dtype: Any) -> str:
+    text = str(dtype)
+    return text.split(".", 1)[1] if text.startswith("DataType.") else text
+
+
+def tactic_from_algorithm(context: Any, algorithm: Any) -> Tactic:
+    """A :class:`Tactic` from an ``IAlgorithmContext`` and one of its ``IAlgorithm`` choices (10.x)."""
+    variant = algorithm.algorithm_variant
+    formats = []
+    for index in range(context.num_inputs + context.num_outputs):
+        info = algorithm.get_algorithm_io_info(index)
+        formats.append(TensorFormat(_short(info.dtype), tuple(info.strides), info.vectorized_dim, info.components_per_element))
+    return Tactic(
+        tactic=variant.tactic,
+        implementation=variant.implementation,
+        inputs=tuple(formats[: context.num_inputs]),
+        outputs=tuple(formats[context.num_inputs :]),
+        timing_ms=algorithm.timing_msec,
+    )
+
+
+@functools.cache
+def _selector_class(trt: ModuleType) -> type:
+    """One ``IAlgorithmSelector`` subclass per TensorRT module; defined lazily so importing needs no TensorRT."""
+
+    class ParitySelector(trt.IAlgorithmSelector):
+        def __init__(self) -> None:
+            trt.IAlgorithmSelector.__init__(self)
+            self.replay: TacticReplay | None = None
+            self.recorders: list[TacticRecorder] = []
+            self.chosen: dict[str, Tactic] = {}
+            self.notes: list[str] = []
+
+        def select_algorithms(self, context: Any, choices: Any) -> list[int]:
+            everything = list(range(len(choices)))
+            wanted = self.replay.tactics.get(context.name) if self.replay is not None else None
+            if wanted is None:
+                return everything
+            picked, how = matching_choices(wanted, [tactic_from_algorithm(context, c) for c in choices])
+            if how == "none":
+                self.notes.append(f"{context.name}: recorded tactic {wanted.label} is not among TensorRT's choices")
+                return everything
+            return picked
+
+        def report_algorithms(self, contexts: Any, choices: Any) -> None:
+            for context, choice in zip(contexts, choices, strict=True):
+                self.chosen[context.name] = tactic_from_algorithm(context, choice)
+            for recorder in self.recorders:
+                recorder.record_selection(self.chosen)
+
+    return ParitySelector
+
+
+def _attach_selector(trt: ModuleType, config: Any) -> Any:
+    """The config's Parity selector, installed if absent, so a replayer and a recorder share the one slot."""
+    cls = _selector_class(trt)
+    selector = config.algorithm_selector
+    if not isinstance(selector, cls):
+        if selector is not None:
+            raise UsageError("the builder config already has an algorithm selector; tactic recording cannot share it")
+        selector = cls()
+        config.algorithm_selector = selector
+    return selector
+
+
+def _editable_cache(trt: ModuleType, config: Any, base: bytes | None) -> Any:
+    """Switch the config to an editable timing cache holding ``base`` (or what the config already had)."""
+    if config.get_flag(trt.BuilderFlag.DISABLE_TIMING_CACHE):
+        raise UsageError("tactic record/replay uses the timing cache on this TensorRT; do not disable the timing cache")
+    config.set_flag(trt.BuilderFlag.EDITABLE_TIMING_CACHE)
+    if base is None:
+        existing = config.get_timing_cache()
+        base = bytes(existing.serialize()) if existing is not None else b""
+    cache = config.create_timing_cache(base)
+    if not config.set_timing_cache(cache, False):
+        raise BackendError("the timing cache was written by another TensorRT version or GPU; record the tactics again here")
+    return cache
+
+
+def _cache_tactics(cache: Any, names: Mapping[str, str]) -> dict[str, Tactic]:
+    found = {}
+    for key in cache.queryKeys():
+        value = cache.query(key)
+        if value.tacticHash == INVALID_TACTIC_HASH:
+            continue
+        text = str(key)
+        found[text] = Tactic(value.tacticHash, timing_ms=value.timingMSec, name=names.get(text.lower()))
+    return found
+
+
+class TacticRecorder:
+    """``--save-tactics PATH``: write the tactics TensorRT chose in this build to a replay file.
+
+    Each build re-times its tactics (a fresh timing cache, or TensorRT's cache disabled for the selector)
+    unless the config already holds a user's timing cache: repeated ``debug build`` runs must be free to differ.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], mechanism: str = "auto") -> None:
+        self.path = os.fspath(path)
+        self.wanted = mechanism
+        self.mechanism: str | None = None
+        self.replay: TacticReplay | None = None
+        self.names: dict[str, str] = {}
+
+    def __call__(self, builder: Any, network: Any, config: Any) -> None:
+        self.configure(builder, network, config)
+
+    def configure(self, builder: Any, network: Any, config: Any) -> None:
+        trt = import_trt()
+        self.mechanism = resolve_mechanism(trt, self.wanted)
+        self.replay = TacticReplay(source=self.mechanism, tensorrt=trt.__version__)
+        if self.mechanism == "algorithm-selector":
+            _attach_selector(trt, config).recorders.append(self)
+            if config.get_timing_cache() is None:  # a shared cache would hand back earlier choices
+                config.set_flag(trt.BuilderFlag.DISABLE_TIMING_CACHE)
+        else:
+            _editable_cache(trt, config, None)
+
+    def add_log(self, text: str) -> None:
+        """Give the verbose build log so timing-cache keys get readable op names."""
+        self.names.update(op_names_from_log(text))
+
+    def record_selection(self, chosen: Mapping[str, Tactic]) -> None:
+        """Called from ``report_algorithms``; saved at once so a crashing build still leaves its replay."""
+        assert self.replay is not None
+        self.replay.tactics = dict(chosen)
+        self.replay.save(self.path)
+
+    def finish(self, builder: Any = None, network: Any = None, config: Any = None) -> TacticReplay:
+        if self.replay is None:
+            raise BackendError("the tactic recorder was never attached to a builder config")
+        if self.mechanism == "timing-cache":
+            cache = config.get_timing_cache()
+            self.replay.tactics = _cache_tactics(cache, self.names)
+            self.replay.timing_cache = bytes(cache.serialize())
+        self.replay.save(self.path)
+        return self.replay
+
+
+class TacticReplayer:
+    """``--load-tactics PATH``: make TensorRT use the tactics of a replay file.
+
+    ``strict`` (default) turns a replay TensorRT could not honour into a one-line error after the build.
+    """
+
+    def __init__(self, replay: TacticReplay | str | os.PathLike[str], strict: bool = True) -> None:
+        self.replay = replay if isinstance(replay, TacticReplay) else load_replay(replay)
+        self.strict = strict
+        self.problems: list[str] = []
+        self._selector: Any = None
+
+    @property
+    def _where(self) -> str:
+        return self.replay.path or "the tactic replay"
+
+    def __call__(self, builder: Any, network: Any, config: Any) -> None:
+        self.configure(builder, network, config)
+
+    def configure(self, builder: Any, network: Any, config: Any) -> None:
+        trt = import_trt()
+        have = available_mechanisms(trt)
+        if self.replay.source == "algorithm-selector":
+            if "algorithm-selector" not in have:
+                raise UsageError(
+                    f"{self._where} holds per-layer tactics from TensorRT 10.x's algorithm selector, which TensorRT "
+                    f"{trt.__version__} removed; record a new replay here (it will use the editable timing cache)"
+                )
+            self._selector = _attach_selector(trt, config)
+            self._selector.replay = self.replay
+            return
+        if "timing-cache" not in have:
+            raise UsageError(f"{self._where} holds timing-cache tactics, which need TensorRT 10.8 or newer")
+        cache = _editable_cache(trt, config, self.replay.timing_cache)
+        missing = []
+        for key, tactic in self.replay.items():
+            timing = tactic.timing_ms if tactic.timing_ms is not None else 1.0
+            if not cache.update(trt.TimingCacheKey.parse(key), trt.TimingCacheValue(tactic.tactic, timing)):
+                missing.append(key)
+        if missing and self.strict:
+            hint = "" if self.replay.timing_cache is not None else " (the replay has no embedded timing cache; pass --load-timing-cache)"
+            raise BackendError(f"{len(missing)} of {len(self.replay)} keys of {self._where} are not in the timing cache, first {missing[0]}{hint}")
+        self.problems = [f"{key}: not in the timing cache" for key in missing]
+
+    def finish(self, builder: Any = None, network: Any = None, config: Any = None) -> list[str]:
+        """Check that the build used the replayed tactics; returns the differences (raises if ``strict``)."""
+        if self._selector is not None:
+            chosen = self._selector.chosen
+            wanted = self.replay.tactics
+            self.problems += self._selector.notes
+        else:
+            chosen = {k.lower(): t for k, t in _cache_tactics(config.get_timing_cache(), {}).items()}
+            wanted = {k.lower(): t for k, t in self.replay.items()}
+        self.problems += compare_choices(wanted, chosen)
+        if self.problems and self.strict:
+            raise BackendError(f"TensorRT did not follow {self._where} for {len(self.problems)} layers/keys: {self.problems[0]}")
+        return self.problems
+
+
+def build_hooks(options: Mapping[str, Any]) -> list[Any]:
+    """The build hooks for parsed CLI options (``load_tactics``, ``save_tactics``, ``tactics_mechanism``).
+
+    Replayer first: with the selector it installs the replay, the recorder then shares the same selector.
+    """
+    hooks: list[Any] = []
+    if options.get("load_tactics"):
+        hooks.append(TacticReplayer(options["load_tactics"], strict=not options.get("tactics_lenient", False)))
+    if options.get("save_tactics"):
+        hooks.append(TacticRecorder(options["save_tactics"], options.get("tactics_mechanism") or "auto"))
+    return hooks

@@ -1,0 +1,223 @@
+"""The builder config loader (``CreateConfig``) and build extensions.
+
+Build extensions let other plugins (e.g. tactic record/replay) act on a build without this plugin knowing
+them: an extension is an object with optional ``postprocess_config(builder, network, config)`` (called last,
+after every option is applied, before the build) and ``after_build(builder, network, config, engine_bytes)``
+methods, or a plain callable used as ``postprocess_config``. Extensions come from three places:
+``CreateConfig(postprocess=[...])`` in the Python API, :func:`register_build_extension` (a factory called with
+the run options), and the ``parity_trt.build`` entry-point group (same factories, found lazily).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from parity.backend.base import BaseLoader
+from parity.errors import BackendError, UsageError
+from parity.util.fs import write_bytes_atomic
+from parity_trt import versions
+from parity_trt._trt import import_trt
+from parity_trt.network import network_inputs
+from parity_trt.options import CONSTRAINTS, PRECISION_FLAGS, Profile, complete_profile
+
+BUILD_ENTRY_POINT_GROUP = "parity_trt.build"
+_FACTORIES: list[Callable[[Mapping[str, Any]], Any]] = []
+
+
+def register_build_extension(factory: Callable[[Mapping[str, Any]], Any]) -> None:
+    """``factory(run_options)`` returns an extension (or ``None`` when its options are not used)."""
+    if factory not in _FACTORIES:
+        _FACTORIES.append(factory)
+
+
+def build_extensions(options: Mapping[str, Any]) -> list[Any]:
+    """The extensions that apply to one build, from registered factories and entry points."""
+    factories = list(_FACTORIES)
+    for ep in importlib.metadata.entry_points(group=BUILD_ENTRY_POINT_GROUP):
+        factories.append(ep.load())
+    found = []
+    for factory in factories:
+        ext = factory(options)
+        if ext is not None:
+            found.append(ext)
+    return found
+
+
+def _postprocess_of(ext: Any) -> Callable[..., Any] | None:
+    if hasattr(ext, "postprocess_config"):
+        return ext.postprocess_config
+    return ext if callable(ext) and not hasattr(ext, "after_build") else None
+
+
+class ProgressMonitorFactory:
+    """Builds an ``IProgressMonitor`` that draws one status line per build phase on stderr."""
+
+    @staticmethod
+    def create(stream: Any = None) -> Any:
+        trt = import_trt()
+        out = stream or sys.stderr
+
+        class ProgressBar(trt.IProgressMonitor):
+            def __init__(self) -> None:
+                trt.IProgressMonitor.__init__(self)
+                self._phases: dict[str, tuple[int, int]] = {}  # name -> (depth, steps)
+
+            def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
+                depth = self._phases[parent_phase][0] + 1 if parent_phase in self._phases else 0
+                self._phases[phase_name] = (depth, num_steps)
+                self._draw(phase_name, 0)
+
+            def step_complete(self, phase_name: str, step: int) -> bool:
+                self._draw(phase_name, step + 1)
+                return True  # False would cancel the build
+
+            def phase_finish(self, phase_name: str) -> None:
+                self._phases.pop(phase_name, None)
+                if not self._phases:
+                    out.write("\r\033[K")
+                    out.flush()
+
+            def _draw(self, phase: str, done: int) -> None:
+                depth, steps = self._phases.get(phase, (0, 0))
+                width = 20
+                filled = width * done // steps if steps else 0
+                out.write(f"\r\033[K{'  ' * depth}{phase[:40]:<40} [{'#' * filled}{'.' * (width - filled)}] {done}/{steps}")
+                out.flush()
+
+        return ProgressBar()
+
+
+def read_timing_cache(path: str | None) -> bytes:
+    """A timing cache file's bytes; an absent file is an empty cache (the first build creates it)."""
+    if path and Path(path).is_file():
+        return Path(path).read_bytes()
+    return b""
+
+
+class CreateConfig(BaseLoader):
+    """``CreateConfig(...)(builder, network) -> IBuilderConfig``, applying every builder option.
+
+    Precision flags exist only on TensorRT 10 (11 is strongly typed) and fail with a message saying so.
+    """
+
+    def __init__(
+        self,
+        profiles: Sequence[Profile] = (),
+        fp16: bool = False,
+        bf16: bool = False,
+        int8: bool = False,
+        fp8: bool = False,
+        tf32: bool | None = None,
+        precision_constraints: str | None = None,
+        calibrator: Any = None,
+        pool_limits: Mapping[str, int] | None = None,
+        builder_optimization_level: int | None = None,
+        load_timing_cache: str | bytes | None = None,
+        error_on_timing_cache_miss: bool = False,
+        preview_features: Iterable[str] = (),
+        flags: Iterable[str] = (),
+        profiling_verbosity: str | None = "detailed",
+        progress: bool | None = None,
+        postprocess: Sequence[Any] = (),
+    ) -> None:
+        self.profiles = list(profiles)
+        self.precisions = {"fp16": fp16, "bf16": bf16, "int8": int8, "fp8": fp8}
+        self.tf32 = tf32
+        self.precision_constraints = precision_constraints
+        self.calibrator = calibrator
+        self.pool_limits = dict(pool_limits or {})
+        self.builder_optimization_level = builder_optimization_level
+        self.load_timing_cache = load_timing_cache
+        self.error_on_timing_cache_miss = error_on_timing_cache_miss
+        self.preview_features = list(preview_features)
+        self.flags = list(flags)
+        self.profiling_verbosity = profiling_verbosity
+        self.progress = sys.stderr.isatty() if progress is None else progress
+        self.postprocess = list(postprocess)
+
+    def __call__(self, builder: Any, network: Any) -> Any:
+        trt = import_trt()
+        config = builder.create_builder_config()
+        self._precision(trt, config)
+        if self.tf32 is not None:
+            (config.set_flag if self.tf32 else config.clear_flag)(trt.BuilderFlag.TF32)
+        for name, size in self.pool_limits.items():
+            config.set_memory_pool_limit(versions.enum_member(trt, "MemoryPoolType", name, "--pool-limit"), size)
+        if self.builder_optimization_level is not None:
+            config.builder_optimization_level = self.builder_optimization_level
+        if self.profiling_verbosity:
+            config.profiling_verbosity = versions.enum_member(trt, "ProfilingVerbosity", self.profiling_verbosity, "--profiling-verbosity")
+        for feature in self.preview_features:
+            config.set_preview_feature(versions.enum_member(trt, "PreviewFeature", feature, "--preview-features"), True)
+        for flag in self.flags:
+            config.set_flag(versions.enum_member(trt, "BuilderFlag", flag, "--trt-flags"))
+        self._timing_cache(trt, config)
+        self._profiles(builder, network, config)
+        if self.progress:
+            config.progress_monitor = ProgressMonitorFactory.create()
+        for ext in self.postprocess:
+            func = _postprocess_of(ext)
+            if func is not None:
+                func(builder, network, config)
+        return config
+
+    def _precision(self, trt: Any, config: Any) -> None:
+        for name, wanted in self.precisions.items():
+            if wanted:
+                config.set_flag(versions.require(trt, f"BuilderFlag.{PRECISION_FLAGS[name]}", f"--{name}"))
+        constraint = CONSTRAINTS.get(self.precision_constraints or "none")
+        if constraint:
+            config.set_flag(versions.require(trt, f"BuilderFlag.{constraint}", f"--precision-constraints {self.precision_constraints}"))
+        if self.calibrator is not None:
+            versions.require(trt, "IBuilderConfig.int8_calibrator", "int8 calibration")
+            config.int8_calibrator = self.calibrator
+
+    def _timing_cache(self, trt: Any, config: Any) -> None:
+        data = self.load_timing_cache
+        if isinstance(data, str):
+            data = read_timing_cache(data)
+        if data is not None:
+            cache = config.create_timing_cache(data)
+            if not config.set_timing_cache(cache, False):
+                raise BackendError("TensorRT rejected the timing cache (made by another TensorRT version or GPU?)")
+        if self.error_on_timing_cache_miss:
+            config.set_flag(trt.BuilderFlag.ERROR_ON_TIMING_CACHE_MISS)
+
+    def _profiles(self, builder: Any, network: Any, config: Any) -> None:
+        inputs = network_inputs(network)
+        wanted = self.profiles or ([Profile()] if any(d < 0 for s in inputs.values() for d in s) else [])
+        shape_inputs = {network.get_input(i).name for i in range(network.num_inputs) if network.get_input(i).is_shape_tensor}
+        for index, partial in enumerate(wanted):
+            full = complete_profile(partial, inputs, index)
+            profile = builder.create_optimization_profile()
+            for name, (lo, mid, hi) in full.shapes.items():
+                if name in shape_inputs:  # shape tensors take values, not shapes
+                    profile.set_shape_input(name, lo, mid, hi)
+                else:
+                    profile.set_shape(name, lo, mid, hi)
+            if config.add_optimization_profile(profile) < 0:
+                raise UsageError(f"TensorRT rejected optimization profile {index}: {full}")
+        if self.calibrator is not None and wanted:
+            config.set_calibration_profile(profile)
+
+
+def save_timing_cache(config: Any, path: str) -> None:
+    """Write the config's timing cache, merged into an existing file (so runs accumulate timings)."""
+    timing_cache = config.get_timing_cache()
+    if timing_cache is None:
+        return
+    old = read_timing_cache(path)
+    if old:
+        cache = config.create_timing_cache(old)
+        cache.combine(timing_cache, True)
+        timing_cache = cache
+    write_bytes_atomic(path, bytes(timing_cache.serialize()))
+
+
+def create_config(builder: Any, network: Any, **kwargs: Any) -> Any:
+    """Immediately build an ``IBuilderConfig``; keyword arguments as :class:`CreateConfig`."""
+    return CreateConfig(**kwargs)(builder, network)

@@ -1,0 +1,137 @@
+"""Engine loaders: build (serialized) engines from networks, deserialize bytes or files, save engines."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from parity.backend.base import BaseLoader, invoke_if_callable
+from parity.errors import BackendError, ModelError, UsageError
+from parity.util.fs import write_bytes_atomic
+from parity_trt._trt import get_logger, import_trt
+from parity_trt.config import CreateConfig, _postprocess_of, save_timing_cache
+from parity_trt.network import unpack
+
+
+@functools.cache
+def get_runtime() -> Any:
+    """One ``trt.Runtime`` per process; it must outlive the engines it deserialized."""
+    trt = import_trt()
+    return trt.Runtime(get_logger())
+
+
+class EngineBytesFromNetwork(BaseLoader):
+    """Build a serialized engine. ``config`` is a ``CreateConfig`` (or any ``f(builder, network)``)."""
+
+    def __init__(self, network: Any, config: Callable[[Any, Any], Any] | None = None,
+                 save_timing_cache: str | None = None, extensions: Sequence[Any] = ()) -> None:
+        self.network_loader = network
+        self.config_loader = config or CreateConfig()
+        self.timing_cache_path = save_timing_cache
+        self.extensions = list(extensions)
+
+    def __call__(self) -> bytes:
+        builder, network, _parser = unpack(invoke_if_callable(self.network_loader)[0])
+        config = self.config_loader(builder, network)
+        for ext in self.extensions:  # extensions given here (not in CreateConfig) still see the final config
+            func = _postprocess_of(ext)
+            if func is not None:
+                func(builder, network, config)
+        serialized = builder.build_serialized_network(network, config)
+        if serialized is None:
+            raise BackendError("TensorRT failed to build the engine (its error is logged above; PARITY_TRT_LOG=verbose shows more)")
+        data = bytes(serialized)
+        if self.timing_cache_path:
+            save_timing_cache(config, self.timing_cache_path)
+        for ext in self.extensions:
+            if hasattr(ext, "after_build"):
+                ext.after_build(builder, network, config, data)
+        return data
+
+
+class EngineFromBytes(BaseLoader):
+    """Deserialize an engine from bytes or a loader of bytes."""
+
+    def __init__(self, data: bytes | Callable[[], bytes], label: str = "the engine bytes") -> None:
+        self.data = data
+        self.label = label
+
+    def __call__(self) -> Any:
+        data, _ = invoke_if_callable(self.data)
+        engine = get_runtime().deserialize_cuda_engine(bytes(data))
+        if engine is None:
+            raise ModelError(
+                f"TensorRT could not deserialize {self.label}; engines only load with the TensorRT version "
+                f"(and, unless built version-compatible, the GPU) that built them; this is TensorRT {import_trt().__version__}"
+            )
+        return engine
+
+
+class BytesFromPath(BaseLoader):
+    def __init__(self, path: str) -> None:
+        self.path = str(path)
+
+    def __call__(self) -> bytes:
+        if not Path(self.path).is_file():
+            raise UsageError(f"no such engine file: {self.path}")
+        return Path(self.path).read_bytes()
+
+
+class EngineFromPath(EngineFromBytes):
+    def __init__(self, path: str) -> None:
+        super().__init__(BytesFromPath(path), label=str(path))
+
+
+class EngineFromNetwork(BaseLoader):
+    def __init__(self, network: Any, config: Callable[[Any, Any], Any] | None = None,
+                 save_timing_cache: str | None = None, extensions: Sequence[Any] = ()) -> None:
+        self.bytes_loader = EngineBytesFromNetwork(network, config, save_timing_cache, extensions)
+
+    def __call__(self) -> Any:
+        return EngineFromBytes(self.bytes_loader, "the engine just built")()
+
+
+def engine_to_bytes(engine: Any) -> bytes:
+    """Serialized bytes of an ``ICudaEngine``, ``IHostMemory`` or bytes."""
+    if isinstance(engine, (bytes, bytearray, memoryview)):
+        return bytes(engine)
+    trt = import_trt()
+    if isinstance(engine, trt.ICudaEngine):
+        return bytes(engine.serialize())
+    return bytes(engine)
+
+
+class SaveEngine(BaseLoader):
+    """Save what ``engine`` gives (engine or serialized bytes) to ``path`` atomically, and pass it on."""
+
+    def __init__(self, engine: Any, path: str) -> None:
+        self.engine_loader = engine
+        self.path = str(path)
+
+    def __call__(self) -> Any:
+        engine, _ = invoke_if_callable(self.engine_loader)
+        write_bytes_atomic(self.path, engine_to_bytes(engine))
+        return engine
+
+
+# ---- immediately evaluated twins --------------------------------------------------------------------------
+def engine_bytes_from_network(network: Any, config: Any = None, save_timing_cache: str | None = None) -> bytes:
+    return EngineBytesFromNetwork(network, config, save_timing_cache)()
+
+
+def engine_from_network(network: Any, config: Any = None, save_timing_cache: str | None = None) -> Any:
+    return EngineFromNetwork(network, config, save_timing_cache)()
+
+
+def engine_from_bytes(data: bytes) -> Any:
+    return EngineFromBytes(data)()
+
+
+def engine_from_path(path: str) -> Any:
+    return EngineFromPath(path)()
+
+
+def save_engine(engine: Any, path: str) -> Any:
+    return SaveEngine(engine, path)()

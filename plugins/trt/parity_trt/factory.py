@@ -1,0 +1,169 @@
+"""From parsed CLI options (``RunnerRequest.options``) to a chain of lazy loaders and a runner."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from parity.errors import UsageError
+from parity.registry import RunnerRequest
+from parity_trt import options as opt
+from parity_trt.versions import major
+
+ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
+
+
+def input_shapes(options: Mapping[str, Any]) -> dict[str, tuple]:
+    """``--input-shapes`` as the core hands it over: already a dict, or the raw strings."""
+    value = options.get("input_shapes")
+    if not value:
+        return {}
+    if isinstance(value, Mapping):
+        return {str(k): tuple(v) for k, v in value.items()}
+    from parity.data.parse import parse_shapes
+
+    return parse_shapes(opt.split_values(_as_list(value)))
+
+
+def is_engine(model: str | None, kind: str | None) -> bool:
+    return kind == "engine" or bool(model and model.lower().endswith(ENGINE_SUFFIXES))
+
+
+def check_options(options: Mapping[str, Any], trt_major: int) -> None:
+    """Everything that can be checked before TensorRT does any work: fail at once, in one line."""
+    opt.validate_precisions(options, trt_major)
+    opt.build_profiles(options.get("trt_min_shapes"), options.get("trt_opt_shapes"), options.get("trt_max_shapes"), input_shapes(options))
+    opt.parse_pool_limits(_as_list(options.get("pool_limit")))
+    outputs = opt.parse_outputs(_as_list(options.get("trt_outputs")))
+    if outputs is None and options.get("trt_exclude_outputs"):
+        raise UsageError("--trt-exclude-outputs only applies with --trt-outputs mark all")
+
+
+def network_loader(model: str, options: Mapping[str, Any]) -> Any:
+    from parity_trt.network import ModifyNetwork, NetworkFromOnnxPath, NetworkFromScript
+    from parity_trt.script import load_function
+
+    func = options.get("trt_network_func")
+    if func or model.endswith(".py"):
+        network: Any = NetworkFromScript(model if not func or ":" in model else f"{model}:{func}")
+    else:
+        network = NetworkFromOnnxPath(model, strongly_typed=bool(options.get("strongly_typed")), plugins=_as_list(options.get("trt_plugins")))
+    npps = options.get("trt_network_postprocess_script")
+    post = [load_function(npps, "postprocess", "--trt-network-postprocess-script")] if npps else []
+    return ModifyNetwork(
+        network,
+        outputs=opt.parse_outputs(_as_list(options.get("trt_outputs"))),
+        exclude=_as_list(options.get("trt_exclude_outputs")),
+        debug=[n for v in _as_list(options.get("mark_debug")) for n in v.split()],
+        unfused=bool(options.get("mark_unfused_tensors_as_debug_tensors")),
+        postprocess=post,
+    )
+
+
+def calibration_data(options: Mapping[str, Any], model: str) -> Iterable[Mapping[str, Any]] | None:
+    """Feeds for int8 calibration: the run's data-loader script or saved inputs; ``None`` uses the cache only."""
+    if options.get("data_loader_script"):
+        from parity.data.loader import load_script_loader
+
+        return load_script_loader(options["data_loader_script"])
+    if options.get("load_inputs"):
+        from parity.results import load_inputs
+
+        return [feed for path in _as_list(options["load_inputs"]) for feed in load_inputs(path)]
+    return None
+
+
+def config_loader(model: str, options: Mapping[str, Any], extensions: list[Any]) -> Any:
+    from parity_trt.config import CreateConfig
+    from parity_trt.script import load_function
+
+    calibrator = None
+    if options.get("int8"):
+        data = calibration_data(options, model)
+        if data is not None or options.get("calibration_cache"):
+            from parity_trt.calibrator import Calibrator
+
+            calibrator = Calibrator(data, cache=options.get("calibration_cache"))
+    cpps = options.get("trt_config_postprocess_script")
+    post = [*extensions]
+    if cpps:
+        post.append(load_function(cpps, "postprocess_config", "--trt-config-postprocess-script"))
+    return CreateConfig(
+        profiles=opt.build_profiles(options.get("trt_min_shapes"), options.get("trt_opt_shapes"), options.get("trt_max_shapes"),
+                                    input_shapes(options)),
+        fp16=bool(options.get("fp16")),
+        bf16=bool(options.get("bf16")),
+        int8=bool(options.get("int8")),
+        fp8=bool(options.get("fp8")),
+        tf32=options.get("tf32"),
+        precision_constraints=options.get("precision_constraints"),
+        calibrator=calibrator,
+        pool_limits=opt.parse_pool_limits(_as_list(options.get("pool_limit"))),
+        builder_optimization_level=options.get("builder_optimization_level"),
+        load_timing_cache=options.get("load_timing_cache"),
+        error_on_timing_cache_miss=bool(options.get("error_on_timing_cache_miss")),
+        preview_features=[p for v in _as_list(options.get("preview_features")) for p in v.replace(",", " ").split()],
+        flags=[f for v in _as_list(options.get("trt_flags")) for f in v.replace(",", " ").split()],
+        profiling_verbosity=options.get("profiling_verbosity", "detailed"),
+        progress=options.get("trt_progress"),
+        postprocess=post,
+    )
+
+
+def engine_loader(model: str, options: Mapping[str, Any], kind: str | None = None) -> Any:
+    """The lazy chain for one model: engine file, or network -> config -> serialized engine (-> saved)."""
+    from parity_trt.config import build_extensions
+    from parity_trt.engine import EngineBytesFromNetwork, EngineFromPath, SaveEngine
+
+    if is_engine(model, kind):
+        return EngineFromPath(model)
+    extensions = build_extensions(options)
+    config = config_loader(model, options, [e for e in extensions if not hasattr(e, "after_build") or hasattr(e, "postprocess_config")])
+    after = [e for e in extensions if hasattr(e, "after_build")]
+    engine: Any = EngineBytesFromNetwork(network_loader(model, options), config, options.get("save_timing_cache"),
+                                         extensions=[_AfterOnly(e) for e in after])
+    if options.get("save_engine"):
+        engine = SaveEngine(engine, options["save_engine"])
+    return engine
+
+
+class _AfterOnly:
+    """Wraps an extension so EngineBytesFromNetwork calls only its ``after_build`` (its config hook already ran)."""
+
+    def __init__(self, ext: Any) -> None:
+        self.after_build = ext.after_build
+
+
+def make_runner(request: RunnerRequest) -> Any:
+    """The ``Backend.make_runner`` of ``--trt``: checks options first, builds nothing until activation."""
+    from parity_trt._trt import import_trt
+    from parity_trt.runner import TrtRunner
+
+    trt = import_trt()
+    if not request.model:
+        raise UsageError("--trt needs a model (an ONNX file, an engine, or a network script)")
+    check_options(request.options, major(trt))
+    loader = engine_loader(request.model, request.options, request.model_kind)
+    name = f"trt-runner-{request.index}" if request.index else None
+    return TrtRunner(loader, name=name, optimization_profile=request.options.get("trt_profile_index"))
+
+
+def convert(model: str, output: str, options: Mapping[str, Any], kind: str | None = None) -> str:
+    """``parity convert model.onnx -o model.engine``: build and save; returns the output path."""
+    from parity_trt._trt import import_trt
+    from parity_trt.engine import SaveEngine
+
+    trt = import_trt()
+    if is_engine(model, kind):
+        raise UsageError(f"{model} is already a TensorRT engine")
+    check_options(options, major(trt))
+    SaveEngine(engine_loader(model, {**options, "save_engine": None}, kind), output)()
+    return output

@@ -1,0 +1,112 @@
+"""Describing engines: I/O tensors, memory, profiles, and layers through the engine inspector."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from parity.data.meta import TensorMeta
+from parity_trt import versions
+from parity_trt._trt import import_trt
+
+
+def engine_io(engine: Any) -> list[tuple[str, str, str, tuple[int, ...]]]:
+    """``[(name, 'input'|'output', dtype name, shape)]`` in binding order."""
+    trt = import_trt()
+    rows = []
+    for index in range(engine.num_io_tensors):
+        name = engine.get_tensor_name(index)
+        mode = "input" if engine.get_tensor_mode(name) == trt.TensorIOMode.INPUT else "output"
+        rows.append((name, mode, str(engine.get_tensor_dtype(name).name), tuple(engine.get_tensor_shape(name))))
+    return rows
+
+
+def engine_inputs(engine: Any) -> dict[str, TensorMeta]:
+    from parity_trt.runner import DTYPES
+
+    meta = {}
+    for name, mode, dtype, shape in engine_io(engine):
+        if mode == "input":
+            np_dtype = DTYPES.get(dtype)
+            meta[name] = TensorMeta(None if np_dtype is None else np.dtype(np_dtype), tuple(None if d < 0 else d for d in shape))
+    return meta
+
+
+def device_memory(engine: Any) -> int:
+    trt = import_trt()
+    if versions.has(trt, "ICudaEngine.device_memory_size_v2"):
+        return int(engine.device_memory_size_v2)
+    return int(engine.device_memory_size)
+
+
+def layer_information(engine: Any) -> list[dict[str, Any]]:
+    """Per-layer records from ``EngineInspector`` (JSON format; names only unless built with detailed verbosity)."""
+    trt = import_trt()
+    inspector = engine.create_engine_inspector()
+    info = json.loads(inspector.get_engine_information(trt.LayerInformationFormat.JSON))
+    layers = info.get("Layers", []) if isinstance(info, dict) else []
+    return [layer if isinstance(layer, dict) else {"Name": str(layer)} for layer in layers]
+
+
+def describe_engine(engine: Any, show: Iterable[str] = ()) -> str:
+    show = set(show)
+    lines = [f"TensorRT engine {engine.name or '(unnamed)'}"]
+    io = engine_io(engine)
+    for mode in ("input", "output"):
+        rows = [r for r in io if r[1] == mode]
+        lines.append(f"  {len(rows)} {mode}(s)")
+        for name, _, dtype, shape in rows:
+            lines.append(f"    {name}: {dtype.lower()}[{','.join('?' if d < 0 else str(d) for d in shape)}]")
+    lines.append(f"  device memory: {device_memory(engine)} bytes")
+    lines.append(f"  {engine.num_optimization_profiles} optimization profile(s)")
+    for index in range(engine.num_optimization_profiles):
+        for name, mode, _, shape in io:
+            if mode == "input" and -1 in shape:
+                lo, mid, hi = (list(s) for s in engine.get_tensor_profile_shape(name, index))
+                lines.append(f"    profile {index}: {name} min={lo} opt={mid} max={hi}")
+    layers = layer_information(engine)
+    lines.append(f"  {len(layers)} layer(s)")
+    if "layers" in show:
+        for layer in layers:
+            kind = layer.get("LayerType", "")
+            tactic = layer.get("TacticName", "")
+            ins = ", ".join(str(t.get("Name", t)) if isinstance(t, dict) else str(t) for t in layer.get("Inputs", []))
+            outs = ", ".join(str(t.get("Name", t)) if isinstance(t, dict) else str(t) for t in layer.get("Outputs", []))
+            extra = f" [{kind}]" if kind else ""
+            extra += f" tactic={tactic}" if tactic and "attrs" in show else ""
+            lines.append(f"    {layer.get('Name', '?')}{extra}: ({ins}) -> ({outs})")
+    return "\n".join(lines)
+
+
+def describe_network(network: Any, show: Iterable[str] = ()) -> str:
+    """Text for a TensorRT network (``--trt-network-func`` scripts)."""
+    show = set(show)
+    lines = [f"TensorRT network {network.name or '(unnamed)'}"]
+    for label, count, get in (("input", network.num_inputs, network.get_input), ("output", network.num_outputs, network.get_output)):
+        lines.append(f"  {count} {label}(s)")
+        for index in range(count):
+            tensor = get(index)
+            lines.append(f"    {tensor.name}: {str(tensor.dtype.name).lower()}{list(tuple(tensor.shape))}")
+    lines.append(f"  {network.num_layers} layer(s)")
+    if "layers" in show:
+        for index in range(network.num_layers):
+            layer = network.get_layer(index)
+            outs = ", ".join(layer.get_output(i).name for i in range(layer.num_outputs))
+            lines.append(f"    {layer.name} [{str(layer.type.name)}] -> ({outs})")
+    return "\n".join(lines)
+
+
+# ---- model-kind callbacks (paths) --------------------------------------------------------------------------
+def read_engine_inputs(path: str) -> dict[str, TensorMeta]:
+    from parity_trt.engine import EngineFromPath
+
+    return engine_inputs(EngineFromPath(path)())
+
+
+def describe_engine_file(path: str, show: Iterable[str] = ()) -> str:
+    from parity_trt.engine import EngineFromPath
+
+    return describe_engine(EngineFromPath(path)(), show)

@@ -1,0 +1,248 @@
+"""Network loaders: ONNX (path or bytes) through TensorRT's ONNX parser, empty networks, user scripts, and
+output/debug-tensor marking. Each loader returns ``(builder, network, parser)`` (``parser`` may be ``None``)
+except :class:`CreateNetwork`, which returns ``(builder, network)`` like Polygraphy's."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from parity.backend.base import BaseLoader, invoke_if_callable
+from parity.errors import ModelError, UsageError
+from parity.util.text import did_you_mean
+from parity_trt import versions
+from parity_trt._trt import get_logger, import_trt
+from parity_trt.options import MARK_ALL
+
+
+def _network_flags(trt: Any, strongly_typed: bool) -> int:
+    # TensorRT 10+ networks are always explicit-batch, so 0 is the default; 11 ignores STRONGLY_TYPED.
+    flags = 0
+    if strongly_typed:
+        flags |= 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+    return flags
+
+
+def load_plugin_libraries(paths: Sequence[str]) -> None:
+    """Load TensorRT plugin libraries (``--plugins``) and the built-in plugins."""
+    trt = import_trt()
+    trt.init_libnvinfer_plugins(get_logger(), "")
+    registry = trt.get_plugin_registry()
+    for path in paths:
+        if not Path(path).is_file():
+            raise UsageError(f"--plugins: no such file '{path}'")
+        if registry.load_library(str(path)) is None:
+            raise ModelError(f"--plugins: TensorRT could not load plugin library '{path}'")
+
+
+class CreateNetwork(BaseLoader):
+    """An empty network to fill through the TensorRT network API; returns ``(builder, network)``."""
+
+    def __init__(self, strongly_typed: bool = False) -> None:
+        self.strongly_typed = strongly_typed
+
+    def __call__(self) -> tuple[Any, Any]:
+        trt = import_trt()
+        builder = trt.Builder(get_logger())
+        network = builder.create_network(flags=_network_flags(trt, self.strongly_typed))
+        return builder, network
+
+
+def parser_errors(parser: Any) -> str:
+    """Every parser error as ``node N (Op 'name'): message``, joined on one line."""
+    lines = []
+    for index in range(parser.num_errors):
+        error = parser.get_error(index)
+        where = f"node {error.node()}" if error.node() >= 0 else "model"
+        if error.node_name() or error.node_operator():
+            where += f" ({error.node_operator()} '{error.node_name()}')"
+        lines.append(f"{where}: {error.desc()}")
+    return "; ".join(lines) or "no details reported"
+
+
+class _OnnxNetwork(BaseLoader):
+    def __init__(self, strongly_typed: bool = False, plugins: Sequence[str] = ()) -> None:
+        self.strongly_typed = strongly_typed
+        self.plugins = tuple(plugins)
+
+    def _parse(self, parse: Callable[[Any], bool], label: str) -> tuple[Any, Any, Any]:
+        trt = import_trt()
+        load_plugin_libraries(self.plugins)
+        builder, network = CreateNetwork(self.strongly_typed)()
+        parser = trt.OnnxParser(network, get_logger())
+        if not parse(parser):
+            raise ModelError(f"TensorRT's ONNX parser failed on {label}: {parser_errors(parser)}")
+        return builder, network, parser
+
+
+class NetworkFromOnnxPath(_OnnxNetwork):
+    """Parse an ONNX file (external data next to it is found by the parser)."""
+
+    def __init__(self, path: str, strongly_typed: bool = False, plugins: Sequence[str] = ()) -> None:
+        super().__init__(strongly_typed, plugins)
+        self.path = str(path)
+
+    def __call__(self) -> tuple[Any, Any, Any]:
+        if not Path(self.path).is_file():
+            raise UsageError(f"no such model file: {self.path}")
+        return self._parse(lambda parser: parser.parse_from_file(self.path), self.path)
+
+
+class NetworkFromOnnxBytes(_OnnxNetwork):
+    """Parse a serialized ONNX model (bytes or a loader of bytes); ``path`` locates external data."""
+
+    def __init__(self, model: bytes | Callable[[], bytes], path: str | None = None, strongly_typed: bool = False,
+                 plugins: Sequence[str] = ()) -> None:
+        super().__init__(strongly_typed, plugins)
+        self.model = model
+        self.path = path
+
+    def __call__(self) -> tuple[Any, Any, Any]:
+        data, _ = invoke_if_callable(self.model)
+        return self._parse(lambda parser: parser.parse(bytes(data), self.path), "the ONNX bytes")
+
+
+class NetworkFromScript(BaseLoader):
+    """A network built by user code: ``file.py[:load_network]`` returning ``(builder, network[, parser])``."""
+
+    def __init__(self, spec: str, func: str | None = None) -> None:
+        self.spec = spec if func is None or ":" in spec else f"{spec}:{func}"
+
+    def __call__(self) -> tuple[Any, ...]:
+        from parity_trt.script import load_function
+
+        result = load_function(self.spec, "load_network", "--trt-network-func")()
+        if not isinstance(result, tuple) or len(result) not in (2, 3):
+            raise UsageError(f"--trt-network-func: {self.spec} must return (builder, network) or (builder, network, parser)")
+        return result
+
+
+def unpack(result: Any) -> tuple[Any, Any, Any]:
+    """Normalize a network loader's result to ``(builder, network, parser-or-None)``."""
+    if isinstance(result, tuple) and len(result) == 2:
+        return result[0], result[1], None
+    if isinstance(result, tuple) and len(result) == 3:
+        return result
+    raise UsageError("a network loader must return (builder, network) or (builder, network, parser)")
+
+
+def tensors_by_name(network: Any) -> dict[str, Any]:
+    """Every tensor of the network (inputs and layer outputs), by name."""
+    found = {}
+    for index in range(network.num_inputs):
+        tensor = network.get_input(index)
+        found[tensor.name] = tensor
+    for index in range(network.num_layers):
+        layer = network.get_layer(index)
+        for out in range(layer.num_outputs):
+            tensor = layer.get_output(out)
+            found[tensor.name] = tensor
+    return found
+
+
+def _lookup_tensors(network: Any, names: Sequence[str], option: str) -> list[Any]:
+    known = tensors_by_name(network)
+    missing = [n for n in names if n not in known]
+    if missing:
+        hint = did_you_mean(missing[0], known)
+        raise UsageError(f"{option}: the network has no tensor '{missing[0]}'{hint} ({len(known)} tensors; see parity inspect model)")
+    return [known[n] for n in names]
+
+
+def mark_all_outputs(network: Any, exclude: Sequence[str] = ()) -> int:
+    """Mark every layer output (not constants, not shape tensors) as a network output; returns how many."""
+    trt = import_trt()
+    count = 0
+    skip = set(exclude)
+    for index in range(network.num_layers):
+        layer = network.get_layer(index)
+        if layer.type == trt.LayerType.CONSTANT:
+            continue
+        for out in range(layer.num_outputs):
+            tensor = layer.get_output(out)
+            if tensor.is_network_output or tensor.is_shape_tensor or tensor.name in skip:
+                continue
+            network.mark_output(tensor)
+            count += 1
+    return count
+
+
+def set_outputs(network: Any, names: Sequence[str]) -> None:
+    """Make exactly ``names`` the network outputs."""
+    wanted = _lookup_tensors(network, names, "--trt-outputs")
+    current = [network.get_output(i) for i in range(network.num_outputs)]
+    for tensor in current:
+        if tensor.name not in names:
+            network.unmark_output(tensor)
+    for tensor in wanted:
+        if not tensor.is_network_output:
+            network.mark_output(tensor)
+
+
+def mark_debug(network: Any, names: Sequence[str] = (), unfused: bool = False) -> None:
+    """Mark debug tensors: TensorRT keeps fusions and reports them through IDebugListener at run time."""
+    trt = import_trt()
+    for tensor in _lookup_tensors(network, names, "--mark-debug"):
+        if not network.mark_debug(tensor):
+            raise ModelError(f"--mark-debug: TensorRT refused to mark '{tensor.name}' as a debug tensor")
+    if unfused:
+        versions.require(trt, "INetworkDefinition.mark_unfused_tensors_as_debug_tensors", "--mark-unfused-tensors-as-debug-tensors")
+        network.mark_unfused_tensors_as_debug_tensors()
+
+
+class ModifyNetwork(BaseLoader):
+    """Mark outputs / debug tensors and run user edits on a network loader's result.
+
+    ``outputs``: a list of names (exactly these become outputs) or ``"mark-all"`` (every tensor; this changes
+    the engine TensorRT builds and can break fusions, so prefer ``debug``/``unfused``).
+    ``postprocess``: callables ``f(network)`` run last (``--trt-network-postprocess-script``).
+    """
+
+    def __init__(self, network: Any, outputs: Sequence[str] | str | None = None, exclude: Sequence[str] = (),
+                 debug: Sequence[str] = (), unfused: bool = False, postprocess: Sequence[Callable[[Any], Any]] = ()) -> None:
+        self.network_loader = network
+        self.outputs = outputs
+        self.exclude = tuple(exclude)
+        self.debug = tuple(debug)
+        self.unfused = unfused
+        self.postprocess = tuple(postprocess)
+
+    def __call__(self) -> tuple[Any, Any, Any]:
+        builder, network, parser = unpack(invoke_if_callable(self.network_loader)[0])
+        if self.outputs == MARK_ALL:
+            warnings.warn(
+                "--trt-outputs mark all changes the engine (fusions break, memory grows); "
+                "--mark-unfused-tensors-as-debug-tensors keeps the engine as built",
+                stacklevel=2,
+            )
+            mark_all_outputs(network, self.exclude)
+        elif self.outputs:
+            set_outputs(network, list(self.outputs))
+        mark_debug(network, self.debug, self.unfused)
+        for func in self.postprocess:
+            func(network)
+        return builder, network, parser
+
+
+def network_from_onnx_path(path: str, strongly_typed: bool = False, plugins: Sequence[str] = ()) -> tuple[Any, Any, Any]:
+    """Immediately parse an ONNX file: ``(builder, network, parser)``."""
+    return NetworkFromOnnxPath(path, strongly_typed, plugins)()
+
+
+def network_from_onnx_bytes(model: bytes, path: str | None = None, strongly_typed: bool = False) -> tuple[Any, Any, Any]:
+    return NetworkFromOnnxBytes(model, path, strongly_typed)()
+
+
+def create_network(strongly_typed: bool = False) -> tuple[Any, Any]:
+    return CreateNetwork(strongly_typed)()
+
+
+def network_inputs(network: Any) -> dict[str, tuple[int, ...]]:
+    """``{input name: shape with -1 for dynamic dims}``."""
+    shapes = {}
+    for index in range(network.num_inputs):
+        tensor = network.get_input(index)
+        shapes[tensor.name] = tuple(tensor.shape)
+    return shapes

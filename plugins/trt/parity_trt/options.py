@@ -1,0 +1,290 @@
+"""The ``--trt-*`` and builder options, and their parsing. Nothing here imports TensorRT.
+
+Profiles: ``--trt-min-shapes/--trt-opt-shapes/--trt-max-shapes`` take ``name:[d0,d1,...]`` values. A value may
+hold several shapes separated by spaces, and the flag may repeat; a new optimisation profile starts whenever
+an input name repeats, so ``--trt-min-shapes x:[1,3] --trt-min-shapes x:[4,3]`` is two profiles and
+``--trt-min-shapes a:[1] b:[2]`` is one.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import click
+
+from parity.data.parse import parse_shape
+from parity.errors import UsageError
+from parity.util.text import did_you_mean
+
+Shape = tuple[int, ...]
+
+PRECISIONS = ("fp16", "bf16", "int8", "fp8")
+PRECISION_FLAGS = {"fp16": "FP16", "bf16": "BF16", "int8": "INT8", "fp8": "FP8"}
+CONSTRAINTS = {"obey": "OBEY_PRECISION_CONSTRAINTS", "prefer": "PREFER_PRECISION_CONSTRAINTS", "none": None}
+MARK_ALL = "mark-all"
+
+
+# ---- shapes and profiles --------------------------------------------------------------------------------
+@dataclass
+class Profile:
+    """One optimisation profile: ``{input name: (min, opt, max)}``."""
+
+    shapes: dict[str, tuple[Shape, Shape, Shape]] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return ", ".join(f"{n}: min={list(a)} opt={list(b)} max={list(c)}" for n, (a, b, c) in self.shapes.items())
+
+
+def split_values(values: Iterable[str] | str | None) -> list[str]:
+    """Click gives one string per flag; a string may hold several space-separated ``name:[...]`` values."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = [values]
+    out: list[str] = []
+    for value in values:
+        out.extend(part for part in re.split(r"\s+(?=[^\s\[\]]+:\[)", value.strip()) if part)
+    return out
+
+
+def _numeric(name: str, dims: tuple, option: str) -> Shape:
+    if any(not isinstance(d, int) for d in dims):
+        raise UsageError(f"{option}: '{name}' has named dims {list(dims)}; TensorRT profiles need numbers")
+    return tuple(dims)  # type: ignore[return-value]
+
+
+def group_profiles(values: Iterable[str] | str | None, option: str) -> list[dict[str, Shape]]:
+    """Split parsed shapes into profiles: a repeated input name starts the next profile."""
+    groups: list[dict[str, Shape]] = []
+    for text in split_values(values):
+        name, dims = parse_shape(text, option)
+        if not groups or name in groups[-1]:
+            groups.append({})
+        groups[-1][name] = _numeric(name, dims, option)
+    return groups
+
+
+def build_profiles(
+    min_shapes: Iterable[str] | str | None,
+    opt_shapes: Iterable[str] | str | None,
+    max_shapes: Iterable[str] | str | None,
+    input_shapes: Mapping[str, tuple] | None = None,
+) -> list[Profile]:
+    """Profiles from the three ``--trt-*-shapes`` options, or one static profile from ``--input-shapes``.
+
+    Checks: all three options given together, the same number of profiles and the same inputs in each,
+    equal ranks, and ``min <= opt <= max`` in every dimension.
+    """
+    lists = {
+        "--trt-min-shapes": group_profiles(min_shapes, "--trt-min-shapes"),
+        "--trt-opt-shapes": group_profiles(opt_shapes, "--trt-opt-shapes"),
+        "--trt-max-shapes": group_profiles(max_shapes, "--trt-max-shapes"),
+    }
+    given = [k for k, v in lists.items() if v]
+    if not given:
+        if not input_shapes:
+            return []
+        static = {n: _numeric(n, tuple(s), "--input-shapes") for n, s in input_shapes.items()}
+        return [Profile({n: (s, s, s) for n, s in static.items()})]
+    if len(given) != 3:
+        missing = [k for k in lists if k not in given]
+        raise UsageError(f"{', '.join(given)} given without {', '.join(missing)}; give min, opt and max together")
+    mins, opts, maxs = lists.values()
+    if not len(mins) == len(opts) == len(maxs):
+        raise UsageError(
+            f"profile counts differ: {len(mins)} min, {len(opts)} opt, {len(maxs)} max "
+            "(a repeated input name starts a new profile)"
+        )
+    profiles = []
+    for index, (lo, mid, hi) in enumerate(zip(mins, opts, maxs)):
+        if not set(lo) == set(mid) == set(hi):
+            raise UsageError(f"profile {index}: min/opt/max name different inputs: {sorted(lo)} / {sorted(mid)} / {sorted(hi)}")
+        profile = Profile()
+        for name in lo:
+            check_range(name, lo[name], mid[name], hi[name], index)
+            profile.shapes[name] = (lo[name], mid[name], hi[name])
+        profiles.append(profile)
+    return profiles
+
+
+def check_range(name: str, lo: Shape, mid: Shape, hi: Shape, index: int = 0) -> None:
+    if not len(lo) == len(mid) == len(hi):
+        raise UsageError(f"profile {index}: '{name}' has different ranks in min {list(lo)}, opt {list(mid)}, max {list(hi)}")
+    for a, b, c in zip(lo, mid, hi):
+        if not a <= b <= c:
+            raise UsageError(f"profile {index}: '{name}' needs min <= opt <= max in every dim; got {list(lo)}, {list(mid)}, {list(hi)}")
+
+
+def complete_profile(profile: Profile, inputs: Mapping[str, Sequence[int]], index: int = 0) -> Profile:
+    """Check a profile against the network's inputs (``-1`` = dynamic) and fill inputs it does not name.
+
+    A dynamic input nobody gave a shape for gets 1 in its dynamic dims (with a warning naming the flag to set).
+    """
+    for name in profile.shapes:
+        if name not in inputs:
+            raise UsageError(
+                f"profile {index}: the network has no input '{name}'{did_you_mean(name, inputs)}; inputs: {', '.join(inputs)}"
+            )
+    filled = Profile(dict(profile.shapes))
+    for name, dims in inputs.items():
+        dims = tuple(int(d) for d in dims)
+        if name in filled.shapes:
+            for which, shape in zip(("min", "opt", "max"), filled.shapes[name]):
+                if len(shape) != len(dims):
+                    raise UsageError(f"profile {index}: '{name}' has rank {len(dims)} {list(dims)}, but {which} shape {list(shape)}")
+                for want, got in zip(dims, shape):
+                    if want >= 0 and want != got:
+                        raise UsageError(f"profile {index}: '{name}' has static dims {list(dims)}; {which} shape {list(shape)} differs")
+            continue
+        fixed = tuple(d if d >= 0 else 1 for d in dims)
+        if fixed != dims:
+            warnings.warn(
+                f"input '{name}' has dynamic shape {list(dims)} and no profile shape; using {list(fixed)} for min/opt/max "
+                f"(set --trt-min-shapes/--trt-opt-shapes/--trt-max-shapes or --input-shapes)",
+                stacklevel=2,
+            )
+        filled.shapes[name] = (fixed, fixed, fixed)
+    return filled
+
+
+# ---- sizes and pools ------------------------------------------------------------------------------------
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str, option: str = "--pool-limit") -> int:
+    """``'16M'`` -> 16777216 (binary units K/M/G/T, optional B); plain integers are bytes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?B?)\s*", text, flags=re.IGNORECASE)
+    if not match:
+        raise UsageError(f"{option}: cannot read size '{text}'; write e.g. 16M, 1G or 1048576")
+    return int(float(match[1]) * _UNITS[match[2].upper()])
+
+
+def parse_pool_limits(values: Iterable[str] | None) -> dict[str, int]:
+    """``['workspace:1G', 'tactic_dram:256M']`` -> ``{'WORKSPACE': 1073741824, ...}`` (names checked later)."""
+    pools: dict[str, int] = {}
+    for value in split_values(values):
+        name, sep, size = value.rpartition(":")
+        if not sep or not name:
+            raise UsageError(f"--pool-limit: cannot read '{value}'; write pool:size, e.g. workspace:1G")
+        pools[name.strip().upper()] = parse_size(size)
+    return pools
+
+
+# ---- outputs to mark ------------------------------------------------------------------------------------
+def parse_outputs(values: Iterable[str] | str | None) -> list[str] | str | None:
+    """``--trt-outputs`` -> a list of tensor names, :data:`MARK_ALL` for every tensor, or ``None`` (keep outputs).
+
+    ``mark all``, ``'*'`` and ``all`` (as one value or as two flags' values) all mean every tensor.
+    """
+    items = split_values(values) if not isinstance(values, str) else values.split()
+    items = [v for value in items for v in value.split()]
+    if not items:
+        return None
+    lowered = [v.lower() for v in items]
+    if lowered in (["mark", "all"], ["*"], ["all"], ["mark-all"]):
+        return MARK_ALL
+    if "*" in lowered or "all" in lowered and "mark" in lowered:
+        raise UsageError("--trt-outputs: 'mark all' (or '*') marks every tensor and cannot be combined with names")
+    return items
+
+
+# ---- user scripts ---------------------------------------------------------------------------------------
+def parse_script(spec: str, default_func: str, option: str) -> tuple[str, str]:
+    """``'file.py:func'`` -> ``('file.py', 'func')``; a bare path uses ``default_func``."""
+    path, sep, func = spec.rpartition(":")
+    if not sep or "/" in func or "\\" in func or func.endswith(".py"):
+        return spec, default_func
+    if not path:
+        raise UsageError(f"{option}: cannot read '{spec}'; write file.py[:function]")
+    return path, func or default_func
+
+
+# ---- click options --------------------------------------------------------------------------------------
+def _opt(*names: str, **kwargs) -> click.Option:
+    return click.Option(list(names), **kwargs)
+
+
+def build_options() -> list[click.Option]:
+    """Builder/network options shared by ``parity run --trt`` and ``parity convert``."""
+    return [
+        _opt("--trt-min-shapes", multiple=True, help="Profile min shapes name:[d0,...]; a repeated name starts a new profile."),
+        _opt("--trt-opt-shapes", multiple=True, help="Profile opt shapes name:[d0,...]."),
+        _opt("--trt-max-shapes", multiple=True, help="Profile max shapes name:[d0,...]."),
+        _opt("--fp16", is_flag=True, default=False, help="Allow fp16 kernels (TensorRT 10 only; 11 is strongly typed)."),
+        _opt("--bf16", is_flag=True, default=False, help="Allow bf16 kernels (TensorRT 10 only)."),
+        _opt("--int8", is_flag=True, default=False, help="Allow int8 kernels, calibrating if needed (TensorRT 10 only)."),
+        _opt("--fp8", is_flag=True, default=False, help="Allow fp8 kernels (TensorRT 10 only)."),
+        _opt("--tf32/--no-tf32", default=None, help="Allow or forbid TF32 for fp32 math (TensorRT's default: allowed)."),
+        _opt("--strongly-typed", is_flag=True, default=False, help="Build a strongly typed network (always the case on TensorRT 11)."),
+        _opt(
+            "--precision-constraints",
+            type=click.Choice(["obey", "prefer", "none"]),
+            default=None,
+            help="Layer precision constraints (TensorRT 10 only).",
+        ),
+        _opt("--calibration-cache", type=click.Path(dir_okay=False), default=None, help="Int8 calibration cache to read/write."),
+        _opt("--pool-limit", multiple=True, help="Memory pool limit pool:size, e.g. workspace:1G (repeatable)."),
+        _opt("--builder-optimization-level", type=click.IntRange(0, 5), default=None, help="Builder optimisation level 0-5."),
+        _opt("--load-timing-cache", type=click.Path(dir_okay=False), default=None, help="Timing cache to start from (missing file: empty)."),
+        _opt("--save-timing-cache", type=click.Path(dir_okay=False), default=None, help="Write the timing cache here after the build."),
+        _opt("--error-on-timing-cache-miss", is_flag=True, default=False, help="Fail the build on a timing cache miss."),
+        _opt("--preview-features", multiple=True, help="Preview features to enable, e.g. aliased_plugin_io_10_03."),
+        _opt("--trt-flags", multiple=True, help="Extra BuilderFlag names to set, e.g. sparse_weights (checked against your TensorRT)."),
+        _opt(
+            "--profiling-verbosity",
+            type=click.Choice(["detailed", "layer_names_only", "none"]),
+            default="detailed",
+            show_default=True,
+            help="How much layer detail the engine keeps (the inspector needs detailed).",
+        ),
+        _opt("--plugins", "trt_plugins", multiple=True, type=click.Path(dir_okay=False), help="TensorRT plugin libraries to load."),
+        _opt(
+            "--trt-outputs",
+            multiple=True,
+            help="Mark tensors as network outputs: names, or 'mark all' / '*' for every tensor (breaks fusions).",
+        ),
+        _opt("--trt-exclude-outputs", multiple=True, help="Tensors to leave out of --trt-outputs mark all."),
+        _opt("--mark-debug", multiple=True, help="Capture these tensors through IDebugListener without changing the engine's outputs."),
+        _opt(
+            "--mark-unfused-tensors-as-debug-tensors",
+            is_flag=True,
+            default=False,
+            help="Capture every tensor that survives fusion (TensorRT 10.16+); fusions are kept.",
+        ),
+        _opt("--trt-network-func", default=None, help="Build the network with file.py[:load_network] (the model path is the .py)."),
+        _opt("--trt-network-postprocess-script", "--trt-npps", default=None, help="Edit the network: file.py[:postprocess](network)."),
+        _opt(
+            "--trt-config-postprocess-script",
+            "--trt-cpps",
+            default=None,
+            help="Edit the builder config: file.py[:postprocess_config](builder, network, config).",
+        ),
+        _opt("--trt-progress/--no-trt-progress", default=None, help="Show a build progress bar (default: when stderr is a terminal)."),
+    ]
+
+
+def runner_options() -> list[click.Option]:
+    """Options of ``parity run --trt`` on top of the builder options."""
+    return [
+        *build_options(),
+        _opt("--save-engine", type=click.Path(dir_okay=False), default=None, help="Save the built engine here."),
+        _opt("--optimization-profile", "trt_profile_index", type=int, default=None, help="Profile index to run with (default: the first that fits)."),
+    ]
+
+
+def validate_precisions(options: Mapping[str, object], trt_major: int) -> list[str]:
+    """Precision flags requested, or a :class:`UsageError` on TensorRT 11, which has no such flags."""
+    asked = [p for p in PRECISIONS if options.get(p)]
+    if options.get("precision_constraints") not in (None, "none"):
+        asked.append(f"precision-constraints {options['precision_constraints']}")
+    if trt_major >= 11 and asked:
+        from parity_trt.versions import STRONG_TYPING
+
+        flags = ", ".join(f"--{a}" for a in asked)
+        raise UsageError(f"{flags}: not available on TensorRT {trt_major}.x. {STRONG_TYPING}")
+    if options.get("calibration_cache") and not options.get("int8") and trt_major >= 11:
+        raise UsageError("--calibration-cache: TensorRT 11 has no int8 calibration; quantize with Q/DQ nodes instead")
+    return [p for p in PRECISIONS if options.get(p)]

@@ -1,0 +1,231 @@
+"""``TrtRunner``: runs a TensorRT engine with enqueueV3 (``execute_async_v3``) on a CUDA stream.
+
+* One execution context per optimisation profile, made on first use; the profile is the one given, or the
+  first whose [min, max] range holds the input shapes (profile switching between ``infer`` calls).
+* Device buffers and pinned host buffers are reused across ``infer`` calls and only grow.
+* Outputs with data-dependent shapes are allocated by TensorRT through an ``IOutputAllocator``.
+* Debug tensors (``--mark-debug``, unfused tensors) are copied out by an ``IDebugListener`` and returned as
+  extra outputs, so the layerwise comparison sees them like marked outputs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from parity.backend.base import BaseRunner, invoke_if_callable
+from parity.data.meta import TensorMeta
+from parity.errors import BackendError, UsageError
+from parity_trt import cuda, versions
+from parity_trt._trt import import_trt
+
+# TensorRT DataType member name -> NumPy dtype (types NumPy lacks, e.g. BF16/FP8/INT4/FP4, are absent).
+DTYPES = {
+    "FLOAT": np.float32,
+    "HALF": np.float16,
+    "INT8": np.int8,
+    "UINT8": np.uint8,
+    "INT32": np.int32,
+    "INT64": np.int64,
+    "BOOL": np.bool_,
+    "DOUBLE": np.float64,
+}
+
+
+def to_numpy_dtype(dtype: Any, name: str = "") -> np.dtype:
+    key = str(getattr(dtype, "name", dtype)).split(".")[-1]
+    if key not in DTYPES:
+        raise BackendError(f"tensor '{name}' has TensorRT type {key}, which NumPy cannot hold; mark a cast of it instead")
+    return np.dtype(DTYPES[key])
+
+
+def _capsule_pointer(capsule: Any) -> int:
+    """The address inside the PyCapsule TensorRT gives debug listeners."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return int(get(capsule, None))
+
+
+def _make_output_allocator(trt: Any) -> Any:
+    class OutputAllocator(trt.IOutputAllocator):
+        """Grows one device buffer for a data-dependent output and records the final shape."""
+
+        def __init__(self) -> None:
+            trt.IOutputAllocator.__init__(self)
+            self.buffer = cuda.DeviceArray()
+            self.shape: tuple[int, ...] | None = None
+
+        def reallocate_output(self, tensor_name: str, memory: int, size: int, alignment: int) -> int:
+            return self.buffer.allocate(size)
+
+        def reallocate_output_async(self, tensor_name: str, memory: int, size: int, alignment: int, stream: int) -> int:
+            return self.buffer.allocate(size)
+
+        def notify_shape(self, tensor_name: str, shape: Any) -> None:
+            self.shape = tuple(shape)
+
+    return OutputAllocator()
+
+
+def _make_debug_listener(trt: Any, sink: dict[str, np.ndarray]) -> Any:
+    class DebugListener(trt.IDebugListener):
+        """Copies each debug tensor to the host on the engine's stream (ordered before our final sync)."""
+
+        def __init__(self) -> None:
+            trt.IDebugListener.__init__(self)
+
+        def process_debug_tensor(self, addr: Any, location: Any, type: Any, shape: Any, name: str, stream: int) -> None:  # noqa: A002
+            try:
+                dtype = to_numpy_dtype(type, name)
+            except BackendError as exc:
+                warnings.warn(f"debug tensor skipped: {exc}", stacklevel=1)
+                return
+            host = np.empty(tuple(shape), dtype=dtype)
+            cuda.memcpy_device_to_host(host, _capsule_pointer(addr), cuda.Stream.wrap(stream))
+            sink[name] = host
+
+    return DebugListener()
+
+
+class TrtRunner(BaseRunner):
+    """Run an engine. ``engine`` is an ``ICudaEngine``, serialized bytes, or a loader of either."""
+
+    prefix = "trt"
+
+    def __init__(self, engine: Any | Callable[[], Any], name: str | None = None, optimization_profile: int | None = None,
+                 capture_debug: bool = True) -> None:
+        super().__init__(name)
+        self.engine_source = engine
+        self.optimization_profile = optimization_profile
+        self.capture_debug = capture_debug
+
+    # ---- lifecycle ------------------------------------------------------------------------------------
+    def activate_impl(self) -> None:
+        from parity_trt.engine import EngineFromBytes
+
+        trt = import_trt()
+        engine, _ = invoke_if_callable(self.engine_source)
+        if isinstance(engine, (bytes, bytearray, memoryview)):
+            engine = EngineFromBytes(engine)()
+        self.engine = engine
+        self.stream = cuda.Stream()
+        self.contexts: dict[int, Any] = {}
+        self.names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+        self.inputs = [n for n in self.names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
+        self.outputs = [n for n in self.names if engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
+        self.dtypes = {n: engine.get_tensor_dtype(n) for n in self.names}
+        self.device: dict[str, cuda.DeviceArray] = {}
+        self.pinned: dict[str, cuda.PinnedBuffer] = {}
+        self.allocators: dict[str, Any] = {}
+        self.debug_tensors: dict[str, np.ndarray] = {}
+        self.listener = _make_debug_listener(trt, self.debug_tensors) if self.capture_debug else None
+        if self.optimization_profile is not None and not 0 <= self.optimization_profile < engine.num_optimization_profiles:
+            raise UsageError(f"--optimization-profile {self.optimization_profile}: the engine has {engine.num_optimization_profiles} profile(s)")
+
+    def deactivate_impl(self) -> None:
+        for buffer in [*self.device.values(), *self.pinned.values()]:
+            buffer.free()
+        for allocator in self.allocators.values():
+            allocator.buffer.free()
+        self.contexts.clear()
+        self.allocators.clear()
+        self.stream.free()
+        del self.engine
+
+    # ---- metadata -----------------------------------------------------------------------------------
+    def get_input_metadata_impl(self) -> dict[str, TensorMeta]:
+        meta = {}
+        for name in self.inputs:
+            shape = tuple(None if d < 0 else int(d) for d in self.engine.get_tensor_shape(name))
+            meta[name] = TensorMeta(to_numpy_dtype(self.dtypes[name], name), shape)
+        return meta
+
+    def profile_ranges(self, index: int) -> dict[str, tuple[tuple[int, ...], ...]]:
+        """``{input: (min, opt, max)}`` of one profile (shape-tensor inputs excluded)."""
+        ranges = {}
+        for name in self.inputs:
+            if -1 in tuple(self.engine.get_tensor_shape(name)):
+                ranges[name] = tuple(tuple(s) for s in self.engine.get_tensor_profile_shape(name, index))
+        return ranges
+
+    def select_profile(self, feed: Mapping[str, np.ndarray]) -> int:
+        if self.optimization_profile is not None:
+            return self.optimization_profile
+        for index in range(self.engine.num_optimization_profiles):
+            ranges = self.profile_ranges(index)
+            if all(_fits(feed[n].shape, lo, hi) for n, (lo, _, hi) in ranges.items()):
+                return index
+        shapes = ", ".join(f"{n}:{list(a.shape)}" for n, a in feed.items())
+        available = "; ".join(
+            f"profile {i}: " + ", ".join(f"{n} {list(lo)}..{list(hi)}" for n, (lo, _, hi) in self.profile_ranges(i).items())
+            for i in range(self.engine.num_optimization_profiles)
+        )
+        raise UsageError(f"input shapes {shapes} fit no optimization profile of the engine ({available})")
+
+    def _context(self, index: int) -> Any:
+        if index in self.contexts:
+            return self.contexts[index]
+        trt = import_trt()
+        context = self.engine.create_execution_context()
+        if context is None:
+            raise BackendError("TensorRT could not create an execution context (out of GPU memory?)")
+        if index or self.engine.num_optimization_profiles > 1:
+            context.set_optimization_profile_async(index, self.stream.ptr)
+        if self.listener is not None:
+            context.set_debug_listener(self.listener)
+            context.set_all_tensors_debug_state(True)
+            if versions.has(trt, "IExecutionContext.unfused_tensors_debug_state"):
+                context.unfused_tensors_debug_state = True
+        self.contexts[index] = context
+        return context
+
+    # ---- inference ------------------------------------------------------------------------------------
+    def infer_impl(self, feed_dict: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        feed = {n: np.ascontiguousarray(a) for n, a in feed_dict.items()}
+        context = self._context(self.select_profile(feed))
+        self.debug_tensors.clear()
+        for name in self.inputs:
+            array = feed[name]
+            if not context.set_input_shape(name, tuple(array.shape)):
+                raise UsageError(f"TensorRT rejected shape {list(array.shape)} for input '{name}'")
+            buffer = self.device.setdefault(name, cuda.DeviceArray()).copy_from(array, self.stream)
+            context.set_tensor_address(name, buffer.ptr)
+        static: dict[str, tuple[int, ...]] = {}
+        for name in self.outputs:
+            shape = tuple(context.get_tensor_shape(name))
+            if any(d < 0 for d in shape):  # data-dependent shape: TensorRT allocates through our allocator
+                if name not in self.allocators:
+                    self.allocators[name] = _make_output_allocator(import_trt())
+                context.set_output_allocator(name, self.allocators[name])
+                continue
+            static[name] = shape
+            buffer = self.device.setdefault(name, cuda.DeviceArray()).resize(shape, to_numpy_dtype(self.dtypes[name], name))
+            context.set_tensor_address(name, buffer.ptr)
+        if not context.execute_async_v3(self.stream.ptr):
+            raise BackendError("TensorRT execute_async_v3 failed (see the TensorRT log above)")
+        hosts = {}
+        for name in self.outputs:
+            dtype = to_numpy_dtype(self.dtypes[name], name)
+            if name in static:
+                source, shape = self.device[name], static[name]
+            else:
+                allocator = self.allocators[name]
+                source, shape = allocator.buffer, allocator.shape or ()
+                source.shape, source.dtype = tuple(shape), dtype
+            host = self.pinned.setdefault(name, cuda.PinnedBuffer()).view(shape, dtype)
+            source.copy_to(host, self.stream)
+            hosts[name] = host
+        self.stream.synchronize()
+        # copies: pinned buffers are reused by the next infer call
+        outputs = {name: host.copy() for name, host in hosts.items()}
+        for name, array in self.debug_tensors.items():
+            outputs.setdefault(name, array)
+        return outputs
+
+
+def _fits(shape: tuple[int, ...], lo: tuple[int, ...], hi: tuple[int, ...]) -> bool:
+    return len(shape) == len(lo) and all(a <= s <= b for s, a, b in zip(shape, lo, hi))

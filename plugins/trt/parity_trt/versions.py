@@ -1,0 +1,134 @@
+"""TensorRT versions and the names that exist in only some of them (version gates).
+
+``GATES`` is the single declaration of every TensorRT name the plugin uses that is not in every supported
+release. The API conformance test (tests/test_conformance.py) checks each gate against the per-release
+name manifests, so a gate can neither be missing nor wrong. At run time the plugin asks :func:`has`
+(an attribute walk on the imported module) and raises :func:`unavailable` with a message built from the gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from parity.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Gate:
+    """``since`` <= version < ``until`` (either end open). ``why`` is shown when the name is missing."""
+
+    since: str | None = None
+    until: str | None = None
+    why: str = ""
+
+    def describe(self) -> str:
+        if self.since and self.until:
+            return f"TensorRT {self.since} to {self.until} (exclusive)"
+        if self.since:
+            return f"TensorRT {self.since} or newer"
+        return f"TensorRT older than {self.until}" if self.until else "every TensorRT"
+
+    def contains(self, version: str) -> bool:
+        v = parse_version(version)
+        return (self.since is None or v >= parse_version(self.since)) and (self.until is None or v < parse_version(self.until))
+
+
+STRONG_TYPING = (
+    "TensorRT 11 networks are strongly typed: precision comes from the model's tensor types. "
+    "Make an fp16/bf16 model (e.g. ModelOpt AutoCast) or add Q/DQ nodes for int8/fp8 instead"
+)
+_WEAK = Gate(until="11.0", why=STRONG_TYPING)
+_CALIB = Gate(until="11.0", why="implicit int8 calibration was removed in TensorRT 11; quantize with Q/DQ nodes (ModelOpt)")
+
+GATES: dict[str, Gate] = {
+    # weak typing: builder precision flags (removed in 11.0)
+    "BuilderFlag.FP16": _WEAK,
+    "BuilderFlag.BF16": _WEAK,
+    "BuilderFlag.INT8": _WEAK,
+    "BuilderFlag.FP8": _WEAK,
+    "BuilderFlag.OBEY_PRECISION_CONSTRAINTS": _WEAK,
+    "BuilderFlag.PREFER_PRECISION_CONSTRAINTS": _WEAK,
+    # int8 calibration (removed in 11.0)
+    "IInt8EntropyCalibrator2": _CALIB,
+    "IInt8EntropyCalibrator2.get_batch": _CALIB,
+    "IInt8EntropyCalibrator2.get_batch_size": _CALIB,
+    "IInt8EntropyCalibrator2.read_calibration_cache": _CALIB,
+    "IInt8EntropyCalibrator2.write_calibration_cache": _CALIB,
+    "IBuilderConfig.int8_calibrator": _CALIB,
+    "IBuilderConfig.set_calibration_profile": _CALIB,
+    # device memory query renamed (the _v2 form exists from 10.7 on, the old one until 11.0)
+    "ICudaEngine.device_memory_size": Gate(until="11.0", why="use device_memory_size_v2"),
+    "ICudaEngine.device_memory_size_v2": Gate(since="10.7"),
+    # unfused-tensor debug capture; first seen in the 10.16 manifest (10.9-10.15 were not checked)
+    "INetworkDefinition.mark_unfused_tensors_as_debug_tensors": Gate(
+        since="10.16", why="capturing unfused tensors needs a newer TensorRT; use --mark-debug NAMES instead"
+    ),
+    "IExecutionContext.unfused_tensors_debug_state": Gate(since="10.16", why="capturing unfused tensors needs a newer TensorRT"),
+}
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """``'10.16.1.11'`` -> ``(10, 16, 1, 11)``; trailing non-numeric parts (``.post1``, ``rc1``) are dropped."""
+    parts: list[int] = []
+    for piece in str(text).split("."):
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts) or (0,)
+
+
+def major(trt: ModuleType) -> int:
+    return parse_version(trt.__version__)[0]
+
+
+def lookup(trt: ModuleType, name: str) -> Any:
+    """``lookup(trt, 'BuilderFlag.FP16')`` -> the object, or ``None`` when this TensorRT lacks it."""
+    obj: Any = trt
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def has(trt: ModuleType, name: str) -> bool:
+    return lookup(trt, name) is not None
+
+
+def unavailable(trt: ModuleType, name: str, feature: str) -> UsageError:
+    """The one-line error for a feature whose TensorRT name this version lacks."""
+    gate = GATES.get(name)
+    needs = f" (needs {gate.describe()})" if gate else ""
+    why = f": {gate.why}" if gate and gate.why else ""
+    return UsageError(f"{feature} is not available on TensorRT {trt.__version__}{needs}{why}")
+
+
+def require(trt: ModuleType, name: str, feature: str) -> Any:
+    """The named object, or a clear :class:`UsageError` saying which versions have it and what to do instead."""
+    obj = lookup(trt, name)
+    if obj is None:
+        raise unavailable(trt, name, feature)
+    return obj
+
+
+def enum_member(trt: ModuleType, enum: str, member: str, option: str) -> Any:
+    """A member of a TensorRT enum chosen by the user (case-insensitive), with the valid choices on error."""
+    from parity.util.text import did_you_mean
+
+    cls = require(trt, enum, option)
+    wanted = member.strip().upper()
+    value = getattr(cls, wanted, None)
+    if value is None or not isinstance(value, cls):
+        choices = sorted(k for k, v in vars(cls).items() if isinstance(v, cls))
+        raise UsageError(
+            f"{option}: TensorRT {trt.__version__} has no {enum} '{member}'{did_you_mean(wanted, choices)}; "
+            f"choices: {', '.join(c.lower() for c in choices)}"
+        )
+    return value
