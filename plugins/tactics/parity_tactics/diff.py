@@ -87,6 +87,7 @@ class DiffResult:
     reason: str | None = None  # why nothing could be determined
     skipped: list[tuple[str, str]] = field(default_factory=list)
     key_kind: str = "layer"
+    unexplained: int = 0  # bad replays whose tactics equal a good replay's: tactics cannot explain them
 
     @property
     def determined(self) -> bool:
@@ -99,6 +100,7 @@ class DiffResult:
             "determined": self.determined,
             "reason": self.reason,
             "method": "one-sided Fisher exact test per (key, tactic); ties by bad rate minus good rate",
+            "unexplained_bad_replays": self.unexplained,
             "suspects": [s.to_json() for s in self.suspects],
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
         }
@@ -128,6 +130,8 @@ def diff_replays(good: Sequence[TacticReplay], bad: Sequence[TacticReplay]) -> D
     if not good:
         result.reason = "no good tactic replays to compare against"
         return result
+    good_sets = {frozenset(r.items()) for r in good}
+    result.unexplained = sum(frozenset(r.items()) in good_sets for r in bad)
     good_counts, bad_counts = _counts(good), _counts(bad)
     suspects = []
     for (key, tactic), b in bad_counts.items():

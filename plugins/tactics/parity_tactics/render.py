@@ -60,6 +60,11 @@ def render_diff(result: DiffResult, top: int | None = None) -> str:
     lines = [f"Loaded {result.n_good} good tactic replays.", f"Loaded {result.n_bad} bad tactic replays."]
     if result.skipped:
         lines.append(f"Skipped {len(result.skipped)} JSON files that are not tactic replays (see --verbose).")
+    if result.unexplained:
+        lines.append(
+            f"Note: {result.unexplained} of {result.n_bad} bad replays used exactly the tactics of a good build, "
+            "so tactics alone do not explain those failures."
+        )
     if not result.determined:
         lines.append(NO_RESULT)
         if result.reason:

@@ -89,8 +89,10 @@ def test_nothing_determined_cases():
     text = render_diff(no_bad)
     assert text.splitlines()[:3] == ["Loaded 2 good tactic replays.", "Loaded 0 bad tactic replays.", NO_RESULT]
     assert diff_replays([], good).reason == "no good tactic replays to compare against"
-    same = diff_replays(good, [good[0]])
+    same = diff_replays([good[0], good[0]], [good[0]])
     assert not same.determined and "at least as common" in same.reason
+    assert same.unexplained == 1
+    assert "1 of 1 bad replays used exactly the tactics of a good build" in render_diff(same)
 
 
 def test_mixed_sources_are_refused():
