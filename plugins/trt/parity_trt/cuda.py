@@ -14,7 +14,6 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-
 from parity.errors import BackendError, missing_dependency
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from parity.errors import UsageError
 from parity.registry import RunnerRequest
+
 from parity_trt import options as opt
 from parity_trt.versions import major
 
@@ -126,7 +127,7 @@ def engine_loader(model: str, options: Mapping[str, Any], kind: str | None = Non
     if is_engine(model, kind):
         return EngineFromPath(model)
     extensions = build_extensions(options)
-    config = config_loader(model, options, [e for e in extensions if not hasattr(e, "after_build") or hasattr(e, "postprocess_config")])
+    config = config_loader(model, options, extensions)  # CreateConfig calls only their postprocess_config
     after = [e for e in extensions if hasattr(e, "after_build")]
     engine: Any = EngineBytesFromNetwork(network_loader(model, options), config, options.get("save_timing_cache"),
                                          extensions=[_AfterOnly(e) for e in after])

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-
 from parity.data.meta import TensorMeta
+
 from parity_trt import versions
 from parity_trt._trt import import_trt
 
@@ -110,3 +110,26 @@ def describe_engine_file(path: str, show: Iterable[str] = ()) -> str:
     from parity_trt.engine import EngineFromPath
 
     return describe_engine(EngineFromPath(path)(), show)
+
+
+def _script_network(path: str) -> Any:
+    from parity_trt.network import NetworkFromScript, unpack
+
+    return unpack(NetworkFromScript(path)())[1]
+
+
+def read_script_inputs(path: str) -> dict[str, TensorMeta]:
+    """Inputs of the network a script's ``load_network`` builds (``file.py:func`` picks another function)."""
+    from parity_trt.runner import DTYPES
+
+    meta = {}
+    network = _script_network(path)
+    for index in range(network.num_inputs):
+        tensor = network.get_input(index)
+        np_dtype = DTYPES.get(str(tensor.dtype.name))
+        meta[tensor.name] = TensorMeta(None if np_dtype is None else np.dtype(np_dtype), tuple(None if d < 0 else d for d in tensor.shape))
+    return meta
+
+
+def describe_script(path: str, show: Iterable[str] = ()) -> str:
+    return describe_network(_script_network(path), show)

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import click
-
 from parity.data.parse import parse_shape
 from parity.errors import UsageError
 from parity.util.text import did_you_mean
@@ -207,12 +206,21 @@ def _opt(*names: str, **kwargs) -> click.Option:
     return click.Option(list(names), **kwargs)
 
 
+def _many(*names: str, **kwargs) -> click.Option:
+    """A repeatable option that also takes space-separated values after one flag (the core's GreedyOption)."""
+    try:
+        from parity.cli.parsing import GreedyOption
+    except ImportError:  # an older core: one value per flag
+        return click.Option(list(names), multiple=True, **kwargs)
+    return GreedyOption(list(names), **kwargs)
+
+
 def build_options() -> list[click.Option]:
     """Builder/network options shared by ``parity run --trt`` and ``parity convert``."""
     return [
-        _opt("--trt-min-shapes", multiple=True, help="Profile min shapes name:[d0,...]; a repeated name starts a new profile."),
-        _opt("--trt-opt-shapes", multiple=True, help="Profile opt shapes name:[d0,...]."),
-        _opt("--trt-max-shapes", multiple=True, help="Profile max shapes name:[d0,...]."),
+        _many("--trt-min-shapes", help="Profile min shapes name:[d0,...]; a repeated name starts a new profile."),
+        _many("--trt-opt-shapes", help="Profile opt shapes name:[d0,...]."),
+        _many("--trt-max-shapes", help="Profile max shapes name:[d0,...]."),
         _opt("--fp16", is_flag=True, default=False, help="Allow fp16 kernels (TensorRT 10 only; 11 is strongly typed)."),
         _opt("--bf16", is_flag=True, default=False, help="Allow bf16 kernels (TensorRT 10 only)."),
         _opt("--int8", is_flag=True, default=False, help="Allow int8 kernels, calibrating if needed (TensorRT 10 only)."),
@@ -226,13 +234,13 @@ def build_options() -> list[click.Option]:
             help="Layer precision constraints (TensorRT 10 only).",
         ),
         _opt("--calibration-cache", type=click.Path(dir_okay=False), default=None, help="Int8 calibration cache to read/write."),
-        _opt("--pool-limit", multiple=True, help="Memory pool limit pool:size, e.g. workspace:1G (repeatable)."),
+        _many("--pool-limit", help="Memory pool limit pool:size, e.g. workspace:1G (repeatable)."),
         _opt("--builder-optimization-level", type=click.IntRange(0, 5), default=None, help="Builder optimisation level 0-5."),
         _opt("--load-timing-cache", type=click.Path(dir_okay=False), default=None, help="Timing cache to start from (missing file: empty)."),
         _opt("--save-timing-cache", type=click.Path(dir_okay=False), default=None, help="Write the timing cache here after the build."),
         _opt("--error-on-timing-cache-miss", is_flag=True, default=False, help="Fail the build on a timing cache miss."),
-        _opt("--preview-features", multiple=True, help="Preview features to enable, e.g. aliased_plugin_io_10_03."),
-        _opt("--trt-flags", multiple=True, help="Extra BuilderFlag names to set, e.g. sparse_weights (checked against your TensorRT)."),
+        _many("--preview-features", help="Preview features to enable, e.g. aliased_plugin_io_10_03."),
+        _many("--trt-flags", help="Extra BuilderFlag names to set, e.g. sparse_weights (checked against your TensorRT)."),
         _opt(
             "--profiling-verbosity",
             type=click.Choice(["detailed", "layer_names_only", "none"]),
@@ -240,14 +248,13 @@ def build_options() -> list[click.Option]:
             show_default=True,
             help="How much layer detail the engine keeps (the inspector needs detailed).",
         ),
-        _opt("--plugins", "trt_plugins", multiple=True, type=click.Path(dir_okay=False), help="TensorRT plugin libraries to load."),
-        _opt(
+        _many("--plugins", "trt_plugins", type=click.Path(dir_okay=False), help="TensorRT plugin libraries to load."),
+        _many(
             "--trt-outputs",
-            multiple=True,
             help="Mark tensors as network outputs: names, or 'mark all' / '*' for every tensor (breaks fusions).",
         ),
-        _opt("--trt-exclude-outputs", multiple=True, help="Tensors to leave out of --trt-outputs mark all."),
-        _opt("--mark-debug", multiple=True, help="Capture these tensors through IDebugListener without changing the engine's outputs."),
+        _many("--trt-exclude-outputs", help="Tensors to leave out of --trt-outputs mark all."),
+        _many("--mark-debug", help="Capture these tensors through IDebugListener without changing the engine's outputs."),
         _opt(
             "--mark-unfused-tensors-as-debug-tensors",
             is_flag=True,

@@ -1,0 +1,101 @@
+"""Parity hooks of the TensorRT plugin. Cheap on purpose: nothing imports tensorrt until a runner, engine
+file or command is actually used, so ``parity --help`` and non-TensorRT commands work without TensorRT."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parity import hookimpl
+
+
+def _make_runner(request: Any) -> Any:
+    from parity_trt.factory import make_runner
+
+    return make_runner(request)
+
+
+def _read_engine_inputs(path: str) -> Any:
+    from parity_trt.inspect import read_engine_inputs
+
+    return read_engine_inputs(path)
+
+
+def _describe_engine(path: str, show: Any = ()) -> str:
+    from parity_trt.inspect import describe_engine_file
+
+    return describe_engine_file(path, show)
+
+
+def _read_script_inputs(path: str) -> Any:
+    from parity_trt.inspect import read_script_inputs
+
+    return read_script_inputs(path)
+
+
+def _describe_script(path: str, show: Any = ()) -> str:
+    from parity_trt.inspect import describe_script
+
+    return describe_script(path, show)
+
+
+@hookimpl
+def parity_register_backends(register):
+    from parity.registry import Backend
+
+    from parity_trt._trt import INSTALL_HINT
+    from parity_trt.options import runner_options
+
+    register(
+        Backend(
+            name="trt",
+            make_runner=_make_runner,
+            help="Build and run a TensorRT 10.x/11.x engine (from ONNX, an engine file, or a network script).",
+            options=runner_options(),
+            model_kinds=("onnx", "engine", "trt-network-script"),
+            requires=("tensorrt",),
+            install_hint=INSTALL_HINT,
+        )
+    )
+
+
+@hookimpl
+def parity_register_model_kinds(register):
+    from parity.registry import ModelKind
+
+    from parity_trt.factory import ENGINE_SUFFIXES
+
+    register(ModelKind(name="engine", suffixes=ENGINE_SUFFIXES, read_inputs=_read_engine_inputs, describe=_describe_engine))
+    register(
+        ModelKind(name="trt-network-script", suffixes=(".py",), read_inputs=_read_script_inputs, describe=_describe_script)
+    )
+
+
+def _convert(request: Any) -> None:
+    from parity_trt.factory import convert
+
+    convert(request.model, request.output, request.options)
+
+
+@hookimpl
+def parity_register_converters(register):
+    from parity.registry import ConverterSpec
+
+    from parity_trt.factory import ENGINE_SUFFIXES
+    from parity_trt.options import build_options
+
+    register(
+        ConverterSpec(
+            name="trt",
+            suffixes=ENGINE_SUFFIXES,
+            convert=_convert,
+            help="Build a TensorRT engine (builder options as for parity run --trt).",
+            options=build_options(),
+        )
+    )
+
+
+@hookimpl
+def parity_register_commands(cli):
+    from parity_trt.cli import add_commands
+
+    add_commands(cli)
