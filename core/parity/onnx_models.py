@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,6 +80,41 @@ def graph_inputs(model: onnx.ModelProto) -> dict[str, TensorMeta]:
 
 def graph_outputs(model: onnx.ModelProto) -> dict[str, TensorMeta]:
     return {vi.name: value_meta(vi) for vi in model.graph.output}
+
+
+MARK_ALL = "mark all"
+
+
+def _wants_all(outputs: Sequence[str]) -> bool:
+    return list(outputs) in (["mark", "all"], [MARK_ALL], ["*"])
+
+
+def mark_outputs(model: onnx.ModelProto, outputs: Sequence[str], exclude: Sequence[str] = ()) -> onnx.ModelProto:
+    """``--onnx-outputs``: make named tensors, or every tensor (``'mark all'``), the graph outputs, minus
+    ``exclude``. Edits ``model`` in place and returns it; shared by every backend that runs ONNX."""
+    import onnx
+
+    from parity.errors import UsageError
+    from parity.util.text import did_you_mean
+
+    graph = model.graph
+    produced = [out for node in graph.node for out in node.output if out]
+    existing = {vi.name: vi for vi in graph.output}
+    if _wants_all(outputs):
+        wanted = list(dict.fromkeys([*produced, *existing]))
+    else:
+        known = set(produced) | set(existing) | {vi.name for vi in graph.input}
+        for name in outputs:
+            if name not in known:
+                raise UsageError(f"--onnx-outputs: the model has no tensor '{name}'{did_you_mean(name, known)}")
+        wanted = list(outputs)
+    wanted = [n for n in wanted if n not in set(exclude)]
+    infos = {vi.name: vi for vi in [*graph.value_info, *graph.output, *graph.input]}
+    del graph.output[:]
+    for name in wanted:
+        # value_info may carry stale shapes for tensors that are now outputs: outputs win
+        graph.output.append(infos.get(name) or onnx.helper.make_empty_tensor_value_info(name))
+    return model
 
 
 def read_inputs(path: str) -> dict[str, TensorMeta]:

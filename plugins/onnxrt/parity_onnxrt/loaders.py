@@ -7,10 +7,9 @@ from typing import Any
 
 from parity import onnx_models
 from parity.backend.base import BaseLoader, invoke_if_callable
-from parity.errors import BackendError, ModelError, UsageError
-from parity.util.text import did_you_mean
+from parity.errors import BackendError, ModelError
 
-MARK_ALL = "mark all"
+MARK_ALL = onnx_models.MARK_ALL
 
 
 class OnnxFromPath(BaseLoader):
@@ -27,10 +26,6 @@ def onnx_from_path(path: str) -> Any:
     return OnnxFromPath(path)()
 
 
-def _wants_all(outputs: Sequence[str]) -> bool:
-    return list(outputs) in (["mark", "all"], [MARK_ALL], ["*"])
-
-
 class ModifyOnnxOutputs(BaseLoader):
     """Marks tensors as graph outputs: named ones, or every tensor (``'mark all'``), minus ``exclude``."""
 
@@ -38,27 +33,8 @@ class ModifyOnnxOutputs(BaseLoader):
         self.model, self.outputs, self.exclude = model, list(outputs), list(exclude)
 
     def __call__(self) -> Any:
-        import onnx
-
         model, _ = invoke_if_callable(self.model)
-        graph = model.graph
-        produced = [out for node in graph.node for out in node.output if out]
-        existing = {vi.name: vi for vi in graph.output}
-        if _wants_all(self.outputs):
-            wanted = list(dict.fromkeys([*produced, *existing]))
-        else:
-            known = set(produced) | set(existing) | {vi.name for vi in graph.input}
-            for name in self.outputs:
-                if name not in known:
-                    raise UsageError(f"--onnx-outputs: the model has no tensor '{name}'{did_you_mean(name, known)}")
-            wanted = self.outputs
-        wanted = [n for n in wanted if n not in set(self.exclude)]
-        infos = {vi.name: vi for vi in [*graph.value_info, *graph.output, *graph.input]}
-        del graph.output[:]
-        for name in wanted:
-            graph.output.append(infos.get(name) or onnx.helper.make_empty_tensor_value_info(name))
-        # value_info may carry stale shapes for tensors that are now outputs: outputs win
-        return model
+        return onnx_models.mark_outputs(model, self.outputs, self.exclude)  # shared with other ONNX backends
 
 
 def modify_onnx_outputs(model: Any, outputs: Sequence[str], exclude: Sequence[str] = ()) -> Any:
