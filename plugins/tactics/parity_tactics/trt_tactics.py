@@ -11,10 +11,13 @@ Two mechanisms, chosen by what the installed TensorRT has (never by version-numb
   whose ``report_algorithms`` records the choice per layer and whose ``select_algorithms`` narrows the
   choices to the recorded tactic.
 
-Both objects follow the build-hook protocol the TensorRT plugin calls: ``configure(builder, network, config)``
-before the build (also available as ``__call__`` so they work as plain config post-processors) and
-``finish(builder, network, config)`` after it. Every TensorRT name used here is checked against the
-10.x/11.x API manifests by tests/test_conformance.py (the ``SELECTOR_ONLY``/``CACHE_ONLY`` sets below).
+Both objects are build extensions of the TensorRT plugin (``parity_trt.config``): ``postprocess_config(builder,
+network, config)`` before the build and ``after_build(builder, network, config, engine_bytes)`` after it
+(``configure``/``finish`` are the same with plain names; ``__call__`` makes them plain config post-processors).
+:func:`build_extension` is the factory the TensorRT plugin finds through the ``parity_trt.build`` entry point.
+
+Every TensorRT name used here is checked against the 10.x/11.x API manifests by
+tests/test_tactics_conformance.py, per line: ``LINE_OF`` says which functions run on one line only.
 """
 
 from __future__ import annotations
@@ -35,9 +38,29 @@ MECHANISMS = ("auto", "timing-cache", "algorithm-selector")
 INVALID_TACTIC_HASH = (1 << 64) - 1  # TimingCacheValue.tacticHash of an entry with no tactic
 INSTALL_HINT = "pip install 'parity-trt[tensorrt]' (needs an NVIDIA GPU and driver)"
 
-# Names that exist only on one line (the conformance test checks these sets against the manifests).
-SELECTOR_ONLY = ("IAlgorithmSelector", "IBuilderConfig.algorithm_selector", "IAlgorithm", "IAlgorithmContext")
-CACHE_ONLY = ("BuilderFlag.EDITABLE_TIMING_CACHE", "TimingCacheKey", "TimingCacheValue", "ITimingCache.queryKeys")
+# The capability probes of available_mechanisms(): present on exactly one line each (checked by the tests).
+SELECTOR_PROBE = "IAlgorithmSelector"
+CACHE_PROBES = ("TimingCacheKey", "BuilderFlag.EDITABLE_TIMING_CACHE")
+# For the conformance test: functions that run on one line only, and the TensorRT class of variable names.
+LINE_OF = {
+    "tactic_from_algorithm": "algorithm-selector",
+    "_selector_class": "algorithm-selector",
+    "_attach_selector": "algorithm-selector",
+    "_editable_cache": "timing-cache",
+    "_cache_tactics": "timing-cache",
+    "_update_cache": "timing-cache",
+}
+VAR_TYPES = {
+    "config": "IBuilderConfig",
+    "cache": "ITimingCache",
+    "existing": "ITimingCache",
+    "value": "TimingCacheValue",
+    "context": "IAlgorithmContext",
+    "algorithm": "IAlgorithm",
+    "choice": "IAlgorithm",
+    "variant": "IAlgorithmVariant",
+    "info": "IAlgorithmIOInfo",
+}
 
 _LOG_KEY = re.compile(r"Autotuning op (\S+?)\s*\(key:\s*(0x[0-9a-fA-F]+)\)")
 
@@ -52,10 +75,12 @@ def import_trt() -> ModuleType:
 
 def available_mechanisms(trt: ModuleType) -> list[str]:
     """Mechanisms this TensorRT supports, preferred first (the timing cache is the non-deprecated one)."""
+    from parity_trt.versions import has
+
     found = []
-    if hasattr(trt, "TimingCacheKey") and hasattr(trt.BuilderFlag, "EDITABLE_TIMING_CACHE"):
+    if all(has(trt, name) for name in CACHE_PROBES):
         found.append("timing-cache")
-    if hasattr(trt, "IAlgorithmSelector"):
+    if has(trt, SELECTOR_PROBE):
         found.append("algorithm-selector")
     return found
 
@@ -158,6 +183,16 @@ def _editable_cache(trt: ModuleType, config: Any, base: bytes | None) -> Any:
     return cache
 
 
+def _update_cache(trt: ModuleType, cache: Any, replay: TacticReplay) -> list[str]:
+    """Write each recorded tactic into the cache; returns the keys the cache does not hold (update() is False)."""
+    missing = []
+    for key, tactic in replay.items():
+        timing = tactic.timing_ms if tactic.timing_ms is not None else 1.0  # TensorRT's sample uses 1.0 ms
+        if not cache.update(trt.TimingCacheKey.parse(key), trt.TimingCacheValue(tactic.tactic, timing)):
+            missing.append(key)
+    return missing
+
+
 def _cache_tactics(cache: Any, names: Mapping[str, str]) -> dict[str, Tactic]:
     found = {}
     for key in cache.queryKeys():
@@ -196,6 +231,12 @@ class TacticRecorder:
                 config.set_flag(trt.BuilderFlag.DISABLE_TIMING_CACHE)
         else:
             _editable_cache(trt, config, None)
+
+    def postprocess_config(self, builder: Any, network: Any, config: Any) -> None:
+        self.configure(builder, network, config)
+
+    def after_build(self, builder: Any, network: Any, config: Any, engine_bytes: bytes | None = None) -> None:
+        self.finish(builder, network, config)
 
     def add_log(self, text: str) -> None:
         """Give the verbose build log so timing-cache keys get readable op names."""
@@ -252,15 +293,17 @@ class TacticReplayer:
         if "timing-cache" not in have:
             raise UsageError(f"{self._where} holds timing-cache tactics, which need TensorRT 10.8 or newer")
         cache = _editable_cache(trt, config, self.replay.timing_cache)
-        missing = []
-        for key, tactic in self.replay.items():
-            timing = tactic.timing_ms if tactic.timing_ms is not None else 1.0
-            if not cache.update(trt.TimingCacheKey.parse(key), trt.TimingCacheValue(tactic.tactic, timing)):
-                missing.append(key)
+        missing = _update_cache(trt, cache, self.replay)
         if missing and self.strict:
             hint = "" if self.replay.timing_cache is not None else " (the replay has no embedded timing cache; pass --load-timing-cache)"
             raise BackendError(f"{len(missing)} of {len(self.replay)} keys of {self._where} are not in the timing cache, first {missing[0]}{hint}")
         self.problems = [f"{key}: not in the timing cache" for key in missing]
+
+    def postprocess_config(self, builder: Any, network: Any, config: Any) -> None:
+        self.configure(builder, network, config)
+
+    def after_build(self, builder: Any, network: Any, config: Any, engine_bytes: bytes | None = None) -> None:
+        self.finish(builder, network, config)
 
     def finish(self, builder: Any = None, network: Any = None, config: Any = None) -> list[str]:
         """Check that the build used the replayed tactics; returns the differences (raises if ``strict``)."""
@@ -278,13 +321,34 @@ class TacticReplayer:
 
 
 def build_hooks(options: Mapping[str, Any]) -> list[Any]:
-    """The build hooks for parsed CLI options (``load_tactics``, ``save_tactics``, ``tactics_mechanism``).
+    """The recorder/replayer for parsed CLI options (``load_tactics``, ``save_tactics``, ``tactics_mechanism``).
 
-    Replayer first: with the selector it installs the replay, the recorder then shares the same selector.
+    Replayer first: with the selector it installs the replay, and the recorder then shares that selector.
     """
     hooks: list[Any] = []
     if options.get("load_tactics"):
-        hooks.append(TacticReplayer(options["load_tactics"], strict=not options.get("tactics_lenient", False)))
+        hooks.append(TacticReplayer(options["load_tactics"]))
     if options.get("save_tactics"):
         hooks.append(TacticRecorder(options["save_tactics"], options.get("tactics_mechanism") or "auto"))
     return hooks
+
+
+class TacticExtension:
+    """Several hooks as one TensorRT-plugin build extension, called in order."""
+
+    def __init__(self, hooks: list[Any]) -> None:
+        self.hooks = hooks
+
+    def postprocess_config(self, builder: Any, network: Any, config: Any) -> None:
+        for hook in self.hooks:
+            hook.configure(builder, network, config)
+
+    def after_build(self, builder: Any, network: Any, config: Any, engine_bytes: bytes | None = None) -> None:
+        for hook in self.hooks:
+            hook.finish(builder, network, config)
+
+
+def build_extension(options: Mapping[str, Any]) -> TacticExtension | None:
+    """Factory for the ``parity_trt.build`` entry point: an extension when a tactic option is used, else ``None``."""
+    hooks = build_hooks(options)
+    return TacticExtension(hooks) if hooks else None
