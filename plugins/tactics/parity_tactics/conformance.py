@@ -5,6 +5,9 @@ An AST walk collects ``trt.A.B`` attribute chains (module-level names, enum memb
 ``IBuilderConfig``, ``cache`` an ``ITimingCache``, ...). Each use is tagged with the function it is in, so code
 that runs on one TensorRT line only (guarded by a capability probe) is checked against that line's releases.
 Manifests: ``tensorrt-<version>-members.txt`` from ``shared/trt-api`` (first column: qualified name).
+
+It complements :mod:`parity_trt.conformance` (whose receivers are fixed plugin-wide, e.g. ``context`` is an
+``IExecutionContext`` there but an ``IAlgorithmContext`` here); the tests run both.
 """
 
 from __future__ import annotations
@@ -14,23 +17,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from parity_trt.conformance import _chain  # the TensorRT plugin's checker; this one adds typed variables per function
+
 
 @dataclass(frozen=True)
 class Use:
     name: str  # qualified TensorRT name, e.g. "ITimingCache.queryKeys"
     function: str  # enclosing function's qualified name ("" at module level)
     line: int
-
-
-def _chain(node: ast.AST) -> list[str] | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return parts[::-1]
-    return None
 
 
 class _Walker(ast.NodeVisitor):

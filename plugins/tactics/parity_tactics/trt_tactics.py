@@ -41,6 +41,19 @@ INSTALL_HINT = "pip install 'parity-trt[tensorrt]' (needs an NVIDIA GPU and driv
 # The capability probes of available_mechanisms(): present on exactly one line each (checked by the tests).
 SELECTOR_PROBE = "IAlgorithmSelector"
 CACHE_PROBES = ("TimingCacheKey", "BuilderFlag.EDITABLE_TIMING_CACHE")
+# Every TensorRT name used here that is not in all releases: selector names until 11.0, cache names from 10.8.
+SELECTOR_NAMES = (
+    "IAlgorithmSelector", "IAlgorithmSelector.select_algorithms", "IAlgorithmSelector.report_algorithms",
+    "IBuilderConfig.algorithm_selector", "IAlgorithm.algorithm_variant", "IAlgorithm.get_algorithm_io_info",
+    "IAlgorithm.timing_msec", "IAlgorithmContext.name", "IAlgorithmContext.num_inputs", "IAlgorithmContext.num_outputs",
+    "IAlgorithmVariant.tactic", "IAlgorithmVariant.implementation", "IAlgorithmIOInfo.dtype", "IAlgorithmIOInfo.strides",
+    "IAlgorithmIOInfo.vectorized_dim", "IAlgorithmIOInfo.components_per_element",
+)
+CACHE_NAMES = (
+    "BuilderFlag.EDITABLE_TIMING_CACHE", "TimingCacheKey", "TimingCacheKey.parse", "TimingCacheValue",
+    "TimingCacheValue.tacticHash", "TimingCacheValue.timingMSec", "ITimingCache.queryKeys", "ITimingCache.query",
+    "ITimingCache.update",
+)
 # For the conformance test: functions that run on one line only, and the TensorRT class of variable names.
 LINE_OF = {
     "tactic_from_algorithm": "algorithm-selector",

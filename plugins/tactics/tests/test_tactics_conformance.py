@@ -47,6 +47,20 @@ def test_the_walk_sees_the_api_it_must_check(uses):
     assert by_fn == {"_update_cache"}  # 10.8+-only names live only in functions marked for that line
 
 
+def test_trt_plugin_checker_agrees_with_gates_for_one_line_names(uses):
+    """The TensorRT plugin's checker (per-name version gates, argument names) on the same uses."""
+    from parity_trt import conformance as trt_conformance
+    from parity_trt.versions import Gate
+
+    gates = {name: Gate(until="11.0") for name in trt_tactics.SELECTOR_NAMES}
+    gates.update({name: Gate(since="10.8") for name in trt_tactics.CACHE_NAMES})
+    converted = [trt_conformance.Use(u.name, "trt_tactics.py", u.line) for u in uses]
+    converted += trt_conformance.collect_source(inspect.getsource(trt_tactics), "trt_tactics.py")  # e.g. selector methods
+    converted = [u for u in converted if not u.name.startswith("IExecutionContext.")]  # its 'context' is another class
+    manifest = trt_conformance.Manifest.load(MANIFESTS)
+    assert trt_conformance.check(converted, manifest, gates) == []
+
+
 def test_probes_tell_the_lines_apart(members):
     """available_mechanisms() probes names that exist on exactly the releases of each mechanism."""
     for version, names in members.items():
