@@ -21,11 +21,11 @@ from parity_trt._trt import import_trt
 
 def Calibrator(data: Iterable[Mapping[str, np.ndarray]] | None, cache: str | None = None) -> Any:  # noqa: N802 - a class factory
     trt = import_trt()
-    base = versions.require(trt, "IInt8EntropyCalibrator2", "--int8 calibration")
+    versions.require(trt, "IInt8EntropyCalibrator2", "--int8 calibration")
 
-    class EntropyCalibrator(base):  # type: ignore[misc, valid-type]
+    class EntropyCalibrator(trt.IInt8EntropyCalibrator2):
         def __init__(self) -> None:
-            base.__init__(self)
+            trt.IInt8EntropyCalibrator2.__init__(self)
             self._data = iter(data) if data is not None else iter(())
             self._cache = cache
             self._buffers: dict[str, Any] = {}
@@ -59,7 +59,7 @@ def Calibrator(data: Iterable[Mapping[str, np.ndarray]] | None, cache: str | Non
             if self._cache:
                 write_bytes_atomic(self._cache, bytes(cache))
 
-        def free(self) -> None:
+        def _free(self) -> None:
             for buffer in self._buffers.values():
                 buffer.free()
             self._buffers.clear()

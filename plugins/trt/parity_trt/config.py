@@ -169,10 +169,10 @@ class CreateConfig(BaseLoader):
     def _precision(self, trt: Any, config: Any) -> None:
         for name, wanted in self.precisions.items():
             if wanted:
-                config.set_flag(versions.require(trt, f"BuilderFlag.{PRECISION_FLAGS[name]}", f"--{name}"))
+                config.set_flag(versions.require(trt, PRECISION_FLAGS[name], f"--{name}"))
         constraint = CONSTRAINTS.get(self.precision_constraints or "none")
         if constraint:
-            config.set_flag(versions.require(trt, f"BuilderFlag.{constraint}", f"--precision-constraints {self.precision_constraints}"))
+            config.set_flag(versions.require(trt, constraint, f"--precision-constraints {self.precision_constraints}"))
         if self.calibrator is not None:
             versions.require(trt, "IBuilderConfig.int8_calibrator", "int8 calibration")
             config.int8_calibrator = self.calibrator

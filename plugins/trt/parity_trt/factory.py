@@ -38,9 +38,8 @@ def is_engine(model: str | None, kind: str | None) -> bool:
     return kind == "engine" or bool(model and model.lower().endswith(ENGINE_SUFFIXES))
 
 
-def check_options(options: Mapping[str, Any], trt_major: int) -> None:
-    """Everything that can be checked before TensorRT does any work: fail at once, in one line."""
-    opt.validate_precisions(options, trt_major)
+def check_options(options: Mapping[str, Any]) -> None:
+    """Everything that can be checked without TensorRT, before any work: fail at once, in one line."""
     opt.build_profiles(options.get("trt_min_shapes"), options.get("trt_opt_shapes"), options.get("trt_max_shapes"), input_shapes(options))
     opt.parse_pool_limits(_as_list(options.get("pool_limit")))
     outputs = opt.parse_outputs(_as_list(options.get("trt_outputs")))
@@ -148,10 +147,10 @@ def make_runner(request: RunnerRequest) -> Any:
     from parity_trt._trt import import_trt
     from parity_trt.runner import TrtRunner
 
-    trt = import_trt()
     if not request.model:
         raise UsageError("--trt needs a model (an ONNX file, an engine, or a network script)")
-    check_options(request.options, major(trt))
+    check_options(request.options)
+    opt.validate_precisions(request.options, major(import_trt()))
     loader = engine_loader(request.model, request.options, request.model_kind)
     name = f"trt-runner-{request.index}" if request.index else None
     return TrtRunner(loader, name=name, optimization_profile=request.options.get("trt_profile_index"))
@@ -162,9 +161,9 @@ def convert(model: str, output: str, options: Mapping[str, Any], kind: str | Non
     from parity_trt._trt import import_trt
     from parity_trt.engine import SaveEngine
 
-    trt = import_trt()
     if is_engine(model, kind):
         raise UsageError(f"{model} is already a TensorRT engine")
-    check_options(options, major(trt))
+    check_options(options)
+    opt.validate_precisions(options, major(import_trt()))
     SaveEngine(engine_loader(model, {**options, "save_engine": None}, kind), output)()
     return output

@@ -48,7 +48,7 @@ def layer_information(engine: Any) -> list[dict[str, Any]]:
     inspector = engine.create_engine_inspector()
     info = json.loads(inspector.get_engine_information(trt.LayerInformationFormat.JSON))
     layers = info.get("Layers", []) if isinstance(info, dict) else []
-    return [layer if isinstance(layer, dict) else {"Name": str(layer)} for layer in layers]
+    return [item if isinstance(item, dict) else {"Name": str(item)} for item in layers]
 
 
 def describe_engine(engine: Any, show: Iterable[str] = ()) -> str:
@@ -70,14 +70,14 @@ def describe_engine(engine: Any, show: Iterable[str] = ()) -> str:
     layers = layer_information(engine)
     lines.append(f"  {len(layers)} layer(s)")
     if "layers" in show:
-        for layer in layers:
-            kind = layer.get("LayerType", "")
-            tactic = layer.get("TacticName", "")
-            ins = ", ".join(str(t.get("Name", t)) if isinstance(t, dict) else str(t) for t in layer.get("Inputs", []))
-            outs = ", ".join(str(t.get("Name", t)) if isinstance(t, dict) else str(t) for t in layer.get("Outputs", []))
+        for record in layers:
+            kind = record.get("LayerType", "")
+            tactic = record.get("TacticName", "")
+            ins = ", ".join(str(t.get("Name", t)) if isinstance(t, dict) else str(t) for t in record.get("Inputs", []))
+            outs = ", ".join(str(t.get("Name", t)) if isinstance(t, dict) else str(t) for t in record.get("Outputs", []))
             extra = f" [{kind}]" if kind else ""
             extra += f" tactic={tactic}" if tactic and "attrs" in show else ""
-            lines.append(f"    {layer.get('Name', '?')}{extra}: ({ins}) -> ({outs})")
+            lines.append(f"    {record.get('Name', '?')}{extra}: ({ins}) -> ({outs})")
     return "\n".join(lines)
 
 

@@ -18,11 +18,23 @@ from parity.data.parse import parse_shape
 from parity.errors import UsageError
 from parity.util.text import did_you_mean
 
+from parity_trt.versions import trt_name
+
 Shape = tuple[int, ...]
 
 PRECISIONS = ("fp16", "bf16", "int8", "fp8")
-PRECISION_FLAGS = {"fp16": "FP16", "bf16": "BF16", "int8": "INT8", "fp8": "FP8"}
-CONSTRAINTS = {"obey": "OBEY_PRECISION_CONSTRAINTS", "prefer": "PREFER_PRECISION_CONSTRAINTS", "none": None}
+# TensorRT names as strings go through trt_name() so the conformance walk checks them too.
+PRECISION_FLAGS = {
+    "fp16": trt_name("BuilderFlag.FP16"),
+    "bf16": trt_name("BuilderFlag.BF16"),
+    "int8": trt_name("BuilderFlag.INT8"),
+    "fp8": trt_name("BuilderFlag.FP8"),
+}
+CONSTRAINTS = {
+    "obey": trt_name("BuilderFlag.OBEY_PRECISION_CONSTRAINTS"),
+    "prefer": trt_name("BuilderFlag.PREFER_PRECISION_CONSTRAINTS"),
+    "none": None,
+}
 MARK_ALL = "mark-all"
 
 
@@ -101,11 +113,11 @@ def build_profiles(
     for index, (lo, mid, hi) in enumerate(zip(mins, opts, maxs)):
         if not set(lo) == set(mid) == set(hi):
             raise UsageError(f"profile {index}: min/opt/max name different inputs: {sorted(lo)} / {sorted(mid)} / {sorted(hi)}")
-        profile = Profile()
+        built = Profile()
         for name in lo:
             check_range(name, lo[name], mid[name], hi[name], index)
-            profile.shapes[name] = (lo[name], mid[name], hi[name])
-        profiles.append(profile)
+            built.shapes[name] = (lo[name], mid[name], hi[name])
+        profiles.append(built)
     return profiles
 
 
@@ -117,17 +129,17 @@ def check_range(name: str, lo: Shape, mid: Shape, hi: Shape, index: int = 0) -> 
             raise UsageError(f"profile {index}: '{name}' needs min <= opt <= max in every dim; got {list(lo)}, {list(mid)}, {list(hi)}")
 
 
-def complete_profile(profile: Profile, inputs: Mapping[str, Sequence[int]], index: int = 0) -> Profile:
+def complete_profile(partial: Profile, inputs: Mapping[str, Sequence[int]], index: int = 0) -> Profile:
     """Check a profile against the network's inputs (``-1`` = dynamic) and fill inputs it does not name.
 
     A dynamic input nobody gave a shape for gets 1 in its dynamic dims (with a warning naming the flag to set).
     """
-    for name in profile.shapes:
+    for name in partial.shapes:
         if name not in inputs:
             raise UsageError(
                 f"profile {index}: the network has no input '{name}'{did_you_mean(name, inputs)}; inputs: {', '.join(inputs)}"
             )
-    filled = Profile(dict(profile.shapes))
+    filled = Profile(dict(partial.shapes))
     for name, dims in inputs.items():
         dims = tuple(int(d) for d in dims)
         if name in filled.shapes:

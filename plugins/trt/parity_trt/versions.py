@@ -69,6 +69,11 @@ GATES: dict[str, Gate] = {
 }
 
 
+def trt_name(name: str) -> str:
+    """Marks a string as a TensorRT qualified name (``'BuilderFlag.FP16'``) for the conformance walk."""
+    return name
+
+
 def parse_version(text: str) -> tuple[int, ...]:
     """``'10.16.1.11'`` -> ``(10, 16, 1, 11)``; trailing non-numeric parts (``.post1``, ``rc1``) are dropped."""
     parts: list[int] = []
