@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from parity_trt import conformance
 from parity_trt.versions import GATES, Gate
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-
 from parity.errors import UsageError
 from parity_trt import options as opt
 from parity_trt import versions
