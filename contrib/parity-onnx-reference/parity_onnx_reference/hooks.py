@@ -1,0 +1,29 @@
+"""Registers ``--onnx-ref``. Imports nothing heavy: onnx loads when the runner is activated."""
+
+from __future__ import annotations
+
+from parity import hookimpl
+from parity.registry import Backend, RunnerRequest
+
+
+def make_runner(request: RunnerRequest):
+    from parity_onnx_reference.runner import EvaluatorFromOnnx, OnnxReferenceRunner
+
+    # --onnx-outputs / --onnx-exclude-outputs are the core's ONNX options, honoured like onnxrt does
+    outputs = list(request.get("onnx_outputs", ()))
+    exclude = list(request.get("onnx_exclude_outputs", ()))
+    return OnnxReferenceRunner(EvaluatorFromOnnx(request.model, outputs=outputs, exclude=exclude))
+
+
+@hookimpl
+def parity_register_backends(register):
+    register(
+        Backend(
+            name="onnx-ref",
+            make_runner=make_runner,
+            help="Run with onnx.reference.ReferenceEvaluator: pure NumPy, slow, independent of onnxruntime (repeatable).",
+            model_kinds=("onnx",),
+            requires=("onnx",),
+            install_hint="pip install onnx",
+        )
+    )
