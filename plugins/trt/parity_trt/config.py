@@ -159,7 +159,8 @@ class CreateConfig(BaseLoader):
         self._timing_cache(trt, config)
         self._profiles(builder, network, config)
         if self.progress:
-            config.progress_monitor = ProgressMonitorFactory.create()
+            self._monitor = ProgressMonitorFactory.create()  # kept here: TensorRT does not own the Python object
+            config.progress_monitor = self._monitor
         for ext in self.postprocess:
             func = _postprocess_of(ext)
             if func is not None:
