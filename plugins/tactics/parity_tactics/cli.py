@@ -56,3 +56,56 @@ def _diff_command(name: str, hidden: bool = False) -> click.Command:
 
 inspect_diff_tactics = _diff_command("diff-tactics")
 debug_diff_tactics = _diff_command("diff-tactics", hidden=True)  # Polygraphy's older spelling, used by the seeds
+
+
+def debug_build_command() -> click.Command:
+    """``parity debug build``: TensorRT builder options + tactic options + the debug loop's options."""
+    from parity.cli.parsing import ParityCommand, RemainderOption
+
+    from parity_tactics.debug_build import DEFAULT_ARTIFACTS_DIR, DEFAULT_ITER_ARTIFACT
+    from parity_tactics.options import tactic_options
+
+    try:
+        from parity_trt.options import build_options
+    except ImportError:  # without the TensorRT plugin the command still explains what is missing
+        build_options = list  # type: ignore[assignment]
+    params: list[click.Parameter] = [
+        click.Argument(["model"]),
+        click.Option(["--input-shapes"], multiple=True, help="Static input shapes name:[d0,...] (the default profile)."),
+        *build_options(),
+        *tactic_options(),
+        click.Option(["--until"], required=True, help="Stop after N builds, or at the first 'good' or 'bad' one."),
+        click.Option(["--artifacts"], multiple=True, help="Files to sort into good/ and bad/ after each build (e.g. the --save-tactics path)."),
+        click.Option(["--artifacts-dir", "--art-dir"], default=DEFAULT_ARTIFACTS_DIR, show_default=True, help="Where good/ and bad/ go."),
+        click.Option(["--iter-artifact"], default=DEFAULT_ITER_ARTIFACT, show_default=True, help="Where each build writes its engine."),
+        RemainderOption(["--check"], default=None, help="Command judging each engine, exit 0 = good (must come last)."),
+    ]
+    command = ParityCommand(
+        "build",
+        params=params,
+        callback=_debug_build,
+        help="Rebuild a TensorRT engine repeatedly to catch flaky tactics; sort each build's tactic replay and "
+        "timing cache into good/ and bad/ (then run: parity inspect diff-tactics --dir ARTIFACTS_DIR).",
+        short_help="Rebuild an engine repeatedly, sorting tactic replays by a check.",
+    )
+    return verbosity_options(command)
+
+
+def _debug_build(model: str, until: str, artifacts: tuple[str, ...], artifacts_dir: str, iter_artifact: str,
+                 check: list[str] | None, **options: object) -> int:
+    from parity.errors import UsageError
+    from parity.plugins import module_available
+
+    from parity_tactics.debug_build import debug_build
+
+    if not module_available("parity_trt"):
+        raise UsageError("debug build needs the TensorRT plugin: pip install parity-trt")
+
+    def show(iteration) -> None:
+        verdict = "good" if iteration.good else "bad"
+        why = f" (build failed: {iteration.build_error})" if iteration.build_error else ""
+        echo(f"iteration {iteration.index}: {verdict}{why}")
+
+    result = debug_build(model, options, check, until, artifacts, artifacts_dir, iter_artifact, report=show)
+    echo(f"{len(result.iterations)} builds: {result.good} good, {result.bad} bad; artifacts sorted under {artifacts_dir}/")
+    return 0

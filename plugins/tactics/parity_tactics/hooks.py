@@ -51,3 +51,5 @@ def parity_register_commands(cli):
     debug = group(cli, "debug")
     if "diff-tactics" not in debug.commands:
         debug.add_command(commands.debug_diff_tactics)
+    if "build" not in debug.commands:
+        debug.add_command(commands.debug_build_command())
