@@ -1,0 +1,38 @@
+"""``parity debug repeat``: run a check many times, sorting artifacts into good/ and bad/."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from parity.cli.common import echo, verbosity_options
+from parity.cli.parsing import ParityCommand
+from parity.debug.options import debug_options, session_from_options, until_option
+from parity.errors import ExitCode
+
+REPEAT_HELP = """Run the --check command until N iterations, or the first good or bad one.
+
+\b
+  parity debug repeat --until 10 --artifacts out.npz --check parity run model.onnx --onnxrt --save-outputs out.npz
+  parity debug repeat --until bad --check ./flaky_test.sh
+
+Exit code 1 if any iteration was bad, else 0."""
+
+
+def add_to(cli: click.Group) -> None:
+    from parity.cli import group
+
+    params = [until_option(), *[p for p in debug_options("parity_debug.artifact", jobs=False) if p.name != "iter_artifact"]]
+    command = ParityCommand("repeat", params=params, callback=repeat_command, help=REPEAT_HELP, short_help="Run a check repeatedly; sort artifacts.")
+    group(cli, "debug").add_command(verbosity_options(command))
+
+
+def repeat_command(until: str, **params: Any) -> int:
+    params["iter_artifact"] = "parity_debug.artifact"  # repeat writes no artifact of its own
+    session = session_from_options(params, label="repeat", fingerprint={"until": until, "check": params.get("check")})
+    verdicts = session.repeat(lambda it: None, until)
+    summary = session.finish()
+    bad = sum(verdicts)
+    echo(f"{summary.line()} | Pass rate: {100.0 * (len(verdicts) - bad) / max(1, len(verdicts)):.1f}%")
+    return int(ExitCode.MISMATCH if bad else ExitCode.PASSED)

@@ -1,0 +1,407 @@
+"""The iteration engine every ``debug`` command uses.
+
+A :class:`DebugSession` evaluates *candidates*. Each candidate has a ``key`` (same key, same verdict: the
+result is cached) and a ``make_artifact(iteration)`` callable that writes the file the check looks at
+(``iteration.artifact``). For each new key the session:
+
+1. writes the artifact (``--iter-artifact``, default ``parity_debug.onnx`` / ``parity_debug.engine``) and the
+   ``--iteration-info`` JSON, and records the key as *pending* in the state file;
+2. runs the check (command, prompt or Python predicate) and takes its verdict: bad (still failing) or good;
+3. moves the ``--artifacts`` files to ``<artifacts-dir>/{good,bad}/<name>_N<i><ext>``;
+4. records the verdict in the state file (atomically), removes the intermediate files, updates progress.
+
+Resuming: the state file maps keys to verdicts. A search strategy is deterministic, so after a crash or
+Ctrl-C the same command replays the same keys and gets the recorded verdicts without running checks,
+continuing exactly where it stopped. A check that was running when the run died is run again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from parity.debug.check import Outcome
+from parity.debug.executor import Executor, SerialExecutor
+from parity.errors import UsageError
+from parity.util.fs import write_text_atomic
+
+STATE_FORMAT = "parity-debug-state"
+
+
+@dataclass
+class Iteration:
+    """One check. ``artifact`` is where ``make_artifact`` must write (per job slot when ``--jobs`` > 1)."""
+
+    index: int
+    key: str
+    artifact: str
+    default_artifact: str
+    slot: int = 0
+    exclusive: bool = True  # only this check is running: in-process checks are allowed
+    info: dict[str, Any] = field(default_factory=dict)
+    substitutions: dict[str, str] = field(default_factory=dict)  # check argv token -> per-slot path
+    payload: Any = None  # e.g. the candidate model, for Python predicates
+
+    def slot_path(self, name: str) -> str:
+        """A companion file (``name`` as the check command spells it) private to this job slot."""
+        path = slot_path(name, self.slot, not self.exclusive)
+        self.substitutions[name] = path
+        return path
+
+
+def slot_path(name: str, slot: int, parallel: bool) -> str:
+    if not parallel:
+        return name
+    p = Path(name)
+    return str(p.with_name(f"{p.stem}.job{slot}{p.suffix}"))
+
+
+@dataclass
+class Candidate:
+    key: str
+    make_artifact: Callable[[Iteration], Any]
+    info: dict[str, Any] = field(default_factory=dict)
+    payload: Any = None
+
+
+@dataclass
+class Summary:
+    checks: int = 0  # checks run by this process
+    resumed: int = 0  # verdicts replayed from the state file
+    cached: int = 0  # repeated keys answered from memory
+    bad: int = 0
+    good: int = 0
+    seconds: float = 0.0
+    check_seconds: float = 0.0
+
+    @property
+    def total(self) -> int:
+        return self.checks + self.resumed
+
+    def line(self) -> str:
+        per = f" | {self.check_seconds / self.checks:.3f}s per check" if self.checks else ""
+        resumed = f" ({self.resumed} resumed from the state file)" if self.resumed else ""
+        return f"Finished {self.total} check(s){resumed} | bad: {self.bad}, good: {self.good} | {self.seconds:.2f}s{per}"
+
+
+class DebugSession:
+    """Evaluates candidates with a check, caching and persisting verdicts (see the module docstring)."""
+
+    def __init__(
+        self,
+        check: Callable[[Iteration], Outcome],
+        *,
+        iter_artifact: str = "parity_debug.onnx",
+        artifacts: Sequence[str] = (),
+        artifacts_dir: str = "parity_artifacts",
+        iteration_info: str | None = None,
+        state_path: str | None = None,
+        fingerprint: Mapping[str, Any] | None = None,
+        resume: bool = True,
+        remove_intermediate: bool = True,
+        executor: Executor | None = None,
+        reporter: Reporter | None = None,
+        label: str = "debug",
+    ) -> None:
+        self.check = check
+        self.iter_artifact = iter_artifact
+        self.artifacts = list(artifacts)
+        self.artifacts_dir = Path(artifacts_dir)
+        self.iteration_info = iteration_info
+        self.state_path = Path(state_path) if state_path else None
+        self.fingerprint = _digest(fingerprint or {})
+        self.remove_intermediate = remove_intermediate
+        self.executor = executor or SerialExecutor()
+        self.reporter = reporter or Reporter(enabled=False)
+        self.label = label
+        self.summary = Summary()
+        self.verdicts: dict[str, bool] = {}
+        self._recorded: dict[str, bool] = {}  # from the state file, not yet replayed
+        self._lock = threading.Lock()
+        self._started = time.perf_counter()
+        self._next_index = 0
+        self._pending: set[str] = set()
+        self.history: list[tuple[int, str, bool]] = []  # (iteration, key, bad)
+        if self.state_path and resume:
+            self._load_state()
+        if not self._recorded and Path(self.iter_artifact).exists():
+            raise UsageError(f"{self.iter_artifact} already exists; remove it or choose another --iter-artifact")
+
+    # --- state -------------------------------------------------------------------------------------
+    def _load_state(self) -> None:
+        assert self.state_path is not None
+        if not self.state_path.is_file():
+            return
+        try:
+            state = json.loads(self.state_path.read_text())
+        except (OSError, ValueError):
+            self.reporter.warn(f"ignoring unreadable state file {self.state_path}")
+            return
+        if state.get("format") != STATE_FORMAT or state.get("fingerprint") != self.fingerprint:
+            self.reporter.warn(f"ignoring state file {self.state_path}: it is from a different command, model or check")
+            return
+        self._recorded = {k: bool(v) for k, v in state.get("verdicts", {}).items()}
+        self._next_index = int(state.get("next_index", len(self._recorded)))
+        if self._recorded:
+            self.reporter.note(f"resuming from {self.state_path}: {len(self._recorded)} verdict(s) recorded")
+
+    def _save_state(self) -> None:
+        if not self.state_path:
+            return
+        verdicts = {**self._recorded, **self.verdicts}
+        state = {
+            "format": STATE_FORMAT,
+            "version": 1,
+            "fingerprint": self.fingerprint,
+            "label": self.label,
+            "next_index": self._next_index,
+            "pending": sorted(self._pending),
+            "verdicts": verdicts,
+        }
+        write_text_atomic(self.state_path, json.dumps(state, indent=0))
+
+    def finish(self) -> Summary:
+        """The run completed: print the summary and drop the state file (resume is for interrupted runs)."""
+        self.summary.seconds = time.perf_counter() - self._started
+        self.reporter.close()
+        if self.state_path:
+            with contextlib.suppress(FileNotFoundError):
+                self.state_path.unlink()
+        return self.summary
+
+    # --- evaluation --------------------------------------------------------------------------------
+    def known(self, key: str) -> bool | None:
+        """The verdict for ``key`` if it is known without running a check."""
+        if key in self.verdicts:
+            return self.verdicts[key]
+        return self._recorded.get(key)
+
+    def evaluate(self, key: str, make_artifact: Callable[[Iteration], Any], info: Mapping[str, Any] | None = None, payload: Any = None) -> bool:
+        """The verdict for one candidate: True if it is bad (the failure still shows)."""
+        return self.evaluate_many([Candidate(key, make_artifact, dict(info or {}), payload)])[0]
+
+    def evaluate_many(self, candidates: Sequence[Candidate]) -> list[bool]:
+        """Verdicts for independent candidates, run through the executor (in parallel with ``--jobs``)."""
+        results: dict[str, bool] = {}
+        todo: list[Candidate] = []
+        for cand in candidates:
+            if cand.key in results or any(c.key == cand.key for c in todo):
+                continue
+            verdict = self._replay(cand)
+            if verdict is None:
+                todo.append(cand)
+            else:
+                results[cand.key] = verdict
+        parallel = self.executor.jobs > 1 and len(todo) > 1
+        for cand, verdict in zip(todo, self.executor.map(lambda slot, c: self._run(c, slot, parallel), todo)):
+            results[cand.key] = verdict
+        return [results[c.key] for c in candidates]
+
+    def first_bad(self, candidates: Sequence[Candidate]) -> int | None:
+        """Index of the first bad candidate, checking lazily (``jobs`` at a time)."""
+        step = max(1, self.executor.jobs)
+        for start in range(0, len(candidates), step):
+            batch = candidates[start : start + step]
+            for offset, bad in enumerate(self.evaluate_many(batch)):
+                if bad:
+                    return start + offset
+        return None
+
+    def _replay(self, cand: Candidate) -> bool | None:
+        if cand.key in self.verdicts:
+            self.summary.cached += 1
+            return self.verdicts[cand.key]
+        if cand.key in self._recorded:
+            verdict = self._recorded[cand.key]
+            self.verdicts[cand.key] = verdict
+            self.summary.resumed += 1
+            self._count(verdict)
+            self.reporter.iteration(len(self.history), verdict, 0.0, cand.info, resumed=True)
+            self.history.append((len(self.history), cand.key, verdict))
+            return verdict
+        return None
+
+    def _count(self, bad: bool) -> None:
+        if bad:
+            self.summary.bad += 1
+        else:
+            self.summary.good += 1
+
+    def _run(self, cand: Candidate, slot: int, parallel: bool) -> bool:
+        with self._lock:
+            index = self._next_index
+            self._next_index += 1
+            self._pending.add(cand.key)
+            self._save_state()
+        artifact = slot_path(self.iter_artifact, slot, parallel)
+        it = Iteration(index, cand.key, artifact, self.iter_artifact, slot, not parallel, dict(cand.info), payload=cand.payload)
+        info_path = None
+        try:
+            made = cand.make_artifact(it)
+            if isinstance(made, (str, os.PathLike)):
+                it.artifact = str(made)
+            if self.iteration_info:
+                info_path = it.slot_path(self.iteration_info)
+                info = {"iteration": index, "key": cand.key, "artifact": it.artifact, **_jsonable(it.info)}
+                write_text_atomic(info_path, json.dumps(info, indent=2))
+            outcome = self.check(it)
+        except Exception:
+            self._cleanup(it, info_path)
+            raise
+        self._sort_artifacts(outcome.bad, index, it)
+        self._cleanup(it, info_path)
+        with self._lock:
+            self.verdicts[cand.key] = outcome.bad
+            self._pending.discard(cand.key)
+            self.summary.checks += 1
+            self.summary.check_seconds += outcome.seconds
+            self._count(outcome.bad)
+            self.history.append((index, cand.key, outcome.bad))
+            self._save_state()
+            self.reporter.iteration(index, outcome.bad, outcome.seconds, it.info, note=outcome.note)
+        return outcome.bad
+
+    def _sort_artifacts(self, bad: bool, index: int, it: Iteration) -> None:
+        for name in self.artifacts:
+            src = Path(it.substitutions.get(name, slot_path(name, it.slot, not it.exclusive)))
+            if name == self.iter_artifact:
+                src = Path(it.artifact)
+            if not src.exists():
+                continue
+            dest_dir = self.artifacts_dir / ("bad" if bad else "good")
+            dest_dir.mkdir(parents=True, exist_ok=True)
+            base = Path(name)
+            dest = dest_dir / f"{base.stem}_N{index}{base.suffix}"
+            n = 1
+            while dest.exists():  # never overwrite an earlier run's artifact
+                dest = dest_dir / f"{base.stem}_N{index}_{n}{base.suffix}"
+                n += 1
+            if src.is_dir():
+                shutil.copytree(src, dest)
+            else:
+                shutil.copy2(src, dest)
+
+    def _cleanup(self, it: Iteration, info_path: str | None) -> None:
+        paths = [info_path] if info_path else []
+        if self.remove_intermediate:
+            paths += [it.artifact, *it.substitutions.values()]
+        for path in paths:
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                os.unlink(path)
+
+    # --- repeat-style loops (debug repeat / debug build) --------------------------------------------
+    def repeat(self, make_artifact: Callable[[Iteration], Any], until: str | int, info: Callable[[int], Mapping[str, Any]] | None = None) -> list[bool]:
+        """Check ``until`` N iterations, or until the first ``good``/``bad`` one. Keys are ``N<i>``."""
+        count, stop = _parse_until(until)
+        verdicts: list[bool] = []
+        i = 0
+        while count is None or i < count:
+            bad = self.evaluate(f"N{i}", make_artifact, (info(i) if info else {}) | {"label": f"iteration {i}"})
+            verdicts.append(bad)
+            i += 1
+            if stop is not None and bad == (stop == "bad"):
+                break
+            if i >= 100000:  # safety stop for until good/bad that never comes
+                break
+        return verdicts
+
+
+def _parse_until(until: str | int) -> tuple[int | None, str | None]:
+    text = str(until).strip().lower()
+    if text in ("good", "bad"):
+        return None, text
+    try:
+        n = int(text)
+    except ValueError:
+        raise UsageError(f"--until: expected a number, 'good' or 'bad', got '{until}'") from None
+    if n < 1:
+        raise UsageError("--until: the number of iterations must be at least 1")
+    return n, None
+
+
+def _digest(obj: Mapping[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(_jsonable(obj), sort_keys=True).encode()).hexdigest()
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    return str(obj)
+
+
+def file_fingerprint(path: str) -> str:
+    """Cheap identity of an input file (size, mtime and the first MiB) for the state file's fingerprint."""
+    p = Path(path)
+    st = p.stat()
+    with p.open("rb") as f:
+        head = hashlib.sha1(f.read(1 << 20)).hexdigest()
+    return f"{st.st_size}:{st.st_mtime_ns}:{head}"
+
+
+class Reporter:
+    """Progress (a rich bar on a terminal, one line per check otherwise) and notes, on stderr."""
+
+    def __init__(self, enabled: bool = True, label: str = "debug", live: bool | None = None) -> None:
+        self.enabled = enabled
+        self.label = label
+        self.live = sys.stderr.isatty() if live is None else live
+        self._progress: Any = None
+        self._task: Any = None
+        self._count = 0
+
+    def _bar(self) -> Any:
+        if self._progress is None and self.enabled and self.live:
+            from rich.console import Console
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                TextColumn("check {task.completed}"),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[status]}"),
+                console=Console(stderr=True),
+                transient=False,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(self.label, total=None, status="")
+        return self._progress
+
+    def iteration(self, index: int, bad: bool, seconds: float, info: Mapping[str, Any], resumed: bool = False, note: str = "") -> None:
+        if not self.enabled:
+            return
+        self._count += 1
+        verdict = "bad " if bad else "good"
+        label = info.get("label", "")
+        text = f"[N{index}] {verdict} | {'resumed' if resumed else f'{seconds:.2f}s'}" + (f" | {label}" if label else "") + (f" | {note}" if note else "")
+        bar = self._bar()
+        if bar is not None:
+            bar.update(self._task, completed=self._count, status=text)
+        else:
+            print(f"parity: {text}", file=sys.stderr, flush=True)
+
+    def note(self, message: str) -> None:
+        if self.enabled:
+            (self._progress.console.print if self._progress else lambda m: print(m, file=sys.stderr, flush=True))(f"parity: {message}")
+
+    def warn(self, message: str) -> None:
+        print(f"parity: warning: {message}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

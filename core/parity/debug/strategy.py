@@ -1,0 +1,93 @@
+"""The contract between debug commands and search strategies (registered by plugins).
+
+A strategy minimises a list of items (graph nodes, layers: plain ints here) with respect to an
+:class:`Oracle` that answers "is this subset still interesting?" (``reduce``: the model built from the
+subset still fails; ``precision``: the model with these nodes in fp32 passes). Strategies only see
+index subsets; the command decides what a subset means.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from parity.debug.session import Candidate, DebugSession
+
+
+class Strategy(Protocol):
+    name: str
+
+    def minimize(self, items: Sequence[int], oracle: Oracle) -> list[int]:
+        """A small interesting subset of ``items`` (``items`` itself is assumed interesting)."""
+
+
+def subset_key(items: Iterable[int]) -> str:
+    """Stable cache/state key of a subset (order does not matter)."""
+    ids = sorted(set(items))
+    text = ",".join(map(str, ids))
+    return f"{len(ids)}:" + (text if len(text) <= 48 else hashlib.sha1(text.encode()).hexdigest()[:20])
+
+
+class Oracle:
+    """Answers subset queries through a :class:`DebugSession` (cached, resumable, maybe parallel).
+
+    ``candidate(subset)`` builds the session candidate for a subset (its artifact writer and info);
+    ``interesting_if_bad``: reduce keeps failing subsets, precision keeps passing ones.
+    ``closure`` maps a subset to the subset actually checked (e.g. keep inputs fixed); ``empty`` is the
+    verdict for the empty subset, which is never built.
+    """
+
+    def __init__(
+        self,
+        session: DebugSession,
+        candidate: Callable[[frozenset[int]], Candidate],
+        *,
+        interesting_if_bad: bool = True,
+        closure: Callable[[frozenset[int]], frozenset[int]] | None = None,
+        empty: bool = False,
+    ) -> None:
+        self.session = session
+        self.candidate = candidate
+        self.interesting_if_bad = interesting_if_bad
+        self.closure = closure or (lambda s: s)
+        self.empty = empty
+        self.best: frozenset[int] | None = None  # the smallest interesting subset seen
+        self.on_result: Callable[[frozenset[int], bool], Any] | None = None
+
+    @property
+    def jobs(self) -> int:
+        return self.session.executor.jobs
+
+    def _prepare(self, subset: Iterable[int]) -> frozenset[int]:
+        return self.closure(frozenset(subset))
+
+    def _note(self, subset: frozenset[int], interesting: bool) -> None:
+        if interesting and (self.best is None or len(subset) < len(self.best)):
+            self.best = subset
+        if self.on_result:
+            self.on_result(subset, interesting)
+
+    def __call__(self, subset: Iterable[int]) -> bool:
+        return self.many([subset])[0]
+
+    def many(self, subsets: Sequence[Iterable[int]]) -> list[bool]:
+        """Verdicts for independent subsets (checked in parallel with ``--jobs``)."""
+        prepared = [self._prepare(s) for s in subsets]
+        real = [p for p in prepared if p]
+        verdicts = dict(zip(real, self.session.evaluate_many([self.candidate(p) for p in real]))) if real else {}
+        out = []
+        for p in prepared:
+            interesting = (verdicts[p] == self.interesting_if_bad) if p else self.empty
+            self._note(p, interesting)
+            out.append(interesting)
+        return out
+
+    def first(self, subsets: Sequence[Iterable[int]]) -> int | None:
+        """Index of the first interesting subset, checking lazily (``jobs`` at a time)."""
+        step = max(1, self.jobs)
+        for start in range(0, len(subsets), step):
+            for offset, hit in enumerate(self.many(subsets[start : start + step])):
+                if hit:
+                    return start + offset
+        return None
