@@ -59,10 +59,11 @@ debug_diff_tactics = _diff_command("diff-tactics", hidden=True)  # Polygraphy's 
 
 
 def debug_build_command() -> click.Command:
-    """``parity debug build``: TensorRT builder options + tactic options + the debug loop's options."""
-    from parity.cli.parsing import ParityCommand, RemainderOption
+    """``parity debug build``: TensorRT builder options + tactic options + the core debug engine's options."""
+    from parity.cli.parsing import ParityCommand
+    from parity.debug.options import debug_options, until_option
 
-    from parity_tactics.debug_build import DEFAULT_ARTIFACTS_DIR, DEFAULT_ITER_ARTIFACT
+    from parity_tactics.debug_build import DEFAULT_ITER_ARTIFACT
     from parity_tactics.options import tactic_options
 
     try:
@@ -74,38 +75,43 @@ def debug_build_command() -> click.Command:
         click.Option(["--input-shapes"], multiple=True, help="Static input shapes name:[d0,...] (the default profile)."),
         *build_options(),
         *tactic_options(),
-        click.Option(["--until"], required=True, help="Stop after N builds, or at the first 'good' or 'bad' one."),
-        click.Option(["--artifacts"], multiple=True, help="Files to sort into good/ and bad/ after each build (e.g. the --save-tactics path)."),
-        click.Option(["--artifacts-dir", "--art-dir"], default=DEFAULT_ARTIFACTS_DIR, show_default=True, help="Where good/ and bad/ go."),
-        click.Option(["--iter-artifact"], default=DEFAULT_ITER_ARTIFACT, show_default=True, help="Where each build writes its engine."),
-        RemainderOption(["--check"], default=None, help="Command judging each engine, exit 0 = good (must come last)."),
+        until_option(),
+        *debug_options(DEFAULT_ITER_ARTIFACT, jobs=False),
     ]
     command = ParityCommand(
         "build",
         params=params,
         callback=_debug_build,
-        help="Rebuild a TensorRT engine repeatedly to catch flaky tactics; sort each build's tactic replay and "
-        "timing cache into good/ and bad/ (then run: parity inspect diff-tactics --dir ARTIFACTS_DIR).",
-        short_help="Rebuild an engine repeatedly, sorting tactic replays by a check.",
+        help=DEBUG_BUILD_HELP,
+        short_help="Rebuild a TensorRT engine repeatedly, sorting tactic replays by a check.",
     )
     return verbosity_options(command)
 
 
-def _debug_build(model: str, until: str, artifacts: tuple[str, ...], artifacts_dir: str, iter_artifact: str,
-                 check: list[str] | None, **options: object) -> int:
-    from parity.errors import UsageError
+DEBUG_BUILD_HELP = """Rebuild a TensorRT engine repeatedly to catch flaky tactics.
+
+Each build's engine goes to --iter-artifact for the --check command; its timing cache and the --artifacts
+(e.g. the --save-tactics replay) are sorted into good/ and bad/ under --artifacts-dir. A build that fails is
+bad. Then find the culprits with: parity inspect diff-tactics --dir ARTIFACTS_DIR
+
+\b
+  parity debug build model.onnx --fp16 --save-tactics replay.json --artifacts replay.json \\
+      --artifacts-dir replays --until 10 --check parity run parity_debug.engine --trt --load-outputs golden.json
+
+Exit code 1 if any build was bad, else 0."""
+
+
+def _debug_build(model: str, until: str, **params: object) -> int:
+    from parity.errors import ExitCode, UsageError
     from parity.plugins import module_available
 
     from parity_tactics.debug_build import debug_build
 
     if not module_available("parity_trt"):
         raise UsageError("debug build needs the TensorRT plugin: pip install parity-trt")
-
-    def show(iteration) -> None:
-        verdict = "good" if iteration.good else "bad"
-        why = f" (build failed: {iteration.build_error})" if iteration.build_error else ""
-        echo(f"iteration {iteration.index}: {verdict}{why}")
-
-    result = debug_build(model, options, check, until, artifacts, artifacts_dir, iter_artifact, report=show)
-    echo(f"{len(result.iterations)} builds: {result.good} good, {result.bad} bad; artifacts sorted under {artifacts_dir}/")
-    return 0
+    check = params.pop("check", None)
+    result = debug_build(model, until, check, **params)  # type: ignore[arg-type]
+    echo(f"{result.summary.line()} | builds: {result.good} good, {result.bad} bad")
+    if params.get("save_tactics") and params["save_tactics"] in (params.get("artifacts") or ()):
+        echo(f"Next: parity inspect diff-tactics --dir {params.get('artifacts_dir')}")
+    return int(ExitCode.MISMATCH if result.bad else ExitCode.PASSED)

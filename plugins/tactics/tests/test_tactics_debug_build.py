@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from parity.errors import BackendError, UsageError
-from parity_tactics.debug_build import debug_build, parse_until, sort_artifacts, timing_cache_path
+from parity.debug.check import PredicateCheck
+from parity_tactics.debug_build import debug_build, timing_cache_path
 from parity_tactics.diff import diff_tactics
 from parity_tactics.replay import load_replay
 from tactics_synth import layer_key, layer_tactic
@@ -49,30 +50,29 @@ def workdir(tmp_path, monkeypatch):
 
 
 def test_until_n_sorts_replays_and_caches_then_diff_finds_the_culprit(workdir):
-    seen = []
     result = debug_build(
-        "model.onnx", {"save_tactics": "replay.json"}, CHECK, "20", artifacts=["replay.json"],
-        artifacts_dir="replays", build=flaky_builder(1), report=seen.append,
+        "model.onnx", "20", CHECK, build=flaky_builder(1),
+        save_tactics="replay.json", artifacts=["replay.json"], artifacts_dir="replays",
     )
-    assert len(result.iterations) == 20 and [it.index for it in seen] == list(range(1, 21))
+    assert len(result.verdicts) == 20 and result.summary.checks == 20
     assert result.bad > 0 and result.good > 0
-    good = sorted((workdir / "replays" / "good").glob("replay_iter*.json"))
-    bad = sorted((workdir / "replays" / "bad").glob("replay_iter*.json"))
+    good = sorted((workdir / "replays" / "good").glob("replay_N*.json"))
+    bad = sorted((workdir / "replays" / "bad").glob("replay_N*.json"))
     assert (len(good), len(bad)) == (result.good, result.bad)
-    assert len(list((workdir / "replays").rglob("parity_debug_iter*.timing.cache"))) == 20
+    assert len(list((workdir / "replays").rglob("parity_debug.timing_N*.cache"))) == 20
     for path in bad:  # each bad replay really holds the culprit
         assert load_replay(path).tactics[layer_key(CULPRIT[0], "timing-cache")] == layer_tactic(*CULPRIT, "timing-cache")
     analysis = diff_tactics("replays")
     top = analysis.suspects[0]
     assert (top.key, top.tactic) == (layer_key(CULPRIT[0], "timing-cache"), layer_tactic(*CULPRIT, "timing-cache"))
-    assert not (workdir / "replay.json").exists()  # moved, not copied
+    assert not (workdir / "parity_debug.engine").exists()  # the iteration's engine is removed after its check
 
 
 @pytest.mark.parametrize("until", ["good", "bad"])
 def test_until_good_or_bad_stops_at_the_first(workdir, until):
-    result = debug_build("model.onnx", {"save_tactics": "r.json"}, CHECK, until, ["r.json"], "arts", build=flaky_builder(3))
-    assert result.iterations[-1].good == (until == "good")
-    assert all(it.good != (until == "good") for it in result.iterations[:-1])
+    result = debug_build("model.onnx", until, CHECK, build=flaky_builder(3), save_tactics="r.json", artifacts=["r.json"])
+    assert result.verdicts[-1] == (until == "bad")
+    assert all(v != (until == "bad") for v in result.verdicts[:-1])
 
 
 def test_failed_build_is_bad_without_running_the_check(workdir):
@@ -81,13 +81,9 @@ def test_failed_build_is_bad_without_running_the_check(workdir):
     def broken(model, engine, options):
         raise BackendError("TensorRT failed to build the engine")
 
-    def check():
-        calls.append(1)
-        return True
-
-    result = debug_build("model.onnx", {}, check, 2, build=broken)
-    assert [it.good for it in result.iterations] == [False, False] and calls == []
-    assert result.iterations[0].build_error == "TensorRT failed to build the engine"
+    result = debug_build("model.onnx", 2, PredicateCheck(lambda it: calls.append(it) or False), build=broken)
+    assert result.verdicts == [True, True] and calls == []
+    assert result.build_errors == {0: "TensorRT failed to build the engine", 1: "TensorRT failed to build the engine"}
 
 
 def test_missing_tensorrt_stops_at_once(workdir):
@@ -95,28 +91,18 @@ def test_missing_tensorrt_stops_at_once(workdir):
         raise BackendError("tensorrt is not installed; install it with: pip install tensorrt")
 
     with pytest.raises(BackendError, match="not installed"):
-        debug_build("model.onnx", {}, ["true"], 5, build=no_trt)
+        debug_build("model.onnx", 5, ["true"], build=no_trt)
 
 
 def test_bad_arguments(workdir):
-    for text in ("0", "-1", "sometimes"):
+    for text in ("0", "sometimes"):
         with pytest.raises(UsageError, match="--until"):
-            parse_until(text)
-    assert parse_until("GOOD") == "good" and parse_until(3) == 3
+            debug_build("model.onnx", text, ["true"], build=flaky_builder(0), save_tactics="r.json")
     with pytest.raises(UsageError, match="model not found"):
-        debug_build("nope.onnx", {}, ["true"], 1, build=flaky_builder(0))
-    with pytest.raises(UsageError, match="--check is required"):
-        debug_build("model.onnx", {}, None, 1, build=flaky_builder(0))
-    with pytest.raises(UsageError, match="command not found"):
-        debug_build("model.onnx", {"save_tactics": "r.json"}, ["no-such-command-xyz"], 1, build=flaky_builder(0))
+        debug_build("nope.onnx", 1, ["true"], build=flaky_builder(0))
 
 
-def test_sort_names(tmp_path):
-    (tmp_path / "replay.json").write_text("{}")
-    (tmp_path / "parity_debug.timing.cache").write_bytes(b"x")
-    moved = sort_artifacts([str(tmp_path / "replay.json"), str(tmp_path / "parity_debug.timing.cache"), str(tmp_path / "absent")],
-                           str(tmp_path / "out"), good=False, iteration=7)
-    assert [p.relative_to(tmp_path).as_posix() for p in moved] == ["out/bad/replay_iter7.json", "out/bad/parity_debug_iter7.timing.cache"]
+def test_timing_cache_sits_beside_the_engine():
     assert timing_cache_path("dir/parity_debug.engine") == str(Path("dir/parity_debug.timing.cache"))
 
 
