@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from parity.errors import BackendError, UsageError
 from parity.debug.check import PredicateCheck
+from parity.errors import BackendError, UsageError
 from parity_tactics.debug_build import debug_build, timing_cache_path
 from parity_tactics.diff import diff_tactics
 from parity_tactics.replay import load_replay
