@@ -1,0 +1,26 @@
+"""Comparison metrics for Parity, registered through ``parity_register_comparators``.
+
+From the CLI: ``parity run m.onnx --onnxrt --onnx-ref --compare-func cosine snr --cosine-min 0.9999``.
+From Python, by name (default thresholds) or as objects (your thresholds)::
+
+    from parity import Comparator
+    from parity_metrics import Cosine, SNR
+    Comparator.compare_accuracy(results, compare_func="cosine")
+    Comparator.compare_accuracy(results, compare_func=[Cosine(min=0.9999), SNR(min_db={"logits": 30, "": 50})])
+
+Names resolve on first use: plugin discovery imports only ``parity_metrics.hooks``, never numpy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_NAMES = ("Cosine", "RelativeL2", "SNR", "PSNR", "TopKAgreement", "Metric")
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NAMES:
+        return getattr(importlib.import_module("parity_metrics.metrics"), name)
+    raise AttributeError(f"module 'parity_metrics' has no attribute '{name}'")
