@@ -90,6 +90,7 @@ class _Streamer:
                 self._writer.close({"kind": "outputs", "runs": [{"runner": r, "iterations": i} for r, i in self._runs.items()]})
             self._ctx.__exit__(None, None, None)
         else:
+            self._writer.discard()
             self._ctx.__exit__(RuntimeError, RuntimeError("aborted"), None)
 
 

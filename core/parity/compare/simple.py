@@ -61,15 +61,18 @@ class SimpleCompare:
         if actual.shape != reference.shape:
             return OutputCheck(name, False, self.name, {}, thresholds, f"shape {list(actual.shape)} != reference {list(reference.shape)}")
         a, b = stats.as_float(actual), stats.as_float(reference)
+        # one fused pass: mismatches, the statistics of both tensors, cosine, and the absolute error kept in a
+        # float32 scratch for its percentiles; then the scratch is reused for the relative error and the tensors
         err = _ErrorScan(a, b, atol, rtol, self.infinities_equal, self.nans_equal)
         scratch = np.empty(a.size, dtype=np.float32)
-        # absolute error statistics, then the same buffer reused for the relative error
-        err.fill_abs(scratch)
-        abs_hist = stats.decade_histogram(scratch) if self.details else []
-        abs_s = stats.summarize(scratch, scratch)
-        err.fill_rel(scratch)
-        rel_s = stats.summarize(scratch, scratch)
-        del scratch
+        err.scan(scratch, histogram=self.details)
+        abs_s, rel_s = err.abs_acc.finish(), err.rel_acc.finish()
+        if abs_s.finite:
+            abs_s.percentiles = stats._percentiles(scratch, scratch, abs_s)
+        if rel_s.finite:
+            err.fill_rel(scratch)
+            rel_s.percentiles = stats._percentiles(scratch, scratch, rel_s)
+        abs_hist = err.histogram
         values: dict[str, float] = {
             "max_abs": abs_s.max,
             "mean_abs": abs_s.mean,
@@ -77,7 +80,7 @@ class SimpleCompare:
             "max_rel": rel_s.max,
             "mean_rel": rel_s.mean,
             "median_rel": rel_s.median,
-            "cosine": stats.cosine_similarity(a, b),
+            "cosine": err.cosine(),
             "mismatches": float(err.mismatches),
             "nan_actual": float(err.nan_a),
             "nan_reference": float(err.nan_b),
@@ -105,12 +108,17 @@ class SimpleCompare:
                 why = f"{nonfinite} NaN/Inf mismatches"
         details = {}
         if self.details:
+            a_s, b_s = err.a_acc.finish(), err.b_acc.finish()
+            for flat, summary in ((a, a_s), (b, b_s)):
+                if summary.finite:
+                    summary.percentiles = stats._percentiles(flat, scratch if flat.dtype != np.float64 else None, summary)
+            del scratch
             details = {
                 "abs": abs_s.to_dict(),
                 "rel": rel_s.to_dict(),
                 "abs_histogram": abs_hist,
-                "actual": stats.summarize(a).to_dict(),
-                "reference": stats.summarize(b).to_dict(),
+                "actual": a_s.to_dict(),
+                "reference": b_s.to_dict(),
                 "shape": list(actual.shape),
                 "dtypes": [actual.dtype.name, reference.dtype.name],
             }
@@ -122,50 +130,102 @@ def _fails(value: float, tol: float) -> bool:
 
 
 class _ErrorScan:
-    """One chunked pass over both tensors that counts mismatches and the tolerances that would pass."""
+    """Chunked passes over both tensors: mismatch counts, the tolerances that would pass, and statistics."""
 
     def __init__(self, a: np.ndarray, b: np.ndarray, atol: float, rtol: float, inf_equal: bool, nan_equal: bool) -> None:
-        self.a, self.b, self.inf_equal, self.nan_equal = a, b, inf_equal, nan_equal
+        self.a, self.b, self.atol, self.rtol, self.inf_equal, self.nan_equal = a, b, atol, rtol, inf_equal, nan_equal
         self.mismatches = self.nan_a = self.nan_b = self.inf_bad = 0
         self.needed_atol = 0.0
         self.needed_rtol = 0.0
-        for sl in stats.chunks(a.size):
-            absd, rel, x, y = self._chunk(sl)
-            nan_x, nan_y = np.isnan(x), np.isnan(y)
-            self.nan_a += int(np.count_nonzero(nan_x))
-            self.nan_b += int(np.count_nonzero(nan_y))
-            both_nan = nan_x & nan_y
-            special = (~np.isfinite(absd)) & ~(both_nan if nan_equal else False)
-            self.inf_bad += int(np.count_nonzero(special & ~nan_x & ~nan_y))
-            bad = ((absd > atol) & (rel > rtol)) | special
-            self.mismatches += int(np.count_nonzero(bad))
-            finite = np.isfinite(absd)
-            if finite.any():
-                self.needed_atol = max(self.needed_atol, float(absd[finite].max()))
-                rel_f = rel[finite]
-                self.needed_rtol = max(self.needed_rtol, float(rel_f.max()) if rel_f.size else 0.0)
-            if special.any():
-                self.needed_atol = self.needed_rtol = math.inf
+        n = a.size
+        self.a_acc, self.b_acc = stats.Accumulator(n), stats.Accumulator(n)
+        self.abs_acc, self.rel_acc = stats.Accumulator(n), stats.Accumulator(n)
+        self.dots = [0.0, 0.0, 0.0]  # x.y, x.x, y.y for the cosine similarity
+        self.histogram: list[tuple[str, int]] = []
+        size = min(stats.CHUNK, n)
+        self._x, self._y = np.empty(size), np.empty(size)  # float64 copies of one chunk
+        self._abs, self._rel = np.empty(size), np.empty(size)
 
-    def _chunk(self, sl: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        x = np.asarray(self.a[sl], dtype=np.float64)
-        y = np.asarray(self.b[sl], dtype=np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
-            absd = np.abs(x - y)
-            if self.inf_equal:
-                absd[np.isinf(x) & (x == y)] = 0.0
-            if self.nan_equal:
-                absd[np.isnan(x) & np.isnan(y)] = 0.0
-            rel = absd / np.maximum(np.abs(y), TINY)
-        return absd, rel, x, y
+    def scan(self, abs_out: np.ndarray, histogram: bool = True) -> None:
+        """The main pass; writes the absolute error (float32) into ``abs_out``."""
+        hist = np.zeros(len(stats.DECADES) + 3, dtype=np.int64)
+        rel32 = np.empty(len(self._rel), dtype=np.float32)
+        for sl in stats.chunks(self.a.size):
+            x, y, absd, rel, finite = self._chunk(sl)
+            self.a_acc.add(self.a[sl], sl.start, x)
+            self.b_acc.add(self.b[sl], sl.start, y)
+            self.dots[0] += float(np.dot(x, y))
+            self.dots[1] += float(np.dot(x, x))
+            self.dots[2] += float(np.dot(y, y))
+            if finite:  # no NaN/Inf anywhere in the chunk: no masks needed
+                self.mismatches += int(np.count_nonzero((absd > self.atol) & (rel > self.rtol)))
+                self.needed_atol = max(self.needed_atol, float(absd.max()))
+                self.needed_rtol = max(self.needed_rtol, float(rel.max()))
+            else:
+                self._special(x, y, absd, rel)
+            out = abs_out[sl]
+            out[...] = absd
+            self.abs_acc.add(out, sl.start)
+            r32 = rel32[: len(rel)]
+            r32[...] = rel
+            self.rel_acc.add(r32, sl.start)
+            if histogram:
+                stats.decade_counts(out, hist)
+        self.histogram = stats.decade_labels(hist) if histogram else []
+
+    def _special(self, x: np.ndarray, y: np.ndarray, absd: np.ndarray, rel: np.ndarray) -> None:
+        nan_x, nan_y = np.isnan(x), np.isnan(y)
+        self.nan_a += int(np.count_nonzero(nan_x))
+        self.nan_b += int(np.count_nonzero(nan_y))
+        both_nan = nan_x & nan_y
+        special = (~np.isfinite(absd)) & ~(both_nan if self.nan_equal else False)
+        self.inf_bad += int(np.count_nonzero(special & ~nan_x & ~nan_y))
+        bad = ((absd > self.atol) & (rel > self.rtol)) | special
+        self.mismatches += int(np.count_nonzero(bad))
+        finite = np.isfinite(absd)
+        if finite.any():
+            self.needed_atol = max(self.needed_atol, float(absd[finite].max()))
+            rel_f = rel[finite]
+            self.needed_rtol = max(self.needed_rtol, float(rel_f.max()) if rel_f.size else 0.0)
+        if special.any():
+            self.needed_atol = self.needed_rtol = math.inf
+
+    def _chunk(self, sl: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+        """float64 copies of both chunks, |x - y| (exact for float32 inputs), the relative error, and whether
+        everything was finite. The arrays are reused buffers, valid until the next call."""
+        n = sl.stop - sl.start
+        x, y, absd, rel = self._x[:n], self._y[:n], self._abs[:n], self._rel[:n]
+        np.copyto(x, self.a[sl], casting="unsafe")
+        np.copyto(y, self.b[sl], casting="unsafe")
+        np.subtract(x, y, out=absd)
+        np.abs(absd, out=absd)
+        finite = math.isfinite(float(np.add.reduce(absd)))  # NaN/Inf in x or y make the sum non-finite
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            if not finite:
+                if self.inf_equal:
+                    absd[np.isinf(x) & (x == y)] = 0.0
+                if self.nan_equal:
+                    absd[np.isnan(x) & np.isnan(y)] = 0.0
+            np.abs(y, out=rel)
+            np.maximum(rel, TINY, out=rel)
+            np.divide(absd, rel, out=rel)
+        return x, y, absd, rel, finite
+
+    def cosine(self) -> float:
+        dot, na, nb = self.dots
+        if na == 0 and nb == 0:
+            return 1.0
+        if na == 0 or nb == 0:
+            return 0.0
+        return dot / math.sqrt(na * nb)
 
     def fill_abs(self, out: np.ndarray) -> None:
         for sl in stats.chunks(self.a.size):
-            out[sl] = self._chunk(sl)[0]
+            out[sl] = self._chunk(sl)[2]
 
     def fill_rel(self, out: np.ndarray) -> None:
         for sl in stats.chunks(self.a.size):
-            out[sl] = self._chunk(sl)[1]
+            out[sl] = self._chunk(sl)[3]
 
 
 def _quantile(err: _ErrorScan, q: float, n: int, absolute: bool) -> float:

@@ -32,15 +32,13 @@ def parse_shape(text: str, option: str = "--input-shapes") -> tuple[str, tuple[i
     return match["name"], tuple(dims)
 
 
+_GUESS = re.compile(r"([A-Za-z_][\w./-]*)\s*[:,]\s*[\[(]?\s*(\d+(?:\s*[x,]\s*\d+)*)")
+
+
 def _suggest(text: str) -> str:
-    """Best guess at what an old-style or mangled shape string meant."""
-    pieces = [p for p in re.split(r"[ ,](?=[^,:\[\]]+:)", text) if p]
-    out = []
-    for piece in pieces:
-        name, _, dims = piece.rpartition(":") if ":" in piece else (piece, "", "")
-        nums = re.findall(r"\d+", dims) if name else []
-        out.append(f"{name or 'input'}:[{','.join(nums) or '1'}]")
-    return " ".join(out) or "input:[1,3,224,224]"
+    """Best guess at what an old-style (``x:1x3x224x224``, ``x,1x3``) or mangled shape string meant."""
+    guesses = [name + ":[" + ",".join(re.findall(r"\d+", dims)) + "]" for name, dims in _GUESS.findall(text)]
+    return " ".join(guesses) or "input:[1,3,224,224]"
 
 
 def parse_shapes(values: Iterable[str], option: str = "--input-shapes") -> dict[str, tuple[int | str, ...]]:

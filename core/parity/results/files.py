@@ -18,11 +18,12 @@ Manifest (``parity.json``)::
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import struct
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -53,14 +54,29 @@ class ArchiveWriter:
             np.lib.format.write_array(entry, np.ascontiguousarray(array), allow_pickle=False)
         return name
 
+    def discard(self) -> None:
+        """Close after a failure: the temporary file is deleted by ``atomic_write`` anyway."""
+        with contextlib.suppress(Exception):
+            self._zip.close()
+
     def close(self, manifest: dict) -> None:
         self._zip.writestr(MANIFEST, json.dumps({"format": FORMAT, "version": VERSION, **manifest}, indent=1))
         self._zip.close()
 
 
-def save_results(results: RunResults, path: str | Path) -> None:
+@contextlib.contextmanager
+def _archive(path: str | Path) -> Iterator[ArchiveWriter]:
     with atomic_write(path) as handle:
         writer = ArchiveWriter(handle)
+        try:
+            yield writer
+        except BaseException:
+            writer.discard()
+            raise
+
+
+def save_results(results: RunResults, path: str | Path) -> None:
+    with _archive(path) as writer:
         runs = []
         for runner, iterations in results:
             iters = []
@@ -71,8 +87,7 @@ def save_results(results: RunResults, path: str | Path) -> None:
 
 
 def save_inputs(feeds: Iterable[Mapping[str, np.ndarray]], path: str | Path) -> None:
-    with atomic_write(path) as handle:
-        writer = ArchiveWriter(handle)
+    with _archive(path) as writer:
         iterations = [{k: writer.add(v) for k, v in feed.items()} for feed in feeds]
         writer.close({"kind": "inputs", "iterations": iterations})
 

@@ -145,8 +145,8 @@ class DeviceArray:
         """Make sure at least ``nbytes`` are allocated; return the device pointer (never 0 for TensorRT)."""
         nbytes = max(int(nbytes), 1)
         if nbytes > self.nbytes:
+            size = _grow(self.nbytes, nbytes)  # before free(), which zeroes nbytes
             self.free()
-            size = _grow(self.nbytes, nbytes)
             self.ptr = int(check(runtime().cudaMalloc(size), f"cudaMalloc({size} bytes)"))
             self.nbytes = size
         return self.ptr
@@ -204,8 +204,8 @@ class PinnedBuffer:
     def allocate(self, nbytes: int) -> int:
         nbytes = max(int(nbytes), 1)
         if nbytes > self.nbytes:
+            size = _grow(self.nbytes, nbytes)  # before free(), which zeroes nbytes
             self.free()
-            size = _grow(self.nbytes, nbytes)
             self.ptr = int(check(runtime().cudaMallocHost(size), f"cudaMallocHost({size} bytes)"))
             self.nbytes = size
         return self.ptr

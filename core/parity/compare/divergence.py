@@ -1,0 +1,262 @@
+"""The first-divergence report: layerwise errors in topological order, and the first tensor out of tolerance.
+
+When every tensor is marked as an output (``--onnx-outputs mark all``, ``--trt-outputs``, ``--mark-debug``),
+the comparison yields one check per tensor. Read in the graph's topological order, the first failing
+tensor is where the runners start to disagree: every tensor it is computed from was compared before it and
+passed. The report names that tensor's producing node, op type and inputs, and prints the ``parity surgeon
+extract`` command that cuts the node out as a standalone model.
+
+For ONNX models the order is the graph's (Kahn's algorithm over node dependencies); for anything else
+(engines) it is the order the runner returned its outputs in.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from parity.compare.result import OutputCheck
+
+MARK_PARAMS = ("onnx_outputs", "trt_outputs", "mark_debug")
+
+
+@dataclass(frozen=True)
+class Producer:
+    node: str
+    op_type: str
+    inputs: tuple[str, ...]
+
+
+@dataclass
+class GraphInfo:
+    """What the report needs from the model: tensor order, producers, and which tensors are constants."""
+
+    order: list[str] = field(default_factory=list)
+    producers: dict[str, Producer] = field(default_factory=dict)
+    constants: set[str] = field(default_factory=set)
+
+    @classmethod
+    def from_onnx(cls, model: Any) -> GraphInfo:
+        """From an ``onnx.ModelProto`` or a path to one (loaded without external weights)."""
+        from collections import deque
+
+        if isinstance(model, (str, Path)):
+            from parity import onnx_models
+
+            model = onnx_models.load(model, load_external_data=False)
+        nodes = list(model.graph.node)
+        made_by = {t: i for i, n in enumerate(nodes) for t in n.output if t}
+        users: list[list[int]] = [[] for _ in nodes]
+        indegree = [0] * len(nodes)
+        for i, n in enumerate(nodes):
+            deps = {made_by[t] for t in n.input if t in made_by and made_by[t] != i}
+            indegree[i] = len(deps)
+            for d in deps:
+                users[d].append(i)
+        ready, order = deque(i for i, d in enumerate(indegree) if d == 0), []
+        while ready:  # Kahn's algorithm; stable, so ties keep the file's order
+            i = ready.popleft()
+            order.append(i)
+            for u in users[i]:
+                indegree[u] -= 1
+                if indegree[u] == 0:
+                    ready.append(u)
+        placed = set(order)
+        order += [i for i in range(len(nodes)) if i not in placed]  # a cycle: keep going in file order
+        info = cls(constants={init.name for init in model.graph.initializer})
+        for i in order:
+            n = nodes[i]
+            name = n.name or f"{n.op_type}_{i}"
+            if n.op_type == "Constant":
+                info.constants.update(n.output)
+            for t in n.output:
+                if t:
+                    info.order.append(t)
+                    info.producers[t] = Producer(name, n.op_type, tuple(n.input))
+        return info
+
+
+@dataclass
+class TensorError:
+    """One compared tensor: its position in the order, verdict, error, and producer."""
+
+    name: str
+    position: int
+    passed: bool
+    max_abs: float = math.nan
+    max_rel: float = math.nan
+    message: str = ""
+    node: str | None = None
+    op_type: str | None = None
+    inputs: tuple[str, ...] = ()
+
+
+@dataclass
+class DivergenceReport:
+    actual: str
+    reference: str
+    iteration: int
+    tensors: list[TensorError]
+    model: str | None = None
+    constants: set[str] = field(default_factory=set)
+
+    @property
+    def first(self) -> TensorError | None:
+        return next((t for t in self.tensors if not t.passed), None)
+
+    @property
+    def failing(self) -> int:
+        return sum(1 for t in self.tensors if not t.passed)
+
+    def extract_command(self, output: str | None = None) -> str | None:
+        """The ``parity surgeon extract`` line that cuts out the first divergent node."""
+        first = self.first
+        if first is None or first.node is None or not self.model:
+            return None
+        inputs = [t for t in dict.fromkeys(first.inputs) if t and t not in self.constants]
+        out = output or f"{_safe(first.node)}.onnx"
+        parts = ["parity", "surgeon", "extract", self.model]
+        if inputs:
+            parts += ["--inputs", *(f"{t}:auto:auto" for t in inputs)]
+        parts += ["--outputs", f"{first.name}:auto", "-o", out]
+        return " ".join(shlex.quote(p) for p in parts)
+
+    def lines(self, max_rows: int = 60) -> list[str]:
+        first = self.first
+        head = f"Layerwise comparison ({self.actual} vs {self.reference}, iteration {self.iteration}): {len(self.tensors)} tensors in topological order"
+        if first is None:
+            return [f"{head}: all within tolerance."]
+        out = [head + f", {self.failing} out of tolerance."]
+        rows = _window(self.tensors, self.tensors.index(first), max_rows)
+        out.append(f"  {'#':>5}  {'':6}  {'max abs':>10}  {'max rel':>10}  tensor <- node (op)")
+        for row in rows:
+            if row is None:
+                out.append("  " + " " * 5 + "  ...")
+                continue
+            mark = ">>" if row is first else "  "
+            verdict = "ok" if row.passed else "FAIL"
+            where = f" <- {row.node} ({row.op_type})" if row.node else ""
+            out.append(f"{mark}{row.position:>5}  {verdict:6}  {_g(row.max_abs):>10}  {_g(row.max_rel):>10}  {row.name}{where}")
+        what = f"'{first.name}'"
+        if first.node:
+            what += f", produced by node '{first.node}' ({first.op_type}) from {list(first.inputs)}"
+        out.append(f"First divergence: {what}" + (f": {first.message}" if first.message else ""))
+        command = self.extract_command()
+        if command:
+            out.append(f"Extract it: {command}")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        first = self.first
+        return {
+            "actual": self.actual,
+            "reference": self.reference,
+            "iteration": self.iteration,
+            "first": None if first is None else first.name,
+            "extract_command": self.extract_command(),
+            "tensors": [{**asdict(t), "inputs": list(t.inputs)} for t in self.tensors],
+        }
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80] or "node"
+
+
+def _g(value: float) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3g}"
+
+
+def _window(rows: list[TensorError], focus: int, limit: int) -> list[TensorError | None]:
+    """All rows when few; else the start, the rows around ``focus`` and the end, with gaps as ``None``."""
+    if len(rows) <= limit:
+        return list(rows)
+    keep = set(range(3)) | set(range(max(0, focus - limit // 2), min(len(rows), focus + limit // 4))) | set(range(len(rows) - 3, len(rows)))
+    out: list[TensorError | None] = []
+    for i in range(len(rows)):
+        if i in keep:
+            out.append(rows[i])
+        elif out and out[-1] is not None:
+            out.append(None)
+    return out
+
+
+def divergence_from_checks(
+    checks: Sequence[OutputCheck],
+    actual: str = "actual",
+    reference: str = "reference",
+    iteration: int = 0,
+    model: str | None = None,
+    graph: GraphInfo | None = None,
+) -> DivergenceReport:
+    """Group checks by tensor (a tensor passes only if every metric passed) and sort them topologically."""
+    by_name: dict[str, list[OutputCheck]] = {}
+    for check in checks:
+        if check.metric == "missing":
+            continue
+        by_name.setdefault(check.name, []).append(check)
+    graph = graph or GraphInfo()
+    rank = {t: i for i, t in enumerate(graph.order)}
+    returned = list(by_name)
+    names = sorted(returned, key=lambda t: (rank.get(t, len(rank) + returned.index(t)), returned.index(t)))
+    tensors = []
+    for name in names:
+        group = by_name[name]
+        values: Mapping[str, float] = next((c.values for c in group if "max_abs" in c.values), {})
+        failed = [c for c in group if not c.passed]
+        prod = graph.producers.get(name)
+        tensors.append(
+            TensorError(
+                name,
+                rank.get(name, len(rank) + returned.index(name)),
+                not failed,
+                float(values.get("max_abs", math.nan)),
+                float(values.get("max_rel", math.nan)),
+                failed[0].message if failed else "",
+                prod.node if prod else None,
+                prod.op_type if prod else None,
+                prod.inputs if prod else (),
+            )
+        )
+    return DivergenceReport(actual, reference, iteration, tensors, model, set(graph.constants))
+
+
+def _graph_for(model: str | None) -> GraphInfo:
+    if not model:
+        return GraphInfo()
+    try:
+        return GraphInfo.from_onnx(model)
+    except Exception:  # not an ONNX model (an engine): fall back to the order outputs came back in
+        return GraphInfo()
+
+
+def first_divergence(summary: Any, model: str | None = None) -> list[DivergenceReport]:
+    """One report per compared pair, for its first failing iteration (or its first iteration if all pass)."""
+    graph = _graph_for(model)
+    reports = []
+    for pair in summary.accuracy:
+        if not pair.iterations:
+            continue
+        it = next((i for i in pair.iterations if not i.passed), pair.iterations[0])
+        reports.append(divergence_from_checks(it.checks, pair.actual, pair.reference, it.iteration, model, graph))
+    return reports
+
+
+def outputs_were_marked(params: Mapping[str, Any]) -> bool:
+    return any(params.get(p) for p in MARK_PARAMS)
+
+
+def print_first_divergence(summary: Any, model: str | None, params: Mapping[str, Any]) -> None:
+    """Print the report after ``parity run``'s summary when outputs were marked; otherwise do nothing."""
+    if not outputs_were_marked(params):
+        return
+    from parity.cli.common import echo
+
+    for report in first_divergence(summary, model):
+        if len(report.tensors) < 2:
+            continue  # one output: the run's own lines already say everything
+        for line in report.lines():
+            echo(line)
