@@ -46,7 +46,7 @@ def venv(tmp_path_factory):
     plugin = generate(root / f"parity-{NAME}", NAME)
     run(sys.executable, "-m", "venv", "--system-site-packages", root / "venv")
     python = root / "venv" / "bin" / "python"
-    probe = "import importlib.util, setuptools; v = tuple(int(p) for p in setuptools.__version__.split('.')[:2]); print(v >= (70, 1) or bool(importlib.util.find_spec('wheel')))"
+    probe = "import importlib.util as u, setuptools as s; print(tuple(map(int, s.__version__.split('.')[:2])) >= (70, 1) or bool(u.find_spec('wheel')))"
     if run(python, "-c", probe).stdout.strip() != "True":
         run(python, "-m", "pip", "install", "-q", "--no-deps", "wheel")
     run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", plugin)
