@@ -126,7 +126,7 @@ def is_onnx(head: bytes) -> bool:
     return head[:1] == b"\x08"
 
 
-def describe(path: str, show: set[str] | frozenset[str] = frozenset()) -> str:
+def describe(path: str, show: set[str] | frozenset[str] = frozenset(), options: object = None) -> str:
     """The text of ``parity inspect model`` for an ONNX file."""
     model = load(path, load_external_data=False)
     graph = model.graph

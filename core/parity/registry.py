@@ -56,8 +56,9 @@ class ModelKind:
     name: str
     suffixes: tuple[str, ...]
     read_inputs: Callable[[str], dict[str, TensorMeta]]
-    describe: Callable[..., str] | None = None  # describe(path, show: set[str]) -> text
+    describe: Callable[..., str] | None = None  # describe(path, show: set[str], options: Mapping) -> text
     magic: Callable[[bytes], bool] | None = None  # sniff the first 64 bytes when the suffix is unknown
+    options: Sequence[click.Option] = ()  # extra options of `parity inspect model` for this kind
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,23 @@ from parity.errors import ModelError, UsageError
 def add_to(cli: click.Group) -> None:
     from parity.cli import group
 
+    from parity.plugins import get_registry
+
     inspect = group(cli, "inspect")
+    params: list[click.Parameter] = [
+        click.Argument(["model"]),
+        GreedyOption(["--show"], type=click.Choice(["layers", "attrs", "weights"]), help="Also show layers, their attributes, weights."),
+        click.Option(["--model-type"], default=None, help="Model kind when the suffix does not tell."),
+    ]
+    seen = {o for p in params for o in getattr(p, "opts", [])}
+    for kind in get_registry().model_kinds.values():
+        for option in kind.options:
+            if not seen & set(option.opts):
+                params.append(option)
+                seen.update(option.opts)
     inspect.add_command(verbosity_options(ParityCommand(
         "model",
-        params=[
-            click.Argument(["model"]),
-            GreedyOption(["--show"], type=click.Choice(["layers", "attrs", "weights"]), help="Also show layers, their attributes, weights."),
-            click.Option(["--model-type"], default=None, help="Model kind when the suffix does not tell."),
-        ],
+        params=params,
         callback=inspect_model,
         help="Show a model's inputs, outputs and (with --show) layers, attributes and weights.",
     )))
@@ -38,7 +47,7 @@ def add_to(cli: click.Group) -> None:
     )))
 
 
-def inspect_model(model: str, show: tuple[str, ...], model_type: str | None) -> int:
+def inspect_model(model: str, show: tuple[str, ...], model_type: str | None, **options: object) -> int:
     from parity.cli.run import detect_model_kind
     from parity.plugins import get_registry
 
@@ -48,7 +57,7 @@ def inspect_model(model: str, show: tuple[str, ...], model_type: str | None) -> 
     kind = detect_model_kind(model, registry, model_type)
     if kind is None or registry.model_kinds[kind].describe is None:
         raise UsageError(f"don't know how to read {model}; give --model-type ({', '.join(registry.model_kinds)})")
-    echo(registry.model_kinds[kind].describe(model, set(show)))  # type: ignore[misc]
+    echo(registry.model_kinds[kind].describe(model, set(show), options))  # type: ignore[misc]
     return 0
 
 

@@ -95,6 +95,18 @@ def make_runners(ctx: click.Context, model: str | None, params: Mapping[str, Any
     return runners
 
 
+def check_requirements(ctx: click.Context, registry: Registry) -> None:
+    """A backend whose library is missing fails before any model is loaded, in one line."""
+    from parity.errors import missing_dependency
+    from parity.plugins import module_available
+
+    for name, _ in ctx.meta.get("parity.runners", []):
+        backend = registry.backend(name)
+        for module in backend.requires:
+            if not module_available(module):
+                raise missing_dependency(module, backend.install_hint or f"pip install {module}")
+
+
 def make_data_loader(params: Mapping[str, Any], model: str | None, kind: str | None, registry: Registry):
     from parity.data.loader import load_script_loader
     from parity.data.parse import parse_shapes, parse_val_ranges
@@ -179,7 +191,8 @@ def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:
         golden.extend(load_results(path), prefix=f"{Path(path).name}:")
     kind = detect_model_kind(model, registry, params.get("model_type")) if model else None
     data = make_data_loader(params, model, kind, registry) if model and ctx.meta.get("parity.runners") else None
-    runners = make_runners(ctx, model, params, registry)
+    runners = make_runners(ctx, model, params, registry)  # validates backend options: usage errors come first
+    check_requirements(ctx, registry)
     for path in (params.get("save_outputs"), params.get("save_inputs")):
         if path and Path(path).suffix == ".json":
             warn(f"{path} is written in Parity's binary format (a zip of .npy arrays), not JSON")

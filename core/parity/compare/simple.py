@@ -151,27 +151,31 @@ class _ErrorScan:
         hist = np.zeros(len(stats.DECADES) + 3, dtype=np.int64)
         rel32 = np.empty(len(self._rel), dtype=np.float32)
         for sl in stats.chunks(self.a.size):
-            x, y, absd, rel, finite = self._chunk(sl)
-            self.a_acc.add(self.a[sl], sl.start, x)
-            self.b_acc.add(self.b[sl], sl.start, y)
-            self.dots[0] += float(np.dot(x, y))
-            self.dots[1] += float(np.dot(x, x))
-            self.dots[2] += float(np.dot(y, y))
-            if finite:  # no NaN/Inf anywhere in the chunk: no masks needed
-                self.mismatches += int(np.count_nonzero((absd > self.atol) & (rel > self.rtol)))
-                self.needed_atol = max(self.needed_atol, float(absd.max()))
-                self.needed_rtol = max(self.needed_rtol, float(rel.max()))
-            else:
-                self._special(x, y, absd, rel)
-            out = abs_out[sl]
-            out[...] = absd
-            self.abs_acc.add(out, sl.start)
-            r32 = rel32[: len(rel)]
-            r32[...] = rel
-            self.rel_acc.add(r32, sl.start)
-            if histogram:
-                stats.decade_counts(out, hist)
+            with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf are counted, not warned about
+                self._scan_chunk(sl, abs_out, rel32, hist, histogram)
         self.histogram = stats.decade_labels(hist) if histogram else []
+
+    def _scan_chunk(self, sl: slice, abs_out: np.ndarray, rel32: np.ndarray, hist: np.ndarray, histogram: bool) -> None:
+        x, y, absd, rel, finite = self._chunk(sl)
+        self.a_acc.add(self.a[sl], sl.start, x)
+        self.b_acc.add(self.b[sl], sl.start, y)
+        self.dots[0] += float(np.dot(x, y))
+        self.dots[1] += float(np.dot(x, x))
+        self.dots[2] += float(np.dot(y, y))
+        if finite:  # no NaN/Inf anywhere in the chunk: no masks needed
+            self.mismatches += int(np.count_nonzero((absd > self.atol) & (rel > self.rtol)))
+            self.needed_atol = max(self.needed_atol, float(absd.max()))
+            self.needed_rtol = max(self.needed_rtol, float(rel.max()))
+        else:
+            self._special(x, y, absd, rel)
+        out = abs_out[sl]
+        out[...] = absd
+        self.abs_acc.add(out, sl.start)
+        r32 = rel32[: len(rel)]
+        r32[...] = rel
+        self.rel_acc.add(r32, sl.start)
+        if histogram:
+            stats.decade_counts(out, hist)
 
     def _special(self, x: np.ndarray, y: np.ndarray, absd: np.ndarray, rel: np.ndarray) -> None:
         nan_x, nan_y = np.isnan(x), np.isnan(y)
@@ -197,10 +201,10 @@ class _ErrorScan:
         x, y, absd, rel = self._x[:n], self._y[:n], self._abs[:n], self._rel[:n]
         np.copyto(x, self.a[sl], casting="unsafe")
         np.copyto(y, self.b[sl], casting="unsafe")
-        np.subtract(x, y, out=absd)
-        np.abs(absd, out=absd)
-        finite = math.isfinite(float(np.add.reduce(absd)))  # NaN/Inf in x or y make the sum non-finite
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            np.subtract(x, y, out=absd)
+            np.abs(absd, out=absd)
+            finite = math.isfinite(float(np.add.reduce(absd)))  # NaN/Inf in x or y make the sum non-finite
             if not finite:
                 if self.inf_equal:
                     absd[np.isinf(x) & (x == y)] = 0.0
@@ -221,11 +225,13 @@ class _ErrorScan:
 
     def fill_abs(self, out: np.ndarray) -> None:
         for sl in stats.chunks(self.a.size):
-            out[sl] = self._chunk(sl)[2]
+            with np.errstate(over="ignore"):  # a float32 scratch holds huge errors as inf, as before
+                out[sl] = self._chunk(sl)[2]
 
     def fill_rel(self, out: np.ndarray) -> None:
         for sl in stats.chunks(self.a.size):
-            out[sl] = self._chunk(sl)[3]
+            with np.errstate(over="ignore"):
+                out[sl] = self._chunk(sl)[3]
 
 
 def _quantile(err: _ErrorScan, q: float, n: int, absolute: bool) -> float:

@@ -171,20 +171,59 @@ def _select(work: np.ndarray, ranks: set[int]) -> None:
         start = r + 1
 
 
+DECADES = tuple(10.0**e for e in range(-8, 4))
+
+
 def decade_histogram(flat: np.ndarray) -> list[tuple[str, int]]:
     """Counts of |values| per power of ten ("0", "<1e-8", "[1e-8,1e-7)", ..., "NaN/Inf"): error magnitudes
     span decades, so linear bins would put almost everything in the first one."""
-    edges = [10.0**e for e in range(-8, 4)]
-    counts = np.zeros(len(edges) + 3, dtype=np.int64)  # zero, < first, decades..., >= last, non-finite
+    counts = np.zeros(len(DECADES) + 3, dtype=np.int64)
     for sl in chunks(flat.size):
-        part = np.abs(np.asarray(flat[sl], dtype=np.float64))
-        bad = ~np.isfinite(part)
-        counts[-1] += int(np.count_nonzero(bad))
-        part = part[~bad]
-        zero = part == 0
-        counts[0] += int(np.count_nonzero(zero))
-        idx = np.searchsorted(edges, part[~zero], side="right")
-        counts[1 : len(edges) + 2] += np.bincount(idx, minlength=len(edges) + 1)
+        decade_counts(flat[sl], counts)
+    return decade_labels(counts)
+
+
+def _edges(dtype: np.dtype) -> np.ndarray:
+    """The decade edges in ``dtype``, rounded up where needed so comparisons split exactly like float64 ones."""
+    exact = np.array(DECADES)
+    if dtype == np.float64:
+        return exact
+    edges = exact.astype(np.float32)
+    low = edges.astype(np.float64) < exact
+    edges[low] = np.nextafter(edges[low], np.float32(np.inf))
+    return edges
+
+
+_EDGES = {np.dtype(np.float32): _edges(np.dtype(np.float32)), np.dtype(np.float64): _edges(np.dtype(np.float64))}
+
+
+def decade_counts(part: np.ndarray, counts: np.ndarray) -> None:
+    """Add one chunk to ``counts`` (zero, (0, first), decades..., >= last, non-finite). One comparison per
+    edge is ~10x faster than ``searchsorted`` here."""
+    if part.dtype not in _EDGES:
+        part = np.asarray(part, dtype=np.float64)
+    part = np.abs(part)
+    if part.size == 0:
+        return
+    top = part.max()
+    if not np.isfinite(top):
+        finite = np.isfinite(part)
+        counts[-1] += part.size - int(np.count_nonzero(finite))
+        part = part[finite]
+        if part.size == 0:
+            return
+        top = part.max()
+    nonzero = part.size - int(np.count_nonzero(part == 0))
+    counts[0] += part.size - nonzero
+    ge = [int(np.count_nonzero(part >= e)) if e <= top else 0 for e in _EDGES[part.dtype]]
+    counts[1] += nonzero - ge[0]
+    for i in range(1, len(ge)):
+        counts[1 + i] += ge[i - 1] - ge[i]
+    counts[len(ge) + 1] += ge[-1]
+
+
+def decade_labels(counts: np.ndarray) -> list[tuple[str, int]]:
+    edges = DECADES
     labels = ["0", f"(0,{edges[0]:.0e})"]
     labels += [f"[{a:.0e},{b:.0e})" for a, b in zip(edges, edges[1:])]
     labels += [f">={edges[-1]:.0e}", "NaN/Inf"]

@@ -35,7 +35,8 @@ class Oracle:
     ``candidate(subset)`` builds the session candidate for a subset (its artifact writer and info);
     ``interesting_if_bad``: reduce keeps failing subsets, precision keeps passing ones.
     ``closure`` maps a subset to the subset actually checked (e.g. keep inputs fixed); ``empty`` is the
-    verdict for the empty subset, which is never built.
+    verdict for the empty subset without a check (reduce: an empty model is not interesting), or ``None``
+    when the empty subset is a real candidate to check (precision: every node in fp16).
     """
 
     def __init__(
@@ -74,11 +75,11 @@ class Oracle:
     def many(self, subsets: Sequence[Iterable[int]]) -> list[bool]:
         """Verdicts for independent subsets (checked in parallel with ``--jobs``)."""
         prepared = [self._prepare(s) for s in subsets]
-        real = [p for p in prepared if p]
+        real = [p for p in prepared if p or self.empty is None]
         verdicts = dict(zip(real, self.session.evaluate_many([self.candidate(p) for p in real]))) if real else {}
         out = []
         for p in prepared:
-            interesting = (verdicts[p] == self.interesting_if_bad) if p else self.empty
+            interesting = (verdicts[p] == self.interesting_if_bad) if p in verdicts else bool(self.empty)
             self._note(p, interesting)
             out.append(interesting)
         return out

@@ -20,7 +20,7 @@ def _read_engine_inputs(path: str) -> Any:
     return read_engine_inputs(path)
 
 
-def _describe_engine(path: str, show: Any = ()) -> str:
+def _describe_engine(path: str, show: Any = (), options: Any = None) -> str:
     from parity_trt.inspect import describe_engine_file
 
     return describe_engine_file(path, show)
@@ -32,10 +32,11 @@ def _read_script_inputs(path: str) -> Any:
     return read_script_inputs(path)
 
 
-def _describe_script(path: str, show: Any = ()) -> str:
+def _describe_script(path: str, show: Any = (), options: Any = None) -> str:
     from parity_trt.inspect import describe_script
 
-    return describe_script(path, show)
+    func = (options or {}).get("trt_network_func")
+    return describe_script(f"{path}:{func}" if func else path, show)
 
 
 @hookimpl
@@ -65,8 +66,11 @@ def parity_register_model_kinds(register):
     from parity_trt.factory import ENGINE_SUFFIXES
 
     register(ModelKind(name="engine", suffixes=ENGINE_SUFFIXES, read_inputs=_read_engine_inputs, describe=_describe_engine))
+    import click
+
+    func = click.Option(["--trt-network-func"], default=None, help="trt-network-script: function building the network [load_network].")
     register(
-        ModelKind(name="trt-network-script", suffixes=(".py",), read_inputs=_read_script_inputs, describe=_describe_script)
+        ModelKind(name="trt-network-script", suffixes=(".py",), read_inputs=_read_script_inputs, describe=_describe_script, options=(func,))
     )
 
 
