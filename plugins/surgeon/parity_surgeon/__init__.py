@@ -1,0 +1,33 @@
+"""ONNX graph surgery and layerwise debugging for Parity.
+
+Immediately-evaluated functions (each returns a new model; the input is never modified) and lazy loaders::
+
+    from parity_surgeon import sanitize, extract, insert_node, convert_to_fp16, lint, localize
+    model, report = sanitize("model.onnx", fold_constants=True)
+    sub = extract("model.onnx", inputs=["x"], outputs=["y"])
+    result = localize("model.onnx", ["onnxrt", "onnxrt"], reference_model="model_fp16.onnx")
+    print(result.first.node, result.suspect.verdict)
+
+Names resolve on first use so that plugin discovery (which imports ``parity_surgeon.hooks``) stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_NAMES = {
+    "sanitize": "sanitizer", "SanitizeOnnx": "sanitizer", "SanitizeReport": "sanitizer",
+    "extract": "extractor", "extract_node": "extractor", "ExtractSubgraph": "extractor", "TensorSpec": "extractor",
+    "insert_node": "inserter",
+    "convert_to_fp16": "fp16", "Fp16FromOnnx": "fp16", "Fp16Report": "fp16",
+    "lint": "linter", "LintReport": "linter",
+    "localize": "localizer", "LocalizeResult": "localizer", "RunnerSpec": "localizer", "NodeVerdict": "localizer",
+}  # fmt: skip
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NAMES:
+        return getattr(importlib.import_module(f"parity_surgeon.{_NAMES[name]}"), name)
+    raise AttributeError(f"module 'parity_surgeon' has no attribute '{name}'")

@@ -1,0 +1,304 @@
+"""The surgeon plugin's commands. Heavy imports happen inside the callbacks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from parity.cli.common import echo, verbosity_options
+from parity.cli.parsing import GreedyOption, ParityCommand
+from parity.errors import ExitCode, ModelError, UsageError
+
+
+def _check_model(model: str, output: str | None = None) -> None:
+    if not Path(model).exists():
+        raise ModelError(f"model not found: {model}")
+    if output and Path(output).resolve() == Path(model).resolve():
+        raise UsageError("refusing to overwrite the input model; choose another -o path")
+
+
+def _size(text: str | None, option: str) -> int | None:
+    from parity_surgeon.localizer import parse_size
+
+    if text is None or str(text).lower() in ("none", "0", "off"):
+        return None
+    try:
+        return parse_size(text)
+    except UsageError:
+        raise UsageError(f"{option}: cannot read '{text}'; write a size such as 16M or 1G (or none)") from None
+
+
+# --- surgeon sanitize -------------------------------------------------------------------------------
+
+
+@click.command("sanitize", cls=ParityCommand, short_help="Fold constants, clean up, toposort, fix input shapes.")
+@click.argument("model")
+@click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the sanitized model.")
+@click.option("--fold-constants", is_flag=True, help="Fold constant subgraphs, repeating until nothing changes.")
+@click.option("--cleanup", is_flag=True, help="Remove unused nodes, tensors and initializers.")
+@click.option("--toposort", is_flag=True, help="Sort nodes topologically.")
+@click.option("--override-input-shapes", cls=GreedyOption, metavar="NAME:[D0,..]", help="Set input shapes, e.g. x:[1,3,224,224] (then inference and folding use them).")
+@click.option("--fold-size-threshold", default="64M", show_default=True, metavar="SIZE", help="Largest folded tensor kept as a constant (none: no limit).")
+@click.option("--num-passes", type=click.IntRange(min=1), default=10, show_default=True, help="Most folding passes.")
+@click.option("--no-fold-shapes", is_flag=True, help="Do not fold Shape nodes (keeps dynamic shapes dynamic).")
+@click.option("--no-shape-inference", is_flag=True, help="Skip ONNX shape inference.")
+@verbosity_options
+def sanitize_cmd(
+    model: str,
+    output: str,
+    fold_constants: bool,
+    cleanup: bool,
+    toposort: bool,
+    override_input_shapes: tuple[str, ...],
+    fold_size_threshold: str,
+    num_passes: int,
+    no_fold_shapes: bool,
+    no_shape_inference: bool,
+) -> int:
+    """Sanitize MODEL and write it to -o OUTPUT, reporting what changed.
+
+    \b
+      parity surgeon sanitize model.onnx -o folded.onnx --fold-constants
+      parity surgeon sanitize model.onnx -o static.onnx --override-input-shapes x:[1,3,224,224] --fold-constants
+    """
+    from parity.data.parse import parse_shapes
+
+    from parity_surgeon import graph as g
+    from parity_surgeon.sanitizer import sanitize
+
+    _check_model(model, output)
+    shapes = parse_shapes(override_input_shapes, "--override-input-shapes")
+    result, report = sanitize(
+        model, fold_constants, cleanup, toposort, shapes, _size(fold_size_threshold, "--fold-size-threshold"), num_passes, not no_fold_shapes, not no_shape_inference
+    )
+    if not (fold_constants or cleanup or toposort or shapes):
+        echo("parity: note: no --fold-constants/--cleanup/--toposort/--override-input-shapes given: only shape inference ran", err=True)
+    g.save(result, output, model)
+    for line in report.lines():
+        echo(line)
+    echo(f"wrote {output}")
+    return 0
+
+
+# --- surgeon extract --------------------------------------------------------------------------------
+
+
+@click.command("extract", cls=ParityCommand, short_help="Cut out the subgraph between given tensors.")
+@click.argument("model")
+@click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the subgraph.")
+@click.option("--inputs", cls=GreedyOption, metavar="NAME:SHAPE:DTYPE", help="Subgraph inputs; shape and dtype may be auto: x:auto:auto, x:[1,64]:float32.")
+@click.option("--outputs", cls=GreedyOption, metavar="NAME:DTYPE", help="Subgraph outputs; dtype may be auto: y:auto or y.")
+@verbosity_options
+def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple[str, ...]) -> int:
+    """Extract the subgraph of MODEL that computes --outputs from --inputs.
+
+    \b
+      parity surgeon extract model.onnx --inputs x:auto:auto --outputs relu_out:auto -o sub.onnx
+    Shapes and dtypes written auto come from shape inference, or from running the model once when
+    inference cannot tell."""
+    from parity_surgeon import graph as g
+    from parity_surgeon.extractor import extract, parse_input_spec, parse_output_spec
+
+    _check_model(model, output)
+    if not outputs:
+        raise UsageError("--outputs: name at least one output tensor, e.g. --outputs y:auto")
+    result = extract(model, [parse_input_spec(t) for t in inputs], [parse_output_spec(t) for t in outputs])
+    g.save(result, output, model)
+    echo(f"subgraph: {len(result.graph.node)} node(s), inputs {[i.name for i in result.graph.input]}, outputs {[o.name for o in result.graph.output]}")
+    echo(f"wrote {output}")
+    return 0
+
+
+# --- surgeon insert ---------------------------------------------------------------------------------
+
+
+@click.command("insert", cls=ParityCommand, short_help="Replace the subgraph between tensors with one node.")
+@click.argument("model")
+@click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the edited model.")
+@click.option("--op", required=True, help="Op type of the new node (a custom op needs --domain).")
+@click.option("--inputs", cls=GreedyOption, metavar="TENSOR", help="Tensors the new node reads.")
+@click.option("--outputs", cls=GreedyOption, metavar="TENSOR", help="Existing tensors the new node produces (their old producers are removed if unused).")
+@click.option("--name", default=None, help="Name of the new node [OP_inserted].")
+@click.option("--attrs", cls=GreedyOption, metavar="NAME=VALUE", help="Attributes as Python literals: alpha=0.5 axes=[0,1] mode=linear.")
+@click.option("--domain", default=None, help="Op domain of the new node (added to the opset imports at version 1).")
+@verbosity_options
+def insert_cmd(model: str, output: str, op: str, inputs: tuple[str, ...], outputs: tuple[str, ...], name: str | None, attrs: tuple[str, ...], domain: str | None) -> int:
+    """Insert one --op node computing --outputs from --inputs, replacing whatever computed them.
+
+    \b
+      parity surgeon insert model.onnx --op MyGelu --domain my.ops --inputs h --outputs g -o custom.onnx
+    """
+    from parity_surgeon import graph as g
+    from parity_surgeon.inserter import insert_node, parse_attrs
+
+    _check_model(model, output)
+    before = g.load(model)
+    result = insert_node(before, op, list(inputs), list(outputs), name, parse_attrs(attrs), domain)
+    g.save(result, output, model)
+    echo(f"nodes: {len(before.graph.node)} -> {len(result.graph.node)} (inserted {name or op + '_inserted'} ({op}))")
+    echo(f"wrote {output}")
+    return 0
+
+
+# --- check lint -------------------------------------------------------------------------------------
+
+
+@click.command("lint", cls=ParityCommand, short_help="ONNX checker plus common model problems, one line each.")
+@click.argument("model")
+@click.option("-o", "--output", "report_path", type=click.Path(), help="Write a JSON report to PATH.")
+@click.option("--no-onnxruntime", is_flag=True, help="Skip the onnxruntime load checks.")
+@verbosity_options
+def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool) -> int:
+    """Check MODEL; exit 1 if any error is found (warnings alone pass).
+
+    \b
+      parity check lint model.onnx -o lint.json
+    """
+    from parity.util.fs import write_text_atomic
+
+    from parity_surgeon.linter import lint
+
+    _check_model(model)
+    report = lint(model, model, onnxruntime=not no_onnxruntime)
+    for issue in report.issues:
+        echo(issue.line())
+    counts = report.to_json()["summary"]
+    click.echo(f"{'PASSED' if report.passed else 'FAILED'} | {counts['error']} error(s), {counts['warning']} warning(s) | {model}")
+    if report_path:
+        write_text_atomic(report_path, json.dumps(report.to_json(), indent=1))
+    return int(ExitCode.PASSED if report.passed else ExitCode.MISMATCH)
+
+
+# --- convert --fp-to-fp16 ----------------------------------------------------------------------------
+
+
+def convert_fp16(request: Any) -> None:
+    from parity_surgeon import graph as g
+    from parity_surgeon.fp16 import convert_to_fp16
+
+    if not request.get("fp_to_fp16"):
+        raise UsageError("writing an .onnx model needs a conversion: add --fp-to-fp16 (or pick --convert-to)")
+    model, report = convert_to_fp16(
+        request.model,
+        keep_io_types=bool(request.get("keep_io_types")),
+        op_block_list=list(request.get("op_block_list", ())),
+        node_block_list=list(request.get("node_block_list", ())),
+        check_onnxruntime=not request.get("no_ort_check"),
+    )
+    g.save(model, request.output, request.model)
+    for line in report.lines():
+        echo(line)
+
+
+# --- debug localize ---------------------------------------------------------------------------------
+
+LOCALIZE_HELP = """Find the first node of MODEL whose output differs between two runners, and whether it introduces
+the error or only propagates it.
+
+\b
+  parity debug localize model.onnx --onnxrt --onnxrt=graph-optimization-level=disable
+  parity debug localize model.onnx --onnxrt --reference-model model_fp16.onnx --tolerance-preset fp16
+  parity debug localize big.onnx --onnxrt --onnxrt --memory-budget 1G
+  parity debug localize model.onnx --onnxrt --onnxrt --mode bisect --isolate all
+
+Tensors are compared in topological order, marked as outputs in batches that fit --memory-budget (default:
+a quarter of available memory, at most 2 GiB); --mode bisect marks one tensor at a time instead. The
+suspect node is then run alone on the first runner with the reference runner's inputs.
+Exit codes: 0 no divergence, 1 divergence found, 2 usage error, 3 model or backend failure."""
+
+_SKIP_COMPARE = {"load_outputs", "save_outputs", "fail_fast", "validate"}
+
+
+def make_localize_cmd() -> click.Command:
+    from parity.cli import options as opts
+    from parity.plugins import get_registry
+
+    registry = get_registry()
+    params: list[click.Parameter] = [
+        click.Argument(["model"]),
+        click.Option(["--reference-model"], type=click.Path(), default=None, help="The second runner runs this model (e.g. the fp32 original of an fp16 model)."),
+        click.Option(["--memory-budget"], default=None, metavar="SIZE", help="Peak memory to aim for, e.g. 1G, 512M [1/4 of available, at most 2G]."),
+        click.Option(
+            ["--mode"],
+            type=click.Choice(["batches", "bisect"]),
+            default="batches",
+            show_default=True,
+            help="Mark tensors in budgeted batches, or bisect one tensor at a time.",
+        ),
+        click.Option(
+            ["--isolate"], type=click.Choice(["suspect", "all", "none"]), default="suspect", show_default=True, help="Nodes to re-run alone with the reference's inputs."
+        ),
+        click.Option(["--all-tensors"], is_flag=True, help="Compare every tensor instead of stopping after the batch with the first divergence."),
+        click.Option(["--extract-to"], type=click.Path(), default=None, help="Also write the first divergent node as a standalone model to PATH."),
+        *opts.model_options(),
+        *opts.onnx_options(),
+        *opts.data_options(),
+        *[p for p in opts.compare_options(registry) if p.name not in _SKIP_COMPARE],
+        *opts.backend_params(registry),
+    ]
+    return verbosity_options(
+        ParityCommand(
+            "localize", params=params, callback=click.pass_context(localize_command), help=LOCALIZE_HELP, short_help="Find the first divergent node, in bounded memory."
+        )
+    )
+
+
+def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
+    from parity.cli.run import _cast_overrides, make_compare_funcs, make_data_loader
+    from parity.data.loader import as_feed
+    from parity.plugins import get_registry
+    from parity.util.fs import write_text_atomic
+
+    from parity_surgeon import graph as g
+    from parity_surgeon.extractor import extract_node
+    from parity_surgeon.localizer import localize, runner_specs_from_cli
+
+    registry = get_registry()
+    _check_model(model)
+    reference = params.get("reference_model")
+    if reference and not Path(reference).exists():
+        raise ModelError(f"reference model not found: {reference}")
+    chosen = ctx.meta.get("parity.runners", [])
+    if not chosen:
+        raise UsageError("choose the runners to compare: two backend flags (--onnxrt --onnxrt=...), or one and --reference-model")
+    specs = runner_specs_from_cli(chosen, params, lambda backend, overrides: _cast_overrides(backend, overrides, ctx))
+    if params.get("iterations", 1) > 1:
+        echo("parity: note: localize uses the first iteration's inputs", err=True)
+    loader = make_data_loader({**params, "iterations": 1}, model, "onnx", registry)
+    feed = as_feed(next(iter(loader)), 0)
+    funcs = make_compare_funcs(params, registry)
+    result = localize(
+        model,
+        specs,
+        reference_model=reference,
+        feed=feed,
+        compare_func=funcs,
+        memory_budget=params.get("memory_budget"),
+        mode=params["mode"],
+        isolate=params["isolate"],
+        stop_at_first=not params.get("all_tensors"),
+        tensors=list(params.get("onnx_outputs") or ()) or None,
+        exclude=list(params.get("onnx_exclude_outputs") or ()),
+        progress=lambda msg: echo(f"  {msg}", err=True),
+    )
+    for line in result.lines():
+        echo(line)
+    first = result.first
+    if first is not None and params.get("extract_to") and first.node:
+        g.save(extract_node(model, first.node), params["extract_to"], model)
+        echo(f"wrote {params['extract_to']} (node '{first.node}' alone)")
+    if params.get("report"):
+        write_text_atomic(params["report"], json.dumps(result.to_json(), indent=1, default=_json_default))
+    verdict = "no divergence" if first is None else f"first divergence at '{first.name}' ({first.op_type})"
+    click.echo(f"{'PASSED' if first is None else 'FAILED'} | {verdict} | {result.seconds:.2f}s")
+    return int(ExitCode.PASSED if first is None else ExitCode.MISMATCH)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, float) or hasattr(value, "item"):
+        return float(value)
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    return str(value)

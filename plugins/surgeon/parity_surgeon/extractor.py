@@ -1,0 +1,224 @@
+"""``parity surgeon extract``: cut the subgraph between given tensors out of a model.
+
+Shapes and dtypes given as ``auto`` come from ONNX shape inference; where inference cannot tell, the model
+is run once with onnxruntime on random inputs with those tensors marked as outputs, and the observed
+shapes and dtypes are used (the graph's dynamic dims are then fixed to what was seen: say so with a shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from parity.errors import UsageError
+from parity.util.text import did_you_mean
+
+from parity_surgeon import graph as g
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A boundary tensor: ``shape``/``dtype`` of ``None`` mean auto."""
+
+    name: str
+    shape: tuple | None = None
+    dtype: Any = None
+
+
+def parse_input_spec(text: str) -> TensorSpec:
+    """``name:shape:dtype`` with either part ``auto``: ``x:[1,3]:float32``, ``x:auto:auto``, ``x``."""
+    import numpy as np
+    from parity.data.parse import parse_shape
+
+    parts = text.rsplit(":", 2)
+    if len(parts) == 3 and (parts[1] == AUTO or parts[1].startswith("[")):
+        name, shape_text, dtype_text = parts
+    elif len(parts) >= 2 and text.endswith("]"):
+        name, shape_text, dtype_text = text[: text.rfind(":[")], text[text.rfind(":[") + 1 :], AUTO
+    else:
+        name, shape_text, dtype_text = text, AUTO, AUTO
+    if not name:
+        raise UsageError(f"--inputs: cannot read '{text}'; write name:shape:dtype, e.g. x:[1,3,224,224]:float32 or x:auto:auto")
+    shape = None if shape_text == AUTO else parse_shape(f"{name}:{shape_text}", "--inputs")[1]
+    return TensorSpec(name, shape, _dtype(dtype_text, text, "--inputs", np))
+
+
+def parse_output_spec(text: str) -> TensorSpec:
+    """``name:dtype`` or ``name`` (auto)."""
+    import numpy as np
+
+    name, sep, dtype_text = text.rpartition(":")
+    if not sep or not _looks_like_dtype(dtype_text, np):
+        name, dtype_text = text, AUTO
+    return TensorSpec(name, None, _dtype(dtype_text, text, "--outputs", np))
+
+
+def _looks_like_dtype(text: str, np: Any) -> bool:
+    if text == AUTO:
+        return True
+    try:
+        np.dtype(text)
+        return True
+    except TypeError:
+        return False
+
+
+def _dtype(text: str, whole: str, option: str, np: Any) -> Any:
+    if text == AUTO:
+        return None
+    try:
+        return np.dtype(text)
+    except TypeError:
+        raise UsageError(f"{option}: unknown dtype '{text}' in '{whole}' (e.g. float32, float16, int64, or auto)") from None
+
+
+def extract(
+    model: Any,
+    inputs: Sequence[TensorSpec | str],
+    outputs: Sequence[TensorSpec | str],
+    feed: Mapping[str, Any] | None = None,
+) -> Any:
+    """Return the subgraph of ``model`` computing ``outputs`` from ``inputs`` (a new ModelProto)."""
+    import onnx_graphsurgeon as gs
+
+    original = g.load(model)
+    ins = [s if isinstance(s, TensorSpec) else TensorSpec(s) for s in inputs]
+    outs = [s if isinstance(s, TensorSpec) else TensorSpec(s) for s in outputs]
+    if not outs:
+        raise UsageError("--outputs: name at least one output tensor")
+    inferred, _ = g.infer_shapes(original)
+    types = g.value_types(inferred)
+    known = set(g.tensor_order(original)) | {vi.name for vi in original.graph.input} | {i.name for i in original.graph.initializer}
+    for spec, option in [*((s, "--inputs") for s in ins), *((s, "--outputs") for s in outs)]:
+        if spec.name not in known:
+            raise UsageError(f"{option}: the model has no tensor '{spec.name}'{did_you_mean(spec.name, known)}")
+    missing = [s.name for s in [*ins, *outs] if not _resolved(s, types)]
+    observed = _observe(original, missing, feed) if missing else {}
+    graph = gs.import_onnx(inferred)
+    tensors = graph.tensors()
+    graph.inputs = [_boundary(tensors[s.name], s, types, observed, gs, is_input=True) for s in ins]
+    graph.outputs = [_boundary(tensors[s.name], s, types, observed, gs, is_input=False) for s in outs]
+    graph.cleanup(remove_unused_graph_inputs=False).toposort()
+    _check_closed(graph, {s.name for s in ins})
+    result = gs.export_onnx(graph, do_type_check=False)
+    del result.graph.value_info[:]  # stale shapes from the full graph; re-infer on the cut
+    result, _ = g.infer_shapes(g.keep_header(result, original))
+    return result
+
+
+def _resolved(spec: TensorSpec, types: Mapping[str, tuple]) -> bool:
+    elem, shape = types.get(spec.name, (0, None))
+    return (spec.dtype is not None or bool(elem)) and (spec.shape is not None or shape is not None)
+
+
+def _boundary(tensor: Any, spec: TensorSpec, types: Mapping[str, tuple], observed: Mapping[str, Any], gs: Any, is_input: bool) -> Any:
+    from parity.onnx_models import dtype_of
+
+    elem, shape = types.get(spec.name, (0, None))
+    dtype = spec.dtype if spec.dtype is not None else (dtype_of(elem) if elem else None)
+    if is_input:
+        shape = spec.shape if spec.shape is not None else shape
+    if spec.name in observed:
+        arr = observed[spec.name]
+        dtype = dtype if dtype is not None else arr.dtype
+        shape = shape if shape is not None else tuple(arr.shape)
+    if isinstance(tensor, gs.Constant):
+        if not is_input:
+            return tensor  # a constant output is legal ONNX; nothing to do
+        var = gs.Variable(tensor.name)  # a weight turned into an input: the caller feeds it
+        for node in list(tensor.outputs):
+            for i, t in enumerate(node.inputs):
+                if t is tensor:
+                    node.inputs[i] = var
+        tensor = var
+    if is_input:
+        tensor.inputs.clear()  # cut: the tensor now comes from outside
+    tensor.dtype = dtype
+    tensor.shape = None if shape is None else [d if isinstance(d, int) and d >= 0 else (d if isinstance(d, str) else None) for d in shape]
+    return tensor
+
+
+def _check_closed(graph: Any, given: set[str]) -> None:
+    """Every tensor the kept nodes read must be a boundary input or a constant."""
+    import onnx_graphsurgeon as gs
+
+    produced = {t.name for n in graph.nodes for t in n.outputs}
+    for node in graph.nodes:
+        for t in node.inputs:
+            if isinstance(t, gs.Variable) and t.name and t.name not in produced and t.name not in given:
+                raise UsageError(f"the subgraph also needs tensor '{t.name}' (read by node '{node.name}'); add it to --inputs")
+
+
+def _observe(model: Any, names: Sequence[str], feed: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Run the model once with ``names`` marked as outputs (the fallback when shape inference cannot tell)."""
+    from parity import onnx_models
+    from parity.data.loader import DataLoader
+    from parity_onnxrt.loaders import ModifyOnnxOutputs, SessionFromOnnx
+
+    session = SessionFromOnnx(ModifyOnnxOutputs(lambda: _copy(model), list(names)))()
+    data = dict(feed) if feed is not None else DataLoader(onnx_models.graph_inputs(model))[0]
+    values = session.run(list(names), data)
+    return dict(zip(names, values))
+
+
+def _copy(model: Any) -> Any:
+    import onnx
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    return out
+
+
+class ExtractSubgraph:
+    """Lazy loader twin of :func:`extract`."""
+
+    def __init__(self, model: Any, inputs: Sequence[TensorSpec | str], outputs: Sequence[TensorSpec | str]) -> None:
+        self.model, self.inputs, self.outputs = model, inputs, outputs
+
+    def __call__(self) -> Any:
+        from parity.backend.base import invoke_if_callable
+
+        model, _ = invoke_if_callable(self.model)
+        return extract(model, self.inputs, self.outputs)
+
+
+def extract_node(model: Any, node_name: str, input_types: Mapping[str, tuple[Any, tuple]] | None = None) -> Any:
+    """One node as a standalone model: its computed inputs become graph inputs, weights and ``Constant``
+    inputs stay inside. Built directly (no shape inference over the whole graph), so it is cheap enough to
+    call for every node. ``input_types`` maps input name -> (numpy dtype, shape); missing ones come from the
+    model's own type information."""
+    import onnx
+    from onnx import helper
+
+    proto = g.load(model)
+    nodes = {n.name or f"{n.op_type}_{i}": n for i, n in enumerate(g.topo_nodes(proto.graph))}
+    if node_name not in nodes:
+        raise UsageError(f"the model has no node '{node_name}'{did_you_mean(node_name, nodes)}")
+    node = nodes[node_name]
+    inits = {i.name: i for i in proto.graph.initializer}
+    consts = {n.output[0]: n for n in proto.graph.node if n.op_type == "Constant"}
+    types = g.value_types(proto)
+    graph_inputs, kept_inits, kept_nodes = [], [], []
+    for t in dict.fromkeys(g._node_inputs(node)):
+        if t in inits:
+            kept_inits.append(inits[t])
+        elif t in consts:
+            kept_nodes.append(consts[t])
+        else:
+            if input_types and t in input_types:
+                dtype, shape = input_types[t]
+                elem = helper.np_dtype_to_tensor_dtype(dtype)
+            else:
+                elem, shape = types.get(t, (0, None))
+            graph_inputs.append(helper.make_tensor_value_info(t, elem or onnx.TensorProto.FLOAT, None if shape is None else list(shape)))
+    outputs = [helper.make_empty_tensor_value_info(t) for t in node.output if t]
+    graph = helper.make_graph([*kept_nodes, node], f"{_safe_name(node_name)}_alone", graph_inputs, outputs, list(kept_inits))
+    out = helper.make_model(graph)
+    return g.keep_header(out, proto)
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)[:60]

@@ -1,0 +1,175 @@
+"""Small ONNX graph helpers shared by the surgeon commands: load/save, topological order, producers.
+
+Works on ``onnx.ModelProto`` directly (no graphsurgeon import) so that layerwise debugging of big models
+does not pay for building a second in-memory graph.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from parity import onnx_models
+from parity.errors import ModelError, UsageError
+from parity.util.fs import write_bytes_atomic
+
+IR_VERSION_FALLBACK = 10  # what onnxruntime loads; onnx.helper writes newer versions it cannot
+
+
+def load(model: Any) -> Any:
+    """A path or a ModelProto -> ModelProto (paths get one-line errors)."""
+    if isinstance(model, (str, Path)):
+        return onnx_models.load(model)
+    return model
+
+
+def save(model: Any, path: str | Path, source: str | Path | None = None) -> None:
+    """Write ``model`` atomically; refuse to overwrite the model we were given."""
+    if source is not None and Path(path).resolve() == Path(source).resolve():
+        raise UsageError("refusing to overwrite the input model; choose another -o path")
+    try:
+        data = model.SerializeToString()
+    except ValueError as exc:  # protobuf's 2 GiB limit
+        raise ModelError(f"the model is over protobuf's 2 GiB limit and cannot be written as one file ({exc})") from None
+    write_bytes_atomic(path, data)
+
+
+def keep_header(model: Any, original: Any) -> Any:
+    """Copy IR version and opsets from ``original``: exporters (gs, onnx.helper) write newer IR versions."""
+    model.ir_version = original.ir_version or IR_VERSION_FALLBACK
+    del model.opset_import[:]
+    model.opset_import.extend(original.opset_import)
+    for field in ("producer_name", "producer_version", "domain", "model_version", "doc_string"):
+        setattr(model, field, getattr(original, field))
+    return model
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """Where a tensor comes from: index in topological order, node name, op type, inputs and outputs."""
+
+    index: int
+    name: str
+    op_type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+def topo_nodes(graph: Any) -> list[Any]:
+    """Nodes in topological order (Kahn's algorithm, stable: ties keep file order)."""
+    nodes = list(graph.node)
+    producer = {out: i for i, n in enumerate(nodes) for out in n.output if out}
+    indegree = [0] * len(nodes)
+    users: list[list[int]] = [[] for _ in nodes]
+    for i, n in enumerate(nodes):
+        deps = {producer[t] for t in _node_inputs(n) if t in producer and producer[t] != i}
+        indegree[i] = len(deps)
+        for d in deps:
+            users[d].append(i)
+    ready = deque(i for i, d in enumerate(indegree) if d == 0)
+    order: list[int] = []
+    while ready:
+        i = ready.popleft()
+        order.append(i)
+        for u in sorted(users[i]):
+            indegree[u] -= 1
+            if indegree[u] == 0:
+                ready.append(u)
+    if len(order) != len(nodes):
+        raise ModelError(f"the graph has a cycle through {len(nodes) - len(order)} node(s); it is not a valid ONNX graph")
+    return [nodes[i] for i in order]
+
+
+def _node_inputs(node: Any) -> Iterable[str]:
+    """A node's inputs including tensors its subgraphs (If/Loop bodies) read from the outer scope."""
+    yield from (t for t in node.input if t)
+    for attr in node.attribute:
+        for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
+            inner = {t for n in sub.node for t in n.output} | {i.name for i in sub.input} | {i.name for i in sub.initializer}
+            for n in sub.node:
+                yield from (t for t in _node_inputs(n) if t not in inner)
+
+
+def producers(model: Any) -> dict[str, NodeInfo]:
+    """tensor name -> the node producing it, with the node's position in topological order."""
+    out: dict[str, NodeInfo] = {}
+    for index, node in enumerate(topo_nodes(model.graph)):
+        info = NodeInfo(index, node.name or f"{node.op_type}_{index}", node.op_type, tuple(node.input), tuple(node.output))
+        for t in node.output:
+            if t:
+                out[t] = info
+    return out
+
+
+def tensor_order(model: Any) -> list[str]:
+    """Every node output, in topological order."""
+    return [t for n in topo_nodes(model.graph) for t in n.output if t]
+
+
+def constant_names(model: Any) -> set[str]:
+    """Initializers and outputs of Constant nodes: values that need no input."""
+    names = {i.name for i in model.graph.initializer}
+    names.update(t for n in model.graph.node if n.op_type == "Constant" for t in n.output)
+    return names
+
+
+def value_types(model: Any) -> dict[str, tuple[int, tuple | None]]:
+    """tensor -> (ONNX elem_type, shape or None) from inputs, outputs, value_info and initializers."""
+    out: dict[str, tuple[int, tuple | None]] = {}
+    g = model.graph
+    for vi in [*g.value_info, *g.input, *g.output]:
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type"):
+            continue
+        shape = None
+        if tt.HasField("shape"):
+            shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
+        if tt.elem_type or vi.name not in out:
+            out[vi.name] = (tt.elem_type, shape)
+    for init in g.initializer:
+        out[init.name] = (init.data_type, tuple(init.dims))
+    for n in g.node:
+        if n.op_type == "Constant":
+            for a in n.attribute:
+                if a.name == "value":
+                    out[n.output[0]] = (a.t.data_type, tuple(a.t.dims))
+    return out
+
+
+def infer_shapes(model: Any, data_prop: bool = True) -> tuple[Any, str]:
+    """ONNX shape inference where it succeeds; returns the model and a one-line status."""
+    import onnx
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=data_prop)
+        return inferred, "ok"
+    except Exception as exc:  # onnx raises InferenceError, ValidationError or protobuf errors
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return model, f"failed ({text[:160]})"
+
+
+def set_input_shapes(model: Any, shapes: dict[str, tuple]) -> None:
+    """Overwrite graph input shapes in place (``--override-input-shapes``), dropping stale inferred shapes."""
+    from parity.util.text import did_you_mean
+
+    inputs = {vi.name: vi for vi in model.graph.input}
+    for name, dims in shapes.items():
+        if name not in inputs:
+            raise UsageError(f"the model has no input '{name}'{did_you_mean(name, inputs)}; inputs: {', '.join(inputs)}")
+        shape = inputs[name].type.tensor_type.shape
+        del shape.dim[:]
+        for d in dims:
+            dim = shape.dim.add()
+            if isinstance(d, int):
+                dim.dim_value = d
+            elif d:
+                dim.dim_param = str(d)
+    if shapes:
+        del model.graph.value_info[:]
+        for out in model.graph.output:  # outputs' shapes may depend on the inputs': let inference redo them
+            tt = out.type.tensor_type
+            if tt.HasField("shape"):
+                tt.ClearField("shape")

@@ -1,0 +1,219 @@
+"""``parity check lint``: the ONNX checker plus the problems users actually hit, one line each.
+
+Rules (``rule`` in the JSON report): ``checker`` (onnx.checker), ``shape-inference`` (strict inference
+errors), ``dangling-input`` (a node reads a tensor nothing produces), ``dangling-output`` (a graph output
+nothing produces), ``duplicate-tensor`` (two producers of one name), ``duplicate-node-name``,
+``unused-initializer``, ``unused-input``, ``dead-node`` (computes nothing that reaches an output),
+``unsorted`` (nodes out of topological order), ``opset`` / ``ir-version`` (beyond what the installed
+onnxruntime loads: probed by loading an empty model with the same header), ``onnxruntime`` (the model
+fails to load in onnxruntime for another reason, e.g. an op it does not implement).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from parity_surgeon import graph as g
+
+ERROR, WARNING = "error", "warning"
+
+
+@dataclass
+class LintIssue:
+    level: str
+    rule: str
+    message: str
+    node: str | None = None
+    tensor: str | None = None
+
+    def line(self) -> str:
+        where = f" (node '{self.node}')" if self.node else ""
+        return f"{self.level.upper():<7} [{self.rule}] {self.message}{where}"
+
+
+@dataclass
+class LintReport:
+    model: str
+    issues: list[LintIssue] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not any(i.level == ERROR for i in self.issues)
+
+    def add(self, level: str, rule: str, message: str, node: str | None = None, tensor: str | None = None) -> None:
+        self.issues.append(LintIssue(level, rule, message, node, tensor))
+
+    def to_json(self) -> dict[str, Any]:
+        counts = {lvl: sum(1 for i in self.issues if i.level == lvl) for lvl in (ERROR, WARNING)}
+        return {"format": "parity-lint", "version": 1, "model": self.model, "passed": self.passed, "summary": counts, "issues": [asdict(i) for i in self.issues]}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:300]
+    return type(exc).__name__
+
+
+def lint(model: Any, label: str | None = None, onnxruntime: bool = True) -> LintReport:
+    """Lint ``model`` (a path or ModelProto)."""
+    import onnx
+
+    proto = g.load(model)
+    report = LintReport(label or (str(model) if isinstance(model, str) else "<model>"))
+    try:
+        onnx.checker.check_model(proto)
+    except Exception as exc:  # ValidationError, or protobuf errors on malformed files
+        report.add(ERROR, "checker", _first_line(exc))
+    try:
+        onnx.shape_inference.infer_shapes(proto, strict_mode=True)
+    except Exception as exc:
+        report.add(ERROR, "shape-inference", _first_line(exc))
+    _structure(proto, report)
+    if onnxruntime:
+        from parity.plugins import module_available
+
+        if module_available("onnxruntime"):
+            _onnxruntime(proto, report)
+    return report
+
+
+def _subgraph_reads(node: Any) -> set[str]:
+    return set(g._node_inputs(node)) - set(node.input)
+
+
+def _structure(model: Any, report: LintReport) -> None:
+    graph = model.graph
+    inits = {i.name for i in graph.initializer}
+    inputs = [vi.name for vi in graph.input]
+    produced: dict[str, str] = {}
+    names: dict[str, int] = {}
+    available = set(inputs) | inits
+    for index, node in enumerate(graph.node):
+        label = node.name or f"{node.op_type}_{index}"
+        if node.name:
+            names[node.name] = names.get(node.name, 0) + 1
+        for t in node.output:
+            if not t:
+                continue
+            if t in produced:
+                report.add(ERROR, "duplicate-tensor", f"tensor '{t}' is produced by both '{produced[t]}' and '{label}'", label, t)
+            elif t in inputs or t in inits:
+                report.add(ERROR, "duplicate-tensor", f"tensor '{t}' is both a graph input/initializer and an output of '{label}'", label, t)
+            produced[t] = label
+    all_outputs = set(produced)
+    unsorted_reported = False
+    for index, node in enumerate(graph.node):
+        label = node.name or f"{node.op_type}_{index}"
+        for t in [*node.input, *_subgraph_reads(node)]:
+            if not t:
+                continue
+            if t not in all_outputs and t not in available:
+                report.add(ERROR, "dangling-input", f"input '{t}' is not produced by any node, graph input or initializer", label, t)
+            elif t in all_outputs and t not in available and not unsorted_reported:
+                report.add(WARNING, "unsorted", f"'{label}' reads '{t}' before it is produced; run: parity surgeon sanitize --toposort", label, t)
+                unsorted_reported = True
+        available.update(o for o in node.output if o)
+    for name, count in names.items():
+        if count > 1:
+            report.add(WARNING, "duplicate-node-name", f"{count} nodes are named '{name}'", name)
+    outputs = {vi.name for vi in graph.output}
+    for t in outputs:
+        if t not in all_outputs and t not in inputs and t not in inits:
+            report.add(ERROR, "dangling-output", f"graph output '{t}' is not produced by any node", tensor=t)
+    used = {t for n in graph.node for t in [*n.input, *_subgraph_reads(n)] if t} | outputs
+    for init in graph.initializer:
+        if init.name not in used:
+            report.add(
+                WARNING, "unused-initializer", f"initializer '{init.name}' ({_size(init)}) is never read; run: parity surgeon sanitize --cleanup", tensor=init.name
+            )
+    for name in inputs:
+        if name not in used and name not in inits:
+            report.add(WARNING, "unused-input", f"graph input '{name}' is never read", tensor=name)
+    _dead_nodes(model, outputs, report)
+
+
+def _size(init: Any) -> str:
+    n = 1
+    for d in init.dims:
+        n *= d
+    return f"{n} element(s)"
+
+
+def _dead_nodes(model: Any, outputs: set[str], report: LintReport) -> None:
+    """Nodes from which no graph output is reachable (reverse reachability from the outputs)."""
+    prods = {t: n for n in model.graph.node for t in n.output if t}
+    live: set[int] = set()
+    stack = list(outputs)
+    seen: set[str] = set()
+    while stack:
+        t = stack.pop()
+        if t in seen or t not in prods:
+            continue
+        seen.add(t)
+        node = prods[t]
+        live.add(id(node))
+        stack.extend(g._node_inputs(node))
+    dead = [n for n in model.graph.node if id(n) not in live]
+    for i, node in enumerate(dead[:20]):
+        report.add(
+            WARNING, "dead-node", f"'{node.name or node.op_type}' ({node.op_type}) computes nothing that reaches a graph output", node.name or f"{node.op_type}_{i}"
+        )
+    if len(dead) > 20:
+        report.add(WARNING, "dead-node", f"... and {len(dead) - 20} more dead node(s); run: parity surgeon sanitize --cleanup")
+
+
+_PROBES: dict[tuple, str | None] = {}
+
+
+def _probe_header(model: Any) -> tuple[str, str] | None:
+    """Load an empty model with the same IR version and opsets: isolates header problems from op problems."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    key = (model.ir_version, tuple((o.domain, o.version) for o in model.opset_import))
+    if key not in _PROBES:
+        graph = helper.make_graph(
+            [helper.make_node("Identity", ["x"], ["y"])],
+            "probe",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        )
+        probe = helper.make_model(graph, opset_imports=list(model.opset_import))
+        probe.ir_version = model.ir_version
+        if not any(o.domain in ("", "ai.onnx") for o in model.opset_import):
+            probe.opset_import.append(onnx.helper.make_opsetid("", 17))
+        options = ort.SessionOptions()
+        options.log_severity_level = 4
+        try:
+            ort.InferenceSession(probe.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"])
+            _PROBES[key] = None
+        except Exception as exc:
+            _PROBES[key] = _first_line(exc)
+    problem = _PROBES[key]
+    if problem is None:
+        return None
+    rule = "ir-version" if "IR version" in problem or "ir_version" in problem.lower() else "opset"
+    return rule, problem
+
+
+def _onnxruntime(model: Any, report: LintReport) -> None:
+    import onnxruntime as ort
+
+    header = _probe_header(model)
+    if header:
+        rule, problem = header
+        opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
+        report.add(ERROR, rule, f"onnxruntime {ort.__version__} cannot load IR version {model.ir_version} / opsets {opsets}: {problem}")
+        return
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        if not any(i.level == ERROR and i.rule != "onnxruntime" for i in report.issues):
+            report.add(ERROR, "onnxruntime", f"onnxruntime {ort.__version__} cannot load the model: {_first_line(exc)}")

@@ -1,0 +1,558 @@
+"""``parity debug localize``: find the first node whose output diverges between two runners, in bounded memory.
+
+Two search modes over the tensors of the model in topological order (Kahn's algorithm):
+
+* ``batches`` (default): mark consecutive tensors as outputs in batches sized so that both runners' marked
+  outputs fit the memory budget, compare, and stop after the batch holding the first failing tensor. Every
+  input of that tensor's node comes earlier in the order, so it was compared and passed.
+* ``bisect``: mark one tensor at a time and binary-search the order for the pass/fail boundary (about
+  log2(N) pairs of runs), then walk upstream while a failing tensor's node has a failing input. Use it when
+  marking many outputs changes the result (it breaks fusions) or one batch does not fit.
+
+Then it separates error a node *introduces* from error it only *propagates*: the suspect node (or every
+node, on request) is cut out as a one-node model, run on the first runner's backend with the reference
+runner's values of its inputs, and compared with the reference's value of its output.
+
+Runners come from the registry, so any backend pair works; each side may run its own model
+(``reference_model``, e.g. the fp32 model against its fp16 conversion, matched by tensor name).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from parity.compare.divergence import DivergenceReport, GraphInfo, TensorError
+from parity.errors import UsageError
+
+from parity_surgeon import graph as g
+
+DEFAULT_BUDGET_CAP = 2 << 30  # bytes
+RUNTIME_OVERHEAD = 200 << 20  # interpreter, onnxruntime and numpy themselves
+
+
+def parse_size(text: str | int | None) -> int | None:
+    """``'2G'``, ``'512M'``, ``'1.5GiB'``, ``'100000'`` -> bytes."""
+    if text is None or isinstance(text, int):
+        return text
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*", str(text), re.IGNORECASE)
+    if not found:
+        raise UsageError(f"--memory-budget: cannot read '{text}'; write a size such as 512M, 2G or 1.5GiB")
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[found.group(2).lower()]
+    return int(float(found.group(1)) * scale)
+
+
+def default_budget() -> int:
+    """A quarter of the memory available now, at most 2 GiB."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return min(DEFAULT_BUDGET_CAP, int(line.split()[1]) * 1024 // 4)
+    except OSError:
+        pass
+    return DEFAULT_BUDGET_CAP // 2
+
+
+def _mib(n: float) -> str:
+    return f"{n / (1 << 30):.2f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.1f} MiB"
+
+
+@dataclass
+class RunnerSpec:
+    """One side of the comparison: a registered backend, its parsed options, and the model it runs."""
+
+    backend: str = "onnxrt"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    model: str | None = None  # default: the model being localized
+
+
+@dataclass
+class NodeVerdict:
+    """A node run alone on the first runner with the reference's inputs."""
+
+    node: str
+    op_type: str
+    tensor: str
+    full: TensorError | None  # error at this tensor in the full run
+    own: TensorError | None  # error of the node alone, fed the reference's inputs
+    overflowed: tuple[str, ...] = ()  # inputs whose reference values do not fit the node's input dtype
+
+    @property
+    def verdict(self) -> str:
+        if self.own is None:
+            return "not isolated"
+        if self.overflowed and not self.own.passed:
+            return "input overflow"
+        if not self.own.passed:
+            return "introduces"
+        if self.full is not None and not self.full.passed:
+            return "propagates"
+        return "ok"
+
+
+@dataclass
+class LocalizeResult:
+    model: str
+    reference_model: str | None
+    mode: str
+    tensors: list[TensorError]  # compared tensors, topological order
+    report: DivergenceReport
+    isolation: list[NodeVerdict] = field(default_factory=list)
+    candidates: int = 0
+    pair_runs: int = 0
+    single_runs: int = 0
+    budget: int = 0
+    largest_batch: int = 0
+    seconds: float = 0.0
+
+    @property
+    def first(self) -> TensorError | None:
+        return self.report.first
+
+    @property
+    def suspect(self) -> NodeVerdict | None:
+        first = self.first
+        return next((v for v in self.isolation if first and v.tensor == first.name), None)
+
+    def lines(self) -> list[str]:
+        out = [
+            f"Compared {len(self.tensors)} of {self.candidates} tensors ({self.mode}): {self.pair_runs} paired run(s), "
+            f"{self.single_runs} single-node run(s), memory budget {_mib(self.budget)}, largest batch {_mib(self.largest_batch)}, {self.seconds:.2f}s"
+        ]
+        out += self.report.lines()
+        for v in self.isolation:
+            if v.own is None:
+                continue
+            own = f"max abs {_num(v.own.max_abs)}, max rel {_num(v.own.max_rel)}"
+            if v.verdict == "introduces":
+                out.append(f"Node '{v.node}' ({v.op_type}) INTRODUCES the error: run alone on the reference's inputs it is still out of tolerance ({own})")
+            elif v.verdict == "input overflow":
+                out.append(f"Node '{v.node}' ({v.op_type}) cannot be judged alone: the reference's values of {list(v.overflowed)} overflow its input dtype")
+            elif v.verdict == "propagates":
+                out.append(
+                    f"Node '{v.node}' ({v.op_type}) only PROPAGATES error: run alone on the reference's inputs it is within tolerance ({own});"
+                    " its inputs' small errors grow through it"
+                )
+        introducing = [v for v in self.isolation if v.verdict == "introduces"]
+        if len(self.isolation) > 1:
+            out.append(
+                f"Nodes introducing error on their own: {len(introducing)} of {len(self.isolation)}"
+                + (": " + ", ".join(f"{v.node} ({v.op_type})" for v in introducing[:20]) if introducing else "")
+            )
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {
+            "format": "parity-localize",
+            "version": 1,
+            "model": self.model,
+            "reference_model": self.reference_model,
+            "mode": self.mode,
+            "candidates": self.candidates,
+            "pair_runs": self.pair_runs,
+            "single_runs": self.single_runs,
+            "budget_bytes": self.budget,
+            "largest_batch_bytes": self.largest_batch,
+            "seconds": self.seconds,
+            "divergence": self.report.to_json(),
+            "isolation": [{**asdict(v), "verdict": v.verdict} for v in self.isolation],
+        }
+
+
+def _num(v: float) -> str:
+    return "-" if v is None or math.isnan(v) else f"{v:.4g}"
+
+
+class _Session:
+    """The state of one localization: runners, feeds, graph info, and the compare functions."""
+
+    def __init__(self, model: str, runners: Sequence[RunnerSpec], feed: Mapping[str, Any], funcs: Sequence[Any], progress: Callable[[str], None] | None) -> None:
+        import onnx
+        from parity import onnx_models
+
+        self.model = model
+        self.specs = [RunnerSpec(r.backend, dict(r.options), r.model or model) for r in runners]
+        self.feed = dict(feed)
+        self.funcs = list(funcs)
+        self.progress = progress or (lambda _msg: None)
+        self.pair_runs = self.single_runs = 0
+        proto = onnx_models.load(model)
+        self.info = GraphInfo.from_onnx(proto)
+        self.rank = {t: i for i, t in enumerate(self.info.order)}
+        self.weights = sum(_init_bytes(i) for i in proto.graph.initializer)
+        self.sizes = _tensor_bytes(proto, self.feed)
+        self.types = g.value_types(g.infer_shapes(_light(proto), data_prop=False)[0])
+        self.node_index = {n.name or f"{n.op_type}_{i}": n for i, n in enumerate(g.topo_nodes(proto.graph))}
+        ref_model = self.specs[1].model
+        if ref_model != model:
+            ref = onnx.load(ref_model, load_external_data=False)
+            self.ref_tensors = {t for n in ref.graph.node for t in n.output} | {i.name for i in ref.graph.input}
+            del ref
+        else:
+            self.ref_tensors = None
+        self.proto = proto  # kept for cutting single nodes out; weights are shared with nothing else
+
+    # --- runners --------------------------------------------------------------------------------------
+    def _runner(self, side: int, outputs: Sequence[str], model: str | None = None) -> Any:
+        from parity.plugins import get_registry
+        from parity.registry import RunnerRequest
+
+        spec = self.specs[side]
+        backend = get_registry().backend(spec.backend)
+        marked = list(outputs)
+        options = {**spec.options, "onnx_outputs": marked, "trt_outputs": marked, "onnx_exclude_outputs": ()}
+        runner = backend.make_runner(RunnerRequest(model or spec.model, options, side, "onnx"))
+        runner.name = f"{spec.backend}-{side}"
+        return runner
+
+    def infer(self, side: int, outputs: Sequence[str], feed: Mapping[str, Any] | None = None, model: str | None = None) -> dict[str, Any]:
+        with self._runner(side, outputs, model) as runner:
+            data = _fit(feed if feed is not None else self.feed, runner.get_input_metadata())
+            return runner.infer(data)
+
+    def compare(self, names: Sequence[str]) -> dict[str, TensorError]:
+        """Run both sides with ``names`` marked; compare tensor by tensor, freeing each as it is done."""
+        self.pair_runs += 1
+        actual = self.infer(0, names)
+        reference = self.infer(1, names)
+        out = {}
+        for name in names:
+            if name not in actual or name not in reference:
+                continue
+            out[name] = self._error(name, actual.pop(name), reference.pop(name))
+        return out
+
+    def _error(self, name: str, a: Any, b: Any) -> TensorError:
+        import numpy as np
+
+        checks = [f(name, np.asarray(a), np.asarray(b)) for f in self.funcs]
+        values = next((c.values for c in checks if "max_abs" in c.values), {})
+        failed = [c for c in checks if not c.passed]
+        prod = self.info.producers.get(name)
+        pos = self.rank.get(name, -1)
+        return TensorError(
+            name, pos, not failed, float(values.get("max_abs", math.nan)), float(values.get("max_rel", math.nan)),
+            failed[0].message if failed else "", prod.node if prod else None, prod.op_type if prod else None, prod.inputs if prod else (),
+        )  # fmt: skip
+
+    # --- isolation ----------------------------------------------------------------------------------
+    def isolate(self, nodes: Sequence[str], full: Mapping[str, TensorError], budget: int) -> list[NodeVerdict]:
+        """Run each node alone on side 0 with side 1's values of its inputs (fetched in budgeted batches)."""
+        from parity_surgeon.extractor import extract_node
+
+        verdicts = []
+        todo = list(nodes)
+        while todo:
+            batch, names, cost = [], [], 0
+            while todo:
+                node = self.node_index[todo[0]]
+                need = [t for t in dict.fromkeys([*g._node_inputs(node), *node.output]) if t and t not in self.info.constants and t not in self.feed]
+                extra = sum(self.sizes.get(t) or 0 for t in need if t not in names)
+                if batch and cost + extra > budget:
+                    break
+                batch.append(todo.pop(0))
+                names += [t for t in need if t not in names]
+                cost += extra
+            self.single_runs += 1
+            ref = self.infer(1, [t for t in names if self._in_reference(t)]) if names else {}
+            ref.update({k: v for k, v in self.feed.items()})
+            with tempfile.TemporaryDirectory(prefix="parity-localize-") as tmp:
+                for node_name in batch:
+                    node = self.node_index[node_name]
+                    outs = [t for t in node.output if t]
+                    inputs = [t for t in dict.fromkeys(g._node_inputs(node)) if t not in self.info.constants]
+                    if any(t not in ref for t in inputs) or not any(t in ref for t in outs):
+                        verdicts.append(NodeVerdict(node_name, node.op_type, outs[0], full.get(outs[0]), None))
+                        continue
+                    feed = {t: ref[t] for t in inputs}
+                    types = {t: (self._dtype(t, ref[t]), tuple(ref[t].shape)) for t in inputs}
+                    path = Path(tmp) / "node.onnx"
+                    g.save(extract_node(self.proto, node_name, types), path)
+                    self.single_runs += 1
+                    cast, overflowed = _cast_inputs(feed, {t: types[t][0] for t in inputs})
+                    got = self.infer(0, [], feed=cast, model=str(path))
+                    tensor = next(t for t in outs if t in ref)
+                    own = self._error(tensor, got[tensor], ref[tensor]) if tensor in got else None
+                    verdicts.append(NodeVerdict(node_name, node.op_type, tensor, full.get(tensor), own, overflowed))
+            del ref
+        return verdicts
+
+    def _in_reference(self, t: str) -> bool:
+        return self.ref_tensors is None or t in self.ref_tensors
+
+    def _dtype(self, t: str, value: Any) -> Any:
+        from parity.onnx_models import dtype_of
+
+        elem = self.types.get(t, (0, None))[0]
+        return (dtype_of(elem) if elem else None) or value.dtype
+
+
+def _cast_inputs(feed: Mapping[str, Any], dtypes: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Cast reference values to the node's input dtypes, naming those that overflow (fp32 -> fp16)."""
+    import numpy as np
+
+    out, overflowed = {}, []
+    for name, value in feed.items():
+        with np.errstate(over="ignore", invalid="ignore"):
+            cast = value.astype(dtypes[name], copy=False)
+        if cast is not value and np.issubdtype(cast.dtype, np.floating) and np.count_nonzero(~np.isfinite(cast)) > np.count_nonzero(~np.isfinite(value)):
+            overflowed.append(name)
+        out[name] = cast
+    return out, tuple(overflowed)
+
+
+def _fit(feed: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Cast inputs to each runner's dtypes (an fp16 model compared with its fp32 original)."""
+    out = {}
+    for name, value in feed.items():
+        m = meta.get(name)
+        out[name] = value.astype(m.dtype) if m is not None and m.dtype is not None and value.dtype != m.dtype else value
+    return out
+
+
+def _init_bytes(init: Any) -> int:
+    from parity.onnx_models import dtype_of
+
+    n = 1
+    for d in init.dims:
+        n *= d
+    dtype = dtype_of(init.data_type)
+    return n * (dtype.itemsize if dtype is not None else 4)
+
+
+def _light(model: Any) -> Any:
+    """The model with big weights replaced by typed inputs: shape inference needs their shapes, not values."""
+    import onnx
+    from onnx import helper
+
+    light = onnx.ModelProto()
+    light.ir_version = model.ir_version
+    light.opset_import.extend(model.opset_import)
+    gr = light.graph
+    gr.node.extend(model.graph.node)
+    gr.input.extend(model.graph.input)
+    gr.output.extend(model.graph.output)
+    gr.value_info.extend(model.graph.value_info)
+    have = {i.name for i in model.graph.input}
+    for init in model.graph.initializer:
+        if _init_bytes(init) <= 4096:
+            gr.initializer.append(init)  # small ones may be shapes that inference propagates
+        elif init.name not in have:
+            gr.input.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+    return light
+
+
+def _tensor_bytes(model: Any, feed: Mapping[str, Any]) -> dict[str, int | None]:
+    """Bytes of every node output for this feed's shapes (shape inference); ``None`` where unknown."""
+    import numpy as np
+    from parity.onnx_models import dtype_of
+
+    light = _light(model)
+    g.set_input_shapes(light, {k: tuple(int(d) for d in np.shape(v)) for k, v in feed.items() if k in {i.name for i in light.graph.input}})
+    inferred, _ = g.infer_shapes(light)
+    types = g.value_types(inferred)
+    out: dict[str, int | None] = {}
+    for t in g.tensor_order(model):
+        elem, shape = types.get(t, (0, None))
+        dtype = dtype_of(elem) if elem else None
+        if shape is None or dtype is None or not all(isinstance(d, int) and d >= 0 for d in shape):
+            out[t] = None
+            continue
+        out[t] = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return out
+
+
+def localize(
+    model: str,
+    runners: Sequence[RunnerSpec | str] = ("onnxrt", "onnxrt"),
+    reference_model: str | None = None,
+    feed: Mapping[str, Any] | None = None,
+    compare_func: Any = None,
+    memory_budget: int | str | None = None,
+    mode: str = "batches",
+    isolate: str = "suspect",
+    stop_at_first: bool = True,
+    tensors: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
+) -> LocalizeResult:
+    """Find the first tensor of ``model`` whose value differs between ``runners[0]`` and ``runners[1]``.
+
+    ``runners`` are backend names or :class:`RunnerSpec`; the second runs ``reference_model`` when given.
+    ``isolate``: ``suspect`` (the first divergent node), ``all`` (every compared node) or ``none``.
+    """
+    from parity import onnx_models
+    from parity.compare.comparator import resolve_compare_funcs
+    from parity.data.loader import DataLoader
+
+    started = time.perf_counter()
+    if mode not in ("batches", "bisect"):
+        raise UsageError(f"--mode: unknown mode '{mode}'; choose batches or bisect")
+    if isolate not in ("suspect", "all", "none"):
+        raise UsageError(f"--isolate: unknown value '{isolate}'; choose suspect, all or none")
+    specs = [r if isinstance(r, RunnerSpec) else RunnerSpec(r) for r in runners]
+    if len(specs) == 1 and reference_model:
+        specs.append(RunnerSpec(specs[0].backend, specs[0].options))
+    if len(specs) != 2:
+        raise UsageError(f"localize compares exactly two runners (got {len(specs)}); give two backend flags, or one and --reference-model")
+    onnx_models.check_path(model)
+    if reference_model:
+        onnx_models.check_path(reference_model)
+        specs[1] = RunnerSpec(specs[1].backend, specs[1].options, reference_model)
+    if feed is None:
+        feed = DataLoader(onnx_models.read_inputs(model))[0]
+    budget = parse_size(memory_budget) or default_budget()
+    session = _Session(model, specs, feed, resolve_compare_funcs(compare_func), progress)
+    candidates = _candidates(session, tensors, exclude)
+    feed_bytes = sum(getattr(v, "nbytes", 0) for v in session.feed.values())
+    known = [s for s in session.sizes.values() if s]
+    largest = max(known, default=0)
+    # what one paired run holds besides the marked outputs: three copies of the weights (our graph, the
+    # runner's ModelProto, the session), the inputs, a few live activations and the comparison scratch
+    baseline = 3 * session.weights + 2 * feed_bytes + 4 * largest + RUNTIME_OVERHEAD
+    usable = budget - baseline
+    if usable < 2 * largest:
+        session.progress(f"memory budget {_mib(budget)} is below this model's baseline ({_mib(baseline)}); comparing one tensor at a time")
+        usable = 0
+    sizes = {t: (session.sizes.get(t) or largest) for t in candidates}
+    found: dict[str, TensorError] = {}
+    result = LocalizeResult(
+        model, reference_model, mode, [], DivergenceReport(f"{specs[0].backend}-0", f"{specs[1].backend}-1", 0, [], model), candidates=len(candidates), budget=budget
+    )
+    if mode == "batches":
+        result.largest_batch = _batches(session, candidates, sizes, usable, found, stop_at_first)
+    else:
+        result.largest_batch = _bisect(session, candidates, sizes, found)
+    ordered = sorted(found.values(), key=lambda t: t.position)
+    result.tensors = ordered
+    result.report = DivergenceReport(result.report.actual, result.report.reference, 0, ordered, model, set(session.info.constants))
+    first = result.report.first
+    if isolate == "all":
+        nodes = list(dict.fromkeys(t.node for t in ordered if t.node in session.node_index))
+    elif isolate == "suspect" and first is not None and first.node in session.node_index:
+        nodes = [first.node]
+    else:
+        nodes = []
+    if nodes:
+        session.progress(f"isolating {len(nodes)} node(s) with the reference's inputs")
+        result.isolation = session.isolate(nodes, found, max(usable, 2 * largest))
+    result.pair_runs, result.single_runs = session.pair_runs, session.single_runs
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _candidates(session: _Session, tensors: Sequence[str] | None, exclude: Sequence[str]) -> list[str]:
+    from parity.util.text import did_you_mean
+
+    order = [t for t in session.info.order if t not in session.info.constants]
+    if tensors and list(tensors) not in (["mark", "all"], ["mark all"], ["*"]):
+        known = set(order)
+        for t in tensors:
+            if t not in known:
+                raise UsageError(f"--onnx-outputs: the model has no computed tensor '{t}'{did_you_mean(t, known)}")
+        wanted = set(tensors)
+        order = [t for t in order if t in wanted]
+    skip = set(exclude)
+    order = [t for t in order if t not in skip and session._in_reference(t)]
+    if not order:
+        raise UsageError("no tensors to compare (every computed tensor was excluded or is missing from the reference model)")
+    return order
+
+
+def _batches(session: _Session, order: list[str], sizes: Mapping[str, int], usable: int, found: dict[str, TensorError], stop: bool) -> int:
+    """Greedy packing in topological order; two runners hold a batch each, hence 2x."""
+    batches: list[list[str]] = [[]]
+    cost = 0
+    for t in order:
+        if batches[-1] and cost + 2 * sizes[t] > usable:
+            batches.append([])
+            cost = 0
+        batches[-1].append(t)
+        cost += 2 * sizes[t]
+    largest = 0
+    for i, batch in enumerate(batches):
+        size = sum(sizes[t] for t in batch)
+        largest = max(largest, 2 * size)
+        result = session.compare(batch)
+        found.update(result)
+        bad = [t for t in batch if t in result and not result[t].passed]
+        session.progress(f"batch {i + 1}/{len(batches)}: {len(batch)} tensor(s), {_mib(2 * size)}: " + (f"first failing '{bad[0]}'" if bad else "all within tolerance"))
+        if bad and stop:
+            break
+    return largest
+
+
+def _bisect(session: _Session, order: list[str], sizes: Mapping[str, int], found: dict[str, TensorError]) -> int:
+    """Binary search for the pass/fail boundary, then walk upstream to a node whose inputs all pass."""
+    largest = 0
+
+    def probe(names: Sequence[str]) -> None:
+        nonlocal largest
+        todo = [t for t in names if t not in found]
+        if todo:
+            largest = max(largest, 2 * sum(sizes.get(t, 0) for t in todo))
+            found.update(session.compare(todo))
+
+    def fails(t: str) -> bool:
+        probe([t])
+        return t in found and not found[t].passed
+
+    hi = len(order) - 1
+    if not fails(order[hi]):
+        # the last tensor passes; a model output elsewhere may still fail: look for any failing output
+        outs = [t for t in order if t in {o for o in _graph_outputs(session)}]
+        probe(outs)
+        failing = [t for t in outs if not found[t].passed] if outs else []
+        if not failing:
+            session.progress("bisect: the model outputs match; nothing to localize")
+            return largest
+        hi = order.index(failing[0])
+    lo = -1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fails(order[mid]):
+            hi = mid
+        else:
+            lo = mid
+        session.progress(f"bisect: boundary within positions {lo + 1}..{hi}")
+    # topological neighbours can sit on parallel branches: make sure the node's own inputs pass
+    current = order[hi]
+    index = set(order)
+    for _ in range(len(order)):
+        prod = session.info.producers.get(current)
+        ins = [t for t in (prod.inputs if prod else ()) if t in index]
+        probe(ins)
+        bad = [t for t in ins if t in found and not found[t].passed]
+        if not bad:
+            break
+        current = min(bad, key=order.index)
+    return largest
+
+
+def _graph_outputs(session: _Session) -> list[str]:
+    return [o.name for o in session.proto.graph.output]
+
+
+def runner_specs_from_cli(chosen: Sequence[tuple[str, Mapping[str, str]]], params: Mapping[str, Any], cast: Callable[[Any, Mapping[str, str]], dict]) -> list[RunnerSpec]:
+    """``--onnxrt --onnxrt=graph-optimization-level=disable`` -> runner specs with per-runner settings."""
+    from parity.plugins import get_registry
+
+    registry = get_registry()
+    specs = []
+    for name, overrides in chosen:
+        backend = registry.backend(name)
+        specs.append(RunnerSpec(name, {**params, **cast(backend, overrides)}))
+    return specs
+
+
+os.environ.setdefault("ORT_LOGGING_LEVEL", "3")

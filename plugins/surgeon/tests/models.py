@@ -1,0 +1,116 @@
+"""Small ONNX models the surgeon tests build (IR 10, opset 17, so onnxruntime loads them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save(graph: onnx.GraphProto, path: Path, opset: int = 17) -> Path:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    onnx.save(model, str(path))
+    return path
+
+
+def _w(name: str, shape: tuple, seed: int, scale: float = 0.3) -> onnx.TensorProto:
+    rng = np.random.RandomState(seed)
+    return numpy_helper.from_array((rng.randn(*shape) * scale).astype(np.float32), name)
+
+
+def mlp(path: Path, planted: float = 0.0, width: int = 16) -> Path:
+    """x -> fc1 (MatMul) -> bias1 (Add) -> act1 (Relu) -> fc2 -> bias2 -> act2 (Tanh) -> fc3 -> y.
+
+    ``planted`` adds to fc2's weight: the copy differs from the original in exactly that node.
+    """
+    w2 = _w("W2", (width, width), 2)
+    if planted:
+        arr = numpy_helper.to_array(w2).copy()
+        arr += planted
+        w2 = numpy_helper.from_array(arr, "W2")
+    nodes = [
+        helper.make_node("MatMul", ["x", "W1"], ["h1"], name="fc1"),
+        helper.make_node("Add", ["h1", "b1"], ["h1b"], name="bias1"),
+        helper.make_node("Relu", ["h1b"], ["a1"], name="act1"),
+        helper.make_node("MatMul", ["a1", "W2"], ["h2"], name="fc2"),
+        helper.make_node("Add", ["h2", "b2"], ["h2b"], name="bias2"),
+        helper.make_node("Tanh", ["h2b"], ["a2"], name="act2"),
+        helper.make_node("MatMul", ["a2", "W3"], ["y"], name="fc3"),
+    ]
+    inits = [_w("W1", (width, width), 1), _w("b1", (width,), 4), w2, _w("b2", (width,), 5), _w("W3", (width, 4), 3)]
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, width])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], inits
+    )
+    return save(graph, path)
+
+
+def overflow(path: Path) -> Path:
+    """x in [0,1] -> scale1 (x300) -> scale2 (x300: up to 90000, past fp16's 65504) -> shrink (/1e4) -> y."""
+    nodes = [
+        helper.make_node("Mul", ["x", "k1"], ["s1"], name="scale1"),
+        helper.make_node("Mul", ["s1", "k2"], ["s2"], name="scale2"),
+        helper.make_node("Div", ["s2", "k3"], ["s3"], name="shrink"),
+        helper.make_node("Relu", ["s3"], ["y"], name="out"),
+    ]
+    inits = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("k1", 300.0), ("k2", 300.0), ("k3", 1e4))]
+    graph = helper.make_graph(
+        nodes, "overflow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])], inits
+    )
+    return save(graph, path)
+
+
+def foldable(path: Path) -> Path:
+    """Constant subgraphs (c1 + c2, and a Reshape target from Shape(x)) that folding removes."""
+    nodes = [
+        helper.make_node("Add", ["c1", "c2"], ["c12"], name="const_add"),
+        helper.make_node("Mul", ["c12", "c2"], ["c122"], name="const_mul"),
+        helper.make_node("Mul", ["x", "c122"], ["xm"], name="scale"),
+        helper.make_node("Shape", ["xm"], ["shp"], name="shape"),
+        helper.make_node("Reshape", ["xm", "shp"], ["xr"], name="reshape"),
+        helper.make_node("Relu", ["xr"], ["y"], name="relu"),
+    ]
+    inits = [
+        numpy_helper.from_array(np.full((8,), 0.5, np.float32), "c1"),
+        numpy_helper.from_array(np.full((8,), 2.0, np.float32), "c2"),
+        numpy_helper.from_array(np.zeros((3,), np.float32), "unused_w"),
+    ]
+    graph = helper.make_graph(
+        nodes, "foldable", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits
+    )
+    return save(graph, path)
+
+
+def branchy(path: Path) -> Path:
+    """Two parallel branches joined by an Add: a node after a branch may sit next to the other branch's tensors."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="left1"),
+        helper.make_node("Sigmoid", ["x"], ["b"], name="right1"),
+        helper.make_node("Mul", ["a", "ka"], ["a2"], name="left2"),
+        helper.make_node("Mul", ["b", "kb"], ["b2"], name="right2"),
+        helper.make_node("Add", ["a2", "b2"], ["y"], name="join"),
+    ]
+    inits = [numpy_helper.from_array(np.array(2.0, np.float32), "ka"), numpy_helper.from_array(np.array(3.0, np.float32), "kb")]
+    graph = helper.make_graph(
+        nodes, "branchy", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], inits
+    )
+    return save(graph, path)
+
+
+def lint_bad(path: Path) -> Path:
+    """Dangling input, unused initializer, duplicate node names, a dead node."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="dup"),
+        helper.make_node("Add", ["a", "ghost"], ["b"], name="dup"),
+        helper.make_node("Neg", ["a"], ["dead_out"], name="dead"),
+    ]
+    inits = [numpy_helper.from_array(np.zeros((4,), np.float32), "never_used")]
+    graph = helper.make_graph(
+        nodes, "bad", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])], [helper.make_tensor_value_info("b", TensorProto.FLOAT, [4])], inits
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.save(model, str(path))
+    return path
