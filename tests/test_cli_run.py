@@ -151,3 +151,17 @@ def test_outputs_written_atomically_on_failure(main, affine_model, tmp_path):
     code, _, _ = main("run", affine_model, "--onnxrt", "--input-shapes", "x:[2,9]", "--save-outputs", target)
     assert code == 2
     assert not target.exists() and not list(Path(tmp_path).glob(".out.npz*"))
+
+
+def test_fp32_inputs_feed_an_fp16_model_with_a_warning(main, tmp_path):
+    from onnx import TensorProto
+
+    inputs, golden = tmp_path / "in.npz", tmp_path / "golden.npz"
+    models.affine(tmp_path / "fp32.onnx")
+    models.affine(tmp_path / "fp16.onnx", dtype=TensorProto.FLOAT16)
+    assert main("run", tmp_path / "fp32.onnx", "--onnxrt", "--save-inputs", inputs, "--save-outputs", golden)[0] == 0
+    code, _, err = main("run", tmp_path / "fp16.onnx", "--onnxrt", "--load-inputs", inputs, "--load-outputs", golden, "--tolerance-preset", "fp16")
+    assert code == 0, err
+    assert "casting input 'x' from float32 to float16" in err
+    # fp16 rounding is visible at the default fp32 tolerances
+    assert main("run", tmp_path / "fp16.onnx", "--onnxrt", "--load-inputs", inputs, "--load-outputs", golden)[0] == 1

@@ -72,9 +72,9 @@ class BaseRunner:
     def infer(self, feed_dict: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run one inference; checks names, then records ``last_inference_time`` in seconds."""
         self._require_active()
-        check_feed(feed_dict, self.get_input_metadata(), self.name)
+        feed = coerce_feed(feed_dict, self.get_input_metadata(), self.name)
         start = time.perf_counter()
-        outputs = self.infer_impl(dict(feed_dict))
+        outputs = self.infer_impl(feed)
         self.last_inference_time = time.perf_counter() - start
         return outputs
 
@@ -96,16 +96,32 @@ class BaseRunner:
         raise NotImplementedError
 
 
-def check_feed(feed: Mapping[str, np.ndarray], meta: Mapping[str, TensorMeta], who: str) -> None:
-    """Reject missing or unknown input names and rank, static-dim or dtype mismatches in one line."""
+def coerce_feed(feed: Mapping[str, np.ndarray], meta: Mapping[str, TensorMeta], who: str) -> dict[str, np.ndarray]:
+    """Check names, ranks and static dims; cast between float types (fp32 inputs for an fp16 model, as saved
+    inputs often are) with a warning; reject any other dtype mismatch. One line per problem."""
+    import warnings
+
     from parity.util.text import did_you_mean
 
     for name in feed:
         if name not in meta:
             raise UsageError(f"{who}: the model has no input '{name}'{did_you_mean(name, meta)}; inputs: {', '.join(meta)}")
+    out: dict[str, np.ndarray] = {}
     for name, m in meta.items():
         if name not in feed:
             raise UsageError(f"{who}: no data for input '{name}' (expected {m})")
-        problem = m.mismatch(np.asarray(feed[name]))
+        array = np.asarray(feed[name])
+        if m.dtype is not None and array.dtype != m.dtype and np.issubdtype(array.dtype, np.floating) and np.issubdtype(m.dtype, np.floating):
+            cast = array.astype(m.dtype)
+            overflow = bool(np.isinf(cast).sum() > np.isinf(array).sum())
+            warnings.warn(
+                f"{who}: casting input '{name}' from {array.dtype.name} to {m.dtype.name} as the model expects"
+                + (" (some values overflow to inf)" if overflow else ""),
+                stacklevel=3,
+            )
+            array = cast
+        problem = m.mismatch(array)
         if problem:
             raise UsageError(f"{who}: input '{name}' {problem}")
+        out[name] = array
+    return out

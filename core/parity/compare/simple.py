@@ -159,9 +159,9 @@ class _ErrorScan:
         x, y, absd, rel, finite = self._chunk(sl)
         self.a_acc.add(self.a[sl], sl.start, x)
         self.b_acc.add(self.b[sl], sl.start, y)
-        self.dots[0] += float(np.dot(x, y))
-        self.dots[1] += float(np.dot(x, x))
-        self.dots[2] += float(np.dot(y, y))
+        self.dots[0] += stats.dot(x, y)
+        self.dots[1] += stats.dot(x, x)
+        self.dots[2] += stats.dot(y, y)
         if finite:  # no NaN/Inf anywhere in the chunk: no masks needed
             self.mismatches += int(np.count_nonzero((absd > self.atol) & (rel > self.rtol)))
             self.needed_atol = max(self.needed_atol, float(absd.max()))

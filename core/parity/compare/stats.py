@@ -17,6 +17,12 @@ CHUNK = 1 << 18  # 1 MiB of float32: a chunk and its float64 temporaries stay in
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 
 
+def dot(x: np.ndarray, y: np.ndarray) -> float:
+    """Dot product of two 1-D chunks. einsum, not np.dot: OpenBLAS threads its ddot, which on a busy 2-core
+    machine measured 30x slower (1.1 s vs 0.13 s over 64Mi float64)."""
+    return float(np.einsum("i,i->", x, y))
+
+
 def chunks(n: int):
     for start in range(0, n, CHUNK):
         yield slice(start, min(start + CHUNK, n))
@@ -90,7 +96,7 @@ class Accumulator:
             p64 = part64 if part64 is not None else np.asarray(part, dtype=np.float64)
             s.finite += part.size
             self.total += total
-            self.total_sq += float(np.dot(p64, p64))
+            self.total_sq += dot(p64, p64)
             imin, imax = int(np.argmin(part)), int(np.argmax(part))
             cmin, cmax = float(part[imin]), float(part[imax])
             if cmin < self.lo:
@@ -109,7 +115,7 @@ class Accumulator:
             return False
         s.finite += nfinite
         self.total += float(p.sum())
-        self.total_sq += float(np.dot(p, p))
+        self.total_sq += dot(p, p)
         cmin, cmax = float(p.min()), float(p.max())
         if cmin < self.lo:
             self.lo, s.argmin = cmin, _index_of(part, cmin) + start
@@ -232,16 +238,16 @@ def decade_labels(counts: np.ndarray) -> list[tuple[str, int]]:
 
 def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
     """Cosine similarity of two flat arrays in float64, chunked; 1.0 if both are all zero, NaN on NaN."""
-    dot = na = nb = 0.0
+    xy = na = nb = 0.0
     for sl in chunks(a.size):
         x = np.asarray(a[sl], dtype=np.float64)
         y = np.asarray(b[sl], dtype=np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
-            dot += float(np.dot(x, y))
-            na += float(np.dot(x, x))
-            nb += float(np.dot(y, y))
+            xy += dot(x, y)
+            na += dot(x, x)
+            nb += dot(y, y)
     if na == 0 and nb == 0:
         return 1.0
     if na == 0 or nb == 0:
         return 0.0
-    return dot / math.sqrt(na * nb)
+    return xy / math.sqrt(na * nb)
