@@ -86,8 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     install_warning_printer()
 
     def invoke() -> Any:
+        rest = _prescan(args)  # first: one-off plugins must be loaded before their options and commands are built
         cli = build_cli()
-        return cli.main(args=_prescan(args), prog_name="parity", standalone_mode=False)
+        return cli.main(args=rest, prog_name="parity", standalone_mode=False)
 
     code = run_guarded(invoke)
     if argv is None:
