@@ -165,3 +165,21 @@ def test_fp32_inputs_feed_an_fp16_model_with_a_warning(main, tmp_path):
     assert "casting input 'x' from float32 to float16" in err
     # fp16 rounding is visible at the default fp32 tolerances
     assert main("run", tmp_path / "fp16.onnx", "--onnxrt", "--load-inputs", inputs, "--load-outputs", golden)[0] == 1
+
+
+def test_layerwise_run_names_the_first_divergent_node(main, tmp_path):
+    import onnx
+    from onnx import numpy_helper
+
+    models.chain(tmp_path / "good.onnx")
+    bad = onnx.load(tmp_path / "good.onnx")
+    for init in bad.graph.initializer:
+        if init.name == "c3":  # plant a divergence in node add3
+            init.CopyFrom(numpy_helper.from_array(np.full((1, 4), 0.35, np.float32), "c3"))
+    onnx.save(bad, tmp_path / "bad.onnx")
+    golden = tmp_path / "golden.npz"
+    assert main("run", tmp_path / "good.onnx", "--onnxrt", "--onnx-outputs", "mark", "all", "--save-outputs", golden)[0] == 0
+    code, out, _ = main("run", tmp_path / "bad.onnx", "--onnxrt", "--onnx-outputs", "mark", "all", "--load-outputs", golden)
+    assert code == 1
+    assert "First divergence: 't3', produced by node 'add3' (Add)" in out
+    assert "parity surgeon extract" in out

@@ -212,6 +212,9 @@ def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:
         for index in range(summary.iterations):
             printer.iteration(index, [p for p in summary.accuracy if index < len(p.iterations)])
     code = ExitCode.PASSED if summary.passed else ExitCode.MISMATCH
+    from parity.compare.divergence import print_first_divergence
+
+    print_first_divergence(summary, model, params)  # layerwise runs: where the runners start to disagree
     printer.summary(summary)
     if params.get("report"):
         write_report(params["report"], summary, code)
@@ -251,9 +254,12 @@ class ReportPrinter:
             it = pair.iterations[index]
             verdict = "PASSED" if it.passed else "FAILED"
             echo(f"[{pair.actual} vs {pair.reference}] iteration {index}: {verdict}")
+            detailed = False
             for check in it.checks:
                 echo("  " + format_check(check))
-                if check.details and (not check.passed or SETTINGS["verbose"]):
+                # details for the first failure only (layerwise runs fail many tensors at once), all with -v
+                if check.details and (SETTINGS["verbose"] or (not check.passed and not detailed)):
+                    detailed = detailed or not check.passed
                     for line in format_details(check):
                         echo("      " + line)
 
@@ -277,7 +283,8 @@ class ReportPrinter:
         if summary.passed:
             click.echo(f"PASSED | {summary.iterations} iteration(s) | {summary.seconds:.2f}s")
         else:
-            what = f"mismatched outputs: {', '.join(failed)}" if failed else "validation failed"
+            shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+            what = f"mismatched outputs: {shown}" if failed else "validation failed"
             click.echo(f"FAILED | {what} | {summary.seconds:.2f}s")
 
 
