@@ -1,0 +1,184 @@
+"""``parity debug reduce`` and ``parity debug precision``. Heavy imports happen inside the commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from parity.cli import options as opts
+from parity.cli.common import echo, verbosity_options, warn
+from parity.cli.parsing import GreedyOption, ParityCommand
+from parity.debug import debug_options, file_fingerprint, session_from_options
+from parity.errors import ExitCode, UsageError
+
+REDUCE_HELP = """Shrink a failing ONNX MODEL to a minimal subgraph that still fails the --check.
+
+\b
+  parity debug reduce model.onnx -o reduced.onnx --check parity run parity_debug.onnx --onnxrt=providers=cuda --onnxrt
+  parity debug reduce model.onnx -o reduced.onnx --load-inputs in.npz \\
+      --check parity run parity_debug.onnx --onnxrt --load-inputs parity_debug_inputs.npz --fail-fast
+
+Each iteration writes the candidate to --iter-artifact (parity_debug.onnx) and, if the check names it,
+its inputs (values from a reference run, per sample) to --iter-inputs (parity_debug_inputs.npz).
+Tensors cut from their producers become inputs (or constants: --cut-tensors constant), so any subset
+of nodes is a valid model. The default --mode dichotomic needs about log2(nodes) checks per culprit node.
+At the end a repro bundle (model, inputs, expected outputs, check command) is written to --repro."""
+
+PRECISION_HELP = """Find a small set of nodes that must stay fp32 for MODEL to pass the --check in fp16.
+
+\b
+  parity debug precision model.onnx -o mixed.onnx --save-nodes fp32_nodes.json \\
+      --check parity run parity_debug.onnx --onnxrt --load-inputs in.npz --load-outputs golden.npz --atol 1e-2
+
+Precision is written into the ONNX model (Cast nodes around fp16 nodes), as strongly typed TensorRT 11
+expects, so it works with any backend. The result is a set of nodes, not a prefix or suffix."""
+
+
+def _modes(kind: str) -> list[str]:
+    from parity.plugins import get_registry
+
+    return sorted(name for name, spec in get_registry().strategies.items() if kind in spec.kinds)
+
+
+def add_commands(cli: click.Group) -> None:
+    from parity.cli import group
+
+    debug = group(cli, "debug")
+    reduce_params = [
+        click.Argument(["model"]),
+        click.Option(["-o", "--output"], required=True, metavar="PATH", help="Where to write the minimal failing model."),
+        click.Option(["--min-good"], metavar="PATH", help="Also write the largest passing model close to the result."),
+        click.Option(["--mode"], default="dichotomic", show_default=True, help=f"Search strategy: {', '.join(_modes('reduce'))}."),
+        GreedyOption(["--model-input-shapes"], metavar="NAME:[D0,...]", help="Freeze input shapes first (dynamic dims), e.g. x:[1,3,224,224]."),
+        click.Option(["--no-reduce-inputs"], is_flag=True, help="Keep the model's inputs: only remove nodes from the end."),
+        click.Option(["--no-reduce-outputs"], is_flag=True, help="Keep the model's outputs: only remove nodes from the start."),
+        click.Option(
+            ["--cut-tensors"],
+            type=click.Choice(["input", "constant"]),
+            default="input",
+            show_default=True,
+            help="A tensor cut from its producer becomes a graph input, or a constant frozen to its reference value.",
+        ),
+        click.Option(
+            ["--iter-inputs"],
+            default="parity_debug_inputs.npz",
+            show_default=True,
+            metavar="PATH",
+            help="Per-iteration inputs file (all samples, cut tensors included), written when the check names it.",
+        ),
+        click.Option(["--repro"], metavar="DIR", help="Repro bundle folder [<output>_repro]."),
+        click.Option(["--no-repro"], is_flag=True, help="Do not write the repro bundle."),
+        *opts.data_options(),
+        *debug_options("parity_debug.onnx"),
+    ]
+    command = ParityCommand("reduce", params=reduce_params, callback=reduce_command, help=REDUCE_HELP, short_help="Shrink a failing model to a minimal failing subgraph.")
+    debug.add_command(verbosity_options(command))
+    precision_params = [
+        click.Argument(["model"]),
+        click.Option(["-o", "--output"], required=True, metavar="PATH", help="Where to write the mixed-precision model."),
+        click.Option(["--save-nodes"], metavar="PATH", help="Write the fp32 node names as JSON."),
+        click.Option(["--mode"], default="dichotomic", show_default=True, help=f"Search strategy: {', '.join(_modes('precision'))}."),
+        click.Option(["--precision", "-p"], type=click.Choice(["float16", "bfloat16"]), default="float16", show_default=True, help="The lower precision."),
+        *debug_options("parity_debug.onnx"),
+    ]
+    command = ParityCommand(
+        "precision", params=precision_params, callback=precision_command, help=PRECISION_HELP, short_help="Find the nodes that must stay fp32 (strongly typed)."
+    )
+    debug.add_command(verbosity_options(command))
+
+
+def _protect(model: str, *paths: str | None) -> None:
+    """Nothing the user passed in is modified: refuse to overwrite the input model."""
+    src = Path(model).resolve()
+    for p in paths:
+        if p and Path(p).resolve() == src:
+            raise UsageError(f"{p} is the input model; choose another output path")
+
+
+def _feeds(model: str, params: dict[str, Any], shapes: dict) -> list[dict]:
+    from parity.cli.run import make_data_loader
+    from parity.plugins import get_registry
+
+    loader_params = dict(params)
+    if shapes and not loader_params.get("input_shapes"):
+        loader_params["input_shapes"] = [f"{k}:[{','.join(map(str, v))}]" for k, v in shapes.items()]
+    return list(make_data_loader(loader_params, model, "onnx", get_registry()))
+
+
+def reduce_command(model: str, output: str, **params: Any) -> int:
+    from parity.data.parse import parse_shapes
+    from parity.onnx_models import check_path
+
+    from parity_reduce.bundle import write_bundle
+    from parity_reduce.reducer import Reducer
+
+    check_path(model)
+    repro = None if params["no_repro"] else (params.get("repro") or str(Path(output).with_suffix("")) + "_repro")
+    _protect(model, output, params.get("min_good"), params.get("iter_artifact"))
+    if params.get("mode") not in _modes("reduce"):
+        raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('reduce'))}")
+    shapes = parse_shapes(params.get("model_input_shapes") or (), "--model-input-shapes")
+    feeds = _feeds(model, params, shapes)
+    if params.get("save_inputs"):
+        from parity.results.files import save_inputs
+
+        save_inputs(feeds, params["save_inputs"])
+    check = params.get("check") or []
+    iter_inputs = params["iter_inputs"] if any(params["iter_inputs"] in tok for tok in check) else None
+    session = session_from_options(params, label="reduce", fingerprint={"model": file_fingerprint(model)})
+    reducer = Reducer(
+        model,
+        session=session,
+        mode=params["mode"],
+        inputs=feeds,
+        cut=params["cut_tensors"],
+        input_shapes=shapes,
+        reduce_inputs=not params["no_reduce_inputs"],
+        reduce_outputs=not params["no_reduce_outputs"],
+        iter_inputs=iter_inputs,
+        warn=warn,
+    )
+    total = len(reducer.index)
+    result = reducer.run()
+    result.save(output)
+    if params.get("min_good"):
+        if result.min_good is None:
+            warn("no passing candidate was checked; --min-good not written")
+        else:
+            from parity.util.fs import write_bytes_atomic
+
+            write_bytes_atomic(params["min_good"], result.min_good.SerializeToString())
+    echo(session.summary.line())
+    echo(f"Minimum bad model: {len(result.nodes)} of {total} nodes -> {output}")
+    echo("  nodes: " + ", ".join(result.nodes[:20]) + (f", ... ({len(result.nodes) - 20} more)" if len(result.nodes) > 20 else ""))
+    if repro:
+        subs = {params["iter_artifact"]: "model.onnx", "{artifact}": "model.onnx", params["iter_inputs"]: "inputs.npz"}
+        write_bundle(repro, result.model, result.nodes, result.inputs(), result.expected(), check or None, subs, model, result.checks)
+        echo(f"Repro bundle: {repro}")
+    return int(ExitCode.PASSED)
+
+
+def precision_command(model: str, output: str, **params: Any) -> int:
+    import json
+
+    from parity.onnx_models import check_path
+    from parity.util.fs import write_text_atomic
+
+    from parity_reduce.precision import PrecisionSearch
+
+    check_path(model)
+    _protect(model, output, params.get("save_nodes"), params.get("iter_artifact"))
+    if params.get("mode") not in _modes("precision"):
+        raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")
+    session = session_from_options(params, label="precision", fingerprint={"model": file_fingerprint(model)})
+    result = PrecisionSearch(model, session=session, mode=params["mode"], low=params["precision"]).run()
+    result.save(output)
+    if params.get("save_nodes"):
+        write_text_atomic(
+            params["save_nodes"],
+            json.dumps({"fp32_nodes": result.fp32_nodes, "low_precision": params["precision"], "candidates": len(result.candidates)}, indent=2) + "\n",
+        )
+    echo(session.summary.line())
+    echo(f"{len(result.fp32_nodes)} of {len(result.candidates)} node(s) must stay fp32: {', '.join(result.fp32_nodes) or '(none)'} -> {output}")
+    return int(ExitCode.PASSED)

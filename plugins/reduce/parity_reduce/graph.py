@@ -1,0 +1,293 @@
+"""A failing ONNX model as an ordered list of nodes, and the valid model of any subset of them.
+
+Candidates are node subsets, not only prefixes: a tensor whose producer is cut away becomes a graph
+input of the dtype and shape it had in the reference run (``cut="input"``), or an initializer frozen to
+that value (``cut="constant"``). Any subset is therefore a valid model, possibly disconnected, and a
+data-dependent fault still sees the values it saw in the full model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+from parity.errors import ModelError, UsageError
+
+
+def node_inputs(node: onnx.NodeProto) -> list[str]:
+    """Tensors a node reads, including outer-scope names its subgraphs (If/Loop/Scan bodies) use."""
+    names = [n for n in node.input if n]  # '' is an omitted optional input
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+        for g in graphs:
+            inner = {i.name for i in g.input} | {i.name for i in g.initializer}
+            for sub in g.node:
+                for name in node_inputs(sub):
+                    if name not in inner:
+                        names.append(name)
+                inner.update(o for o in sub.output if o)
+    return list(dict.fromkeys(names))
+
+
+def _constant_value(node: onnx.NodeProto) -> np.ndarray | None:
+    if node.op_type != "Constant" or node.domain not in ("", "ai.onnx") or len(node.attribute) != 1:
+        return None
+    attr = node.attribute[0]
+    value = onnx.helper.get_attribute_value(attr)
+    if attr.name == "value":
+        return numpy_helper.to_array(value)
+    scalar = {"value_float": np.float32, "value_int": np.int64}
+    if attr.name in scalar:
+        return np.array(value, dtype=scalar[attr.name])
+    vectors = {"value_floats": np.float32, "value_ints": np.int64}
+    if attr.name in vectors:
+        return np.array(list(value), dtype=vectors[attr.name])
+    return None
+
+
+def prepare(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int | str]] | None = None) -> onnx.ModelProto:
+    """A copy ready for reduction: input shapes overridden (freezing dynamic dims), Constant nodes turned
+    into initializers (they are not worth a check), nodes in topological order, shapes inferred."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    weights = {init.name for init in graph.initializer}
+    real_inputs = {i.name for i in graph.input if i.name not in weights}
+    for name, dims in (input_shapes or {}).items():
+        if name not in real_inputs:
+            raise UsageError(f"--model-input-shapes: the model has no input '{name}'; inputs: {', '.join(sorted(real_inputs))}")
+        vi = next(i for i in graph.input if i.name == name)
+        shape = vi.type.tensor_type.shape
+        del shape.dim[:]
+        for d in dims:
+            dim = shape.dim.add()
+            if isinstance(d, int) and d >= 0:
+                dim.dim_value = d
+            else:
+                dim.dim_param = str(d)
+    kept = []
+    for node in graph.node:
+        value = _constant_value(node)
+        if value is not None and node.output[0] not in weights:
+            graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
+            weights.add(node.output[0])
+        else:
+            kept.append(node)
+    ordered = _toposort(kept, {i.name for i in graph.input} | weights)
+    del graph.node[:]
+    graph.node.extend(ordered)
+    del graph.value_info[:]
+    try:
+        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:  # shape inference is a help, not a requirement (custom ops)
+        pass
+    return model
+
+
+def _toposort(nodes: list[onnx.NodeProto], available: set[str]) -> list[onnx.NodeProto]:
+    """Kahn's algorithm, keeping the file's order among ready nodes."""
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    deps = [{producer[t] for t in node_inputs(n) if t in producer and producer[t] != i} for i, n in enumerate(nodes)]
+    users: list[list[int]] = [[] for _ in nodes]
+    for i, ds in enumerate(deps):
+        for d in ds:
+            users[d].append(i)
+    waiting = [len(ds) for ds in deps]
+    import heapq
+
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != len(nodes):
+        raise ModelError("the graph has a cycle; cannot order its nodes")
+    missing = {t for n in nodes for t in node_inputs(n) if t not in producer and t not in available}
+    if missing:
+        raise ModelError(f"nodes read tensors nothing produces: {', '.join(sorted(missing)[:5])}")
+    return [nodes[i] for i in order]
+
+
+@dataclass
+class GraphIndex:
+    """Dependencies of a prepared model: producers, consumers, ancestor/descendant sets as bitmasks."""
+
+    model: onnx.ModelProto
+    nodes: list[onnx.NodeProto] = field(init=False)
+    producer: dict[str, int] = field(init=False)
+    consumers: dict[str, list[int]] = field(init=False)
+    reads: list[list[str]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        graph = self.model.graph
+        self.nodes = list(graph.node)
+        if not self.nodes:
+            raise ModelError("the model has no nodes to reduce")
+        self.producer = {o: i for i, n in enumerate(self.nodes) for o in n.output if o}
+        self.reads = [node_inputs(n) for n in self.nodes]
+        self.consumers = {}
+        for i, names in enumerate(self.reads):
+            for t in names:
+                self.consumers.setdefault(t, []).append(i)
+        self.weights = {init.name: init for init in graph.initializer}
+        self.graph_inputs = {i.name: i for i in graph.input if i.name not in self.weights}
+        self.outputs = [o.name for o in graph.output]
+        self.output_info = {o.name: o for o in graph.output}
+        self.value_info = {v.name: v for v in graph.value_info}
+        self._anc: list[int] | None = None
+        self._desc: list[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def names(self, subset: Iterable[int]) -> list[str]:
+        return [self.nodes[i].name or f"{self.nodes[i].op_type}_{i}" for i in sorted(subset)]
+
+    def ancestors(self) -> list[int]:
+        """``anc[i]``: bitmask of node i and every node it depends on (nodes are in topological order)."""
+        if self._anc is None:
+            anc = []
+            for i, names in enumerate(self.reads):
+                mask = 1 << i
+                for t in names:
+                    if t in self.producer:
+                        mask |= anc[self.producer[t]]
+                anc.append(mask)
+            self._anc = anc
+        return self._anc
+
+    def descendants(self) -> list[int]:
+        if self._desc is None:
+            desc = [0] * len(self.nodes)
+            for i in reversed(range(len(self.nodes))):
+                mask = 1 << i
+                for o in self.nodes[i].output:
+                    for c in self.consumers.get(o, ()):
+                        mask |= desc[c]
+                desc[i] = mask
+            self._desc = desc
+        return self._desc
+
+    def closure(self, subset: Iterable[int], up: bool = False, down: bool = False) -> frozenset[int]:
+        """``subset`` plus its ancestors (``up``: keep the real graph inputs) and/or descendants (``down``)."""
+        mask = 0
+        for i in subset:
+            mask |= 1 << i
+            if up:
+                mask |= self.ancestors()[i]
+            if down:
+                mask |= self.descendants()[i]
+        return frozenset(i for i in range(len(self.nodes)) if mask >> i & 1)
+
+    # --- building candidates ---------------------------------------------------------------------------
+    def boundary(self, subset: frozenset[int]) -> tuple[list[str], list[str], list[str]]:
+        """(real graph inputs read, cut tensors, outputs) of the model of ``subset``."""
+        produced = {o for i in subset for o in self.nodes[i].output if o}
+        reads = list(dict.fromkeys(t for i in sorted(subset) for t in self.reads[i]))
+        real = [t for t in reads if t in self.graph_inputs]
+        cut = [t for t in reads if t not in produced and t not in self.weights and t not in self.graph_inputs]
+        outputs = []
+        for i in sorted(subset):
+            for o in self.nodes[i].output:
+                if not o:
+                    continue
+                users = self.consumers.get(o, [])
+                if o in self.output_info or not any(u in subset for u in users):
+                    outputs.append(o)
+        return real, cut, outputs
+
+    def build(self, subset: Iterable[int], reference: Reference | None = None, cut: str = "input") -> onnx.ModelProto:
+        """The valid ONNX model of the nodes in ``subset`` (see the module docstring)."""
+        subset = frozenset(subset)
+        real, cuts, outputs = self.boundary(subset)
+        graph = onnx.GraphProto(name=f"{self.model.graph.name or 'graph'}_reduced")
+        graph.node.extend(self.nodes[i] for i in sorted(subset))
+        used = {t for i in subset for t in self.reads[i]}
+        graph.initializer.extend(w for name, w in self.weights.items() if name in used)
+        graph.input.extend(self.graph_inputs[t] for t in real)
+        for t in cuts:
+            if cut == "constant" and reference is not None and reference.frozen(t) is not None:
+                graph.initializer.append(numpy_helper.from_array(reference.frozen(t), t))
+            else:
+                graph.input.append(self.tensor_info(t, reference))
+        graph.output.extend(self.output_info.get(o) or self.tensor_info(o, reference) for o in outputs)
+        model = onnx.helper.make_model(graph, opset_imports=list(self.model.opset_import), producer_name="parity-reduce")
+        model.ir_version = self.model.ir_version
+        model.functions.extend(self.model.functions)
+        return model
+
+    def tensor_info(self, name: str, reference: Reference | None) -> onnx.ValueInfoProto:
+        """Type of a tensor: its shape across reference samples (dims that differ become symbolic)."""
+        if reference is not None and reference.has(name):
+            values = reference.values(name)
+            first = values[0]
+            dims: list[int | str] = list(first.shape)
+            for v in values[1:]:
+                if v.ndim != first.ndim:
+                    dims = [f"{name}_d{k}" for k in range(first.ndim)]
+                    break
+                dims = [d if d == s else f"{name}_d{k}" for k, (d, s) in enumerate(zip(dims, v.shape))]
+            elem = onnx.helper.np_dtype_to_tensor_dtype(first.dtype)
+            return onnx.helper.make_tensor_value_info(name, elem, dims)
+        if name in self.value_info:
+            return self.value_info[name]
+        if name in self.graph_inputs:
+            return self.graph_inputs[name]
+        return onnx.ValueInfoProto(name=name)
+
+
+class Reference:
+    """Every tensor's value in a reference run (onnxruntime), one dict per input sample."""
+
+    def __init__(self, samples: list[dict[str, np.ndarray]]) -> None:
+        self.samples = samples
+
+    def has(self, name: str) -> bool:
+        return bool(self.samples) and all(name in s for s in self.samples)
+
+    def values(self, name: str) -> list[np.ndarray]:
+        return [s[name] for s in self.samples]
+
+    def frozen(self, name: str) -> np.ndarray | None:
+        """The one value to freeze ``name`` to; ``None`` when samples disagree (it must stay an input)."""
+        if not self.has(name):
+            return None
+        values = self.values(name)
+        if all(v.shape == values[0].shape and np.array_equal(v, values[0]) for v in values[1:]):
+            return values[0]
+        return None
+
+    def feeds(self, names: Sequence[str]) -> list[dict[str, np.ndarray]]:
+        return [{n: s[n] for n in names} for s in self.samples]
+
+
+def run_reference(model: onnx.ModelProto, feeds: Sequence[Mapping[str, np.ndarray]]) -> Reference:
+    """Run ``model`` with onnxruntime on every sample, returning every node output (and the inputs)."""
+    import onnxruntime as ort
+
+    marked = onnx.ModelProto.FromString(model.SerializeToString())
+    have = {o.name for o in marked.graph.output}
+    for node in marked.graph.node:
+        for o in node.output:
+            if o and o not in have:
+                marked.graph.output.append(onnx.ValueInfoProto(name=o))
+                have.add(o)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # keep every tensor
+    session = ort.InferenceSession(marked.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    samples = []
+    for feed in feeds:
+        values = session.run(names, dict(feed))
+        sample = {k: np.asarray(v) for k, v in feed.items()}
+        sample.update(zip(names, (np.asarray(v) for v in values)))
+        samples.append(sample)
+    return Reference(samples)

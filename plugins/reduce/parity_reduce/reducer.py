@@ -1,0 +1,225 @@
+"""``Reducer``: the Python API of ``parity debug reduce`` (and the engine behind the command).
+
+    from parity_reduce import Reducer
+
+    result = Reducer("model.onnx", predicate=lambda model: still_fails(model)).run()
+    result.save("reduced.onnx")          # atomically
+    print(result.nodes, result.checks)
+
+``predicate(candidate: onnx.ModelProto) -> bool`` returns True while the failure still shows. The CLI
+passes a :class:`parity.debug.DebugSession` instead, whose check runs the ``--check`` command on the
+file each iteration writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from parity.debug import Candidate, DebugSession, Iteration, Oracle, PredicateCheck, Summary, subset_key
+from parity.errors import ExitCode, ParityError, UsageError
+from parity.util.fs import write_bytes_atomic
+
+from parity_reduce.graph import GraphIndex, Reference, prepare, run_reference
+from parity_reduce.strategies import DEFAULT_MODE, STRATEGIES
+
+
+class NotFailing(ParityError):
+    """The full model does not fail the check: there is nothing to reduce."""
+
+    exit_code = ExitCode.USAGE
+
+
+@dataclass
+class ReduceResult:
+    model: onnx.ModelProto
+    indices: list[int]
+    nodes: list[str]
+    summary: Summary
+    index: GraphIndex
+    reference: Reference | None
+    min_good: onnx.ModelProto | None = None
+    history: list[tuple[frozenset[int], bool]] = field(default_factory=list)
+
+    @property
+    def checks(self) -> int:
+        return self.summary.total
+
+    def save(self, path: str | Path) -> None:
+        write_bytes_atomic(path, self.model.SerializeToString())
+
+    def inputs(self) -> list[dict[str, np.ndarray]]:
+        """Per-sample feeds for the reduced model's inputs, from the reference run."""
+        names = [i.name for i in self.model.graph.input if i.name not in {w.name for w in self.model.graph.initializer}]
+        return self.reference.feeds(names) if self.reference else []
+
+    def expected(self) -> list[dict[str, np.ndarray]]:
+        """Per-sample values its outputs had in the full model (the reference run)."""
+        names = [o.name for o in self.model.graph.output]
+        return self.reference.feeds(names) if self.reference and all(self.reference.has(n) for n in names) else []
+
+
+def load_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
+    if isinstance(model, onnx.ModelProto):
+        return model
+    from parity.onnx_models import load
+
+    return load(model)
+
+
+def make_reference(model: onnx.ModelProto, inputs: Sequence[Mapping[str, np.ndarray]] | None, warn: Callable[[str], None]) -> Reference | None:
+    """Run the prepared model once per sample; ``None`` (with a warning) when onnxruntime cannot."""
+    if inputs is None:
+        from parity.data.loader import DataLoader
+        from parity.onnx_models import graph_inputs
+
+        inputs = list(DataLoader(graph_inputs(model)))
+    try:
+        return run_reference(model, inputs)
+    except ParityError:
+        raise
+    except Exception as exc:
+        warn(f"reference run with onnxruntime failed ({str(exc).splitlines()[0][:200]}); cut tensors get types from shape inference and no values")
+        return None
+
+
+class Search:
+    """What reduce and precision share: a subset -> model builder, a session, a strategy, an oracle."""
+
+    def __init__(
+        self,
+        session: DebugSession,
+        build: Callable[[frozenset[int]], onnx.ModelProto],
+        *,
+        iter_inputs: str | None = None,
+        inputs_for: Callable[[onnx.ModelProto], list[dict[str, np.ndarray]]] | None = None,
+        describe: Callable[[frozenset[int]], str] = lambda s: f"{len(s)} nodes",
+    ) -> None:
+        self.session = session
+        self.build = build
+        self.iter_inputs = iter_inputs
+        self.inputs_for = inputs_for
+        self.describe = describe
+        self.history: list[tuple[frozenset[int], bool]] = []
+
+    def candidate(self, subset: frozenset[int]) -> Candidate:
+        def make_artifact(it: Iteration) -> None:
+            model = self.build(subset)
+            it.payload = model
+            if isinstance(self.session.check, PredicateCheck):
+                return
+            write_bytes_atomic(it.artifact, model.SerializeToString())
+            if self.iter_inputs and self.inputs_for:
+                from parity.results.files import save_inputs
+
+                save_inputs(self.inputs_for(model), it.slot_path(self.iter_inputs))
+
+        return Candidate(subset_key(subset), make_artifact, {"label": self.describe(subset), "size": len(subset)})
+
+    def oracle(self, interesting_if_bad: bool, closure: Callable[[frozenset[int]], frozenset[int]] | None = None, empty: bool | None = False) -> Oracle:
+        oracle = Oracle(self.session, self.candidate, interesting_if_bad=interesting_if_bad, closure=closure, empty=empty)
+        oracle.on_result = lambda subset, hit: self.history.append((subset, hit))
+        return oracle
+
+
+def model_inputs_of(reference: Reference | None) -> Callable[[onnx.ModelProto], list[dict[str, np.ndarray]]]:
+    def inputs(model: onnx.ModelProto) -> list[dict[str, np.ndarray]]:
+        weights = {w.name for w in model.graph.initializer}
+        return reference.feeds([i.name for i in model.graph.input if i.name not in weights]) if reference else []
+
+    return inputs
+
+
+class Reducer:
+    """Shrinks a failing ONNX model to a small failing subgraph (see the module docstring).
+
+    :param model: path or ``onnx.ModelProto`` (never modified).
+    :param predicate: ``f(candidate_model) -> bool``, True while it still fails; or pass ``session``.
+    :param mode: a strategy name (``dichotomic``, ``quickxplain``, ``ddmin``, ``bisect``, ``linear``, or one
+        a plugin registers).
+    :param inputs: feeds (one dict per sample) for the reference run; random data if ``None``.
+    :param cut: ``input`` (cut tensors become graph inputs) or ``constant`` (frozen to reference values).
+    :param reduce_inputs/reduce_outputs: ``False`` keeps the graph inputs / outputs (the model's start / end).
+    """
+
+    def __init__(
+        self,
+        model: str | Path | onnx.ModelProto,
+        predicate: Callable[[onnx.ModelProto], bool] | None = None,
+        *,
+        session: DebugSession | None = None,
+        mode: str = DEFAULT_MODE,
+        inputs: Sequence[Mapping[str, np.ndarray]] | None = None,
+        cut: str = "input",
+        input_shapes: Mapping[str, Sequence[int | str]] | None = None,
+        reduce_inputs: bool = True,
+        reduce_outputs: bool = True,
+        reference: bool = True,
+        iter_inputs: str | None = None,
+        check_full: bool = True,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        if (predicate is None) == (session is None):
+            raise UsageError("give the Reducer either a predicate or a DebugSession")
+        if cut not in ("input", "constant"):
+            raise UsageError(f"--cut-tensors: expected 'input' or 'constant', got '{cut}'")
+        if not reduce_inputs and not reduce_outputs:
+            raise UsageError("--no-reduce-inputs and --no-reduce-outputs together leave nothing to reduce")
+        self.warn = warn or (lambda m: print(f"parity: warning: {m}"))
+        self.model = prepare(load_model(model), input_shapes)
+        self.index = GraphIndex(self.model)
+        self.reference = make_reference(self.model, inputs, self.warn) if reference else None
+        if cut == "constant" and self.reference and len(self.reference.samples) > 1:
+            self.warn("--cut-tensors constant with several samples: tensors whose values differ between samples stay inputs")
+        self.session = session or DebugSession(PredicateCheck(lambda it: predicate(it.payload)))  # type: ignore[misc]
+        self.mode = mode
+        self.cut = cut
+        self.reduce_inputs = reduce_inputs
+        self.reduce_outputs = reduce_outputs
+        self.iter_inputs = iter_inputs
+        self.check_full = check_full
+
+    def build(self, subset: frozenset[int]) -> onnx.ModelProto:
+        return self.index.build(subset, self.reference, self.cut)
+
+    def strategy(self) -> Any:
+        options = {"graph": self.index, "no_reduce_inputs": not self.reduce_inputs, "no_reduce_outputs": not self.reduce_outputs}
+        if self.mode in STRATEGIES:
+            return STRATEGIES[self.mode][0](options)
+        from parity.plugins import get_registry
+
+        return get_registry().strategy(self.mode).factory(options)
+
+    def run(self) -> ReduceResult:
+        strategy = self.strategy()  # unknown --mode fails before any check
+        search = Search(self.session, self.build, iter_inputs=self.iter_inputs, inputs_for=model_inputs_of(self.reference))
+        index = self.index
+
+        def closure(s: frozenset[int]) -> frozenset[int]:
+            return index.closure(s, up=not self.reduce_inputs, down=not self.reduce_outputs) if s else s
+
+        oracle = search.oracle(True, closure)
+        full = list(range(len(index)))
+        if self.check_full and not oracle(full):
+            raise NotFailing("the full model passes the check: nothing to reduce (check the --check command and its --fail-* options)")
+        found = closure(frozenset(strategy.minimize(full, oracle)))
+        if not found:
+            found = frozenset(full)
+        best = oracle.best if oracle.best is not None and len(oracle.best) < len(found) else found
+        model = self.build(best)
+        summary = self.session.finish()
+        good = _min_good(search.history, best)
+        return ReduceResult(model, sorted(best), index.names(best), summary, index, self.reference, self.build(good) if good else None, search.history)
+
+
+def _min_good(history: list[tuple[frozenset[int], bool]], bad: frozenset[int]) -> frozenset[int] | None:
+    """Polygraphy's --min-good: the largest passing candidate inside the result, else the closest one."""
+    goods = [s for s, hit in history if not hit and s]
+    inside = [s for s in goods if s < bad]
+    if inside:
+        return max(inside, key=len)
+    return min(goods, key=lambda s: len(s ^ bad)) if goods else None
