@@ -13,7 +13,6 @@ from parity.errors import ModelError, UsageError
 
 def add_to(cli: click.Group) -> None:
     from parity.cli import group
-
     from parity.plugins import get_registry
 
     inspect = group(cli, "inspect")
@@ -57,8 +56,23 @@ def inspect_model(model: str, show: tuple[str, ...], model_type: str | None, **o
     kind = detect_model_kind(model, registry, model_type)
     if kind is None or registry.model_kinds[kind].describe is None:
         raise UsageError(f"don't know how to read {model}; give --model-type ({', '.join(registry.model_kinds)})")
-    echo(registry.model_kinds[kind].describe(model, set(show), options))  # type: ignore[misc]
+    describe = registry.model_kinds[kind].describe
+    # describe(path, show) is the original contract; options came later: old plugins must keep working
+    args = (model, set(show), options) if _takes_positional(describe, 3) else (model, set(show))
+    echo(describe(*args))  # type: ignore[misc]
     return 0
+
+
+def _takes_positional(func: object, count: int) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(func).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # builtins without a signature: assume the current contract
+        return True
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= count
 
 
 def describe_tensor(name: str, array, values: bool, histogram: bool) -> list[str]:

@@ -1,0 +1,419 @@
+"""The plugin contract proved from outside: one test per hook (`test_hook_<name>`, checked by a meta-test),
+one-off `--plugin` modules, collisions between distributions, old plugins against grown hooks, and lazy
+registration with every contrib package installed.
+
+Plugins here are what a stranger writes: a module of `@hookimpl` functions, loaded with `--plugin`/
+`PARITY_PLUGINS`, or installed as a distribution (a `*.dist-info` folder with `entry_points.txt`, the
+layout pip writes) on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pluggy
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+IDENTITY = ROOT / "examples" / "models" / "identity.onnx"
+CONTRIB = ("parity-onnx-reference", "parity-metrics")
+
+# One module implementing every hook around a toy model kind: a JSON file {"toy": scale, "inputs": {...}}.
+TOY_PLUGIN = '''
+import json
+from pathlib import Path
+
+import click
+
+from parity import hookimpl
+from parity.registry import Backend, ComparatorSpec, ConverterSpec, DataLoaderSpec, ModelKind, StrategySpec
+
+
+def read_toy(path):
+    import numpy as np
+    from parity.data.meta import TensorMeta
+
+    spec = json.loads(Path(path).read_text())
+    return {name: TensorMeta(np.dtype("float32"), tuple(shape)) for name, shape in spec["inputs"].items()}
+
+
+def describe_toy(path, show):  # the original two-argument describe(): newer ones also take options
+    spec = json.loads(Path(path).read_text())
+    return f"toy model {path}: scale {spec['toy']}, inputs {spec['inputs']}"
+
+
+def make_runner(request):
+    from parity.backend.base import BaseRunner
+
+    class ToyRunner(BaseRunner):
+        def activate_impl(self):
+            self.scale = json.loads(Path(request.model).read_text())["toy"] * request.get("toy_factor", 1.0)
+
+        def get_input_metadata_impl(self):
+            return read_toy(request.model)
+
+        def infer_impl(self, feed):
+            return {f"{name}_out": value * self.scale for name, value in feed.items()}
+
+    return ToyRunner("toy")
+
+
+def ones(request):
+    import numpy as np
+
+    shapes = {name: [d if isinstance(d, int) else 1 for d in meta.shape] for name, meta in request.input_metadata.items()}
+    return [{name: np.ones(shape, np.float32) for name, shape in shapes.items()} for _ in range(request.iterations)]
+
+
+def exact(options):
+    import numpy as np
+    from parity.compare.result import OutputCheck
+
+    return lambda name, a, b: OutputCheck(name, bool(np.array_equal(a, b)), "exact")
+
+
+class Halves:
+    """A debug strategy: a real one searches items for a minimal failing subset."""
+
+    def __init__(self, options):
+        self.options = options
+
+
+def scale_toy(request):
+    spec = json.loads(Path(request.model).read_text())
+    spec["toy"] *= request.get("toy_scale_by", 1.0)
+    Path(request.output).write_text(json.dumps(spec))
+
+
+@hookimpl
+def parity_register_model_kinds(register):
+    register(ModelKind("toy", (".toy",), read_toy, describe_toy, magic=lambda head: head.startswith(b'{"toy"')))
+
+
+@hookimpl
+def parity_register_backends(register):
+    factor = click.Option(["--toy-factor"], type=float, default=None, help="toy: extra scale")
+    register(Backend("toy", make_runner, "Run toy models.", options=(factor,), model_kinds=("toy",)))
+
+
+@hookimpl
+def parity_register_data_loaders(register):
+    register(DataLoaderSpec("ones", ones, "all-ones inputs"))
+
+
+@hookimpl
+def parity_register_comparators(register):
+    register(ComparatorSpec("exact", exact, "bit-exact outputs"))
+
+
+@hookimpl
+def parity_register_debug_strategies(register):
+    register(StrategySpec("halves", Halves, "split the candidates in halves", kinds=("reduce",)))
+
+
+@hookimpl
+def parity_register_converters(register):
+    by = click.Option(["--toy-scale-by"], type=float, default=None)
+    register(ConverterSpec("toy-scaled", (".toy",), scale_toy, "a toy model with its scale multiplied", options=(by,)))
+
+
+@hookimpl
+def parity_register_commands(cli):
+    from parity.cli import group
+
+    @cli.command("toy-hello")
+    @click.argument("who")
+    def hello(who):
+        click.echo(f"hello {who} from a one-off plugin")
+
+    @group(cli, "inspect").command("toy")
+    @click.argument("path")
+    def inspect_toy(path):
+        click.echo(describe_toy(path, set()))
+'''
+
+
+@pytest.fixture
+def toy(tmp_path) -> dict[str, Path]:
+    plugin = tmp_path / "toy_plugin.py"
+    plugin.write_text(TOY_PLUGIN)
+    model = tmp_path / "model.toy"
+    model.write_text(json.dumps({"toy": 2.0, "inputs": {"x": [2, 3]}}))
+    return {"plugin": plugin, "model": model, "dir": tmp_path}
+
+
+def parity(*args: object, env: dict | None = None) -> subprocess.CompletedProcess:
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("PARITY_")}, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "parity", *map(str, args)], capture_output=True, text=True, env=full, timeout=120)
+
+
+def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def one_line_error(proc: subprocess.CompletedProcess, code: int = 2) -> str:
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("parity: warning")]
+    assert len(lines) == 1 and lines[0].startswith("parity: error:") and "Traceback" not in proc.stderr, proc.stderr
+    return lines[0]
+
+
+# --- one test per hook -----------------------------------------------------------------------------
+
+
+def test_hook_parity_register_backends(toy):
+    same = parity("--plugin", toy["plugin"], "run", toy["model"], "--toy", "--toy", "--compare-func", "exact")
+    assert "[toy-0 vs toy-1] iteration 0: PASSED" in ok(same).stdout
+    # the backend's own option, set for the second runner only
+    drift = parity("--plugin", toy["plugin"], "run", toy["model"], "--toy", "--toy=toy-factor=1.5")
+    assert drift.returncode == 1 and "x_out: FAILED" in drift.stdout
+    # a backend refuses model kinds it does not run, in one line
+    assert "--toy cannot run a onnx model" in one_line_error(parity("--plugin", toy["plugin"], "run", IDENTITY, "--toy"))
+
+
+def test_hook_parity_register_model_kinds(toy):
+    shown = ok(parity("--plugin", toy["plugin"], "inspect", "model", toy["model"])).stdout
+    assert "toy model" in shown and "scale 2.0" in shown
+    sniffed = toy["dir"] / "model.bin"  # unknown suffix: recognised by the kind's magic bytes
+    sniffed.write_text(toy["model"].read_text())
+    assert "scale 2.0" in ok(parity("--plugin", toy["plugin"], "inspect", "model", sniffed)).stdout
+    # read_inputs checks user input before any runner starts
+    bad = parity("--plugin", toy["plugin"], "run", toy["model"], "--toy", "--input-shapes", "y:[2,3]")
+    assert "'y'" in one_line_error(bad)
+
+
+def test_hook_parity_register_comparators(toy):
+    from parity import Comparator, plugins
+
+    proc = ok(parity("--plugin", toy["plugin"], "run", toy["model"], "--toy", "--toy", "--compare-func", "exact", "simple"))
+    assert "x_out: PASSED | exact" in proc.stdout
+    # the Python API resolves the same registered name
+    plugins.add_plugin_files([str(toy["plugin"])])
+    from parity import IterationResult, RunResults
+
+    x = np.ones((2, 2), np.float32)
+    results = RunResults([("a", [IterationResult({"y": x})]), ("b", [IterationResult({"y": x + 1e-7})])])
+    assert Comparator.compare_accuracy(results, compare_func="simple")
+    assert not Comparator.compare_accuracy(results, compare_func="exact")
+
+
+def test_hook_parity_register_data_loaders(toy):
+    saved = toy["dir"] / "inputs.npz"
+    ok(parity("--plugin", toy["plugin"], "run", IDENTITY, "--onnxrt", "--data-loader", "ones", "--iterations", "2", "--save-inputs", saved))
+    from parity import load_inputs
+
+    feeds = load_inputs(saved)
+    assert len(feeds) == 2 and all(np.array_equal(f["x"], np.ones((1, 1, 2, 2), np.float32)) for f in feeds)
+    assert "unknown data loader 'twos'" in one_line_error(parity("--plugin", toy["plugin"], "run", IDENTITY, "--onnxrt", "--data-loader", "twos"))
+
+
+def test_hook_parity_register_debug_strategies(toy):
+    from parity import plugins
+
+    rows = json.loads(ok(parity("--plugin", toy["plugin"], "plugins", "--json")).stdout)
+    assert next(r for r in rows if r["source"] == "file")["registered"]["strategies"] == ["halves"]
+    plugins.add_plugin_files([str(toy["plugin"])])
+    registry = plugins.get_registry()
+    spec = registry.strategy("halves")
+    assert spec.kinds == ("reduce",) and spec.factory({"seed": 3}).options == {"seed": 3}
+    assert registry.owners[("strategies", "halves")] == f"file:{toy['plugin']}"
+
+
+def test_hook_parity_register_converters(toy):
+    out = toy["dir"] / "scaled.toy"
+    proc = ok(parity("--plugin", toy["plugin"], "convert", toy["model"], "-o", out, "--toy-scale-by", "3"))
+    assert "toy-scaled" in proc.stdout and json.loads(out.read_text())["toy"] == 6.0
+    assert "refusing to overwrite" in one_line_error(parity("--plugin", toy["plugin"], "convert", toy["model"], "-o", toy["model"]))
+
+
+def test_hook_parity_register_commands(toy):
+    assert ok(parity("--plugin", toy["plugin"], "toy-hello", "world")).stdout.strip() == "hello world from a one-off plugin"
+    assert "scale 2.0" in ok(parity("--plugin", toy["plugin"], "inspect", "toy", toy["model"])).stdout
+    assert "toy-hello" in ok(parity("--plugin", toy["plugin"], "--help")).stdout
+
+
+def test_every_hook_has_a_test():
+    from parity.plugins import hook_signatures
+
+    missing = [name for name in hook_signatures() if not callable(globals().get(f"test_hook_{name}"))]
+    assert not missing, f"hooks without a test_hook_<name> in {__file__}: {missing}"
+
+
+# --- one-off modules: --plugin and PARITY_PLUGINS ----------------------------------------------------
+
+METRIC_FILE = '''
+import click
+from parity import hookimpl
+from parity.registry import ComparatorSpec
+
+
+def factory(options):
+    import numpy as np
+    from parity.compare.result import OutputCheck
+
+    limit = options.get("{name}_max") or 0.0
+    return lambda out, a, b: OutputCheck(out, float(np.abs(a - b).max()) <= limit, "{name}", {{"diff": float(np.abs(a - b).max())}})
+
+
+@hookimpl
+def parity_register_comparators(register):
+    register(ComparatorSpec("{name}", factory, options=(click.Option(["--{name}-max"], type=float),)))
+'''
+
+
+def metric_file(folder: Path, name: str) -> Path:
+    path = folder / f"{name}.py"
+    path.write_text(METRIC_FILE.format(name=name))
+    return path
+
+
+def test_plugin_option_is_repeatable_and_works_anywhere_on_the_line(tmp_path):
+    first, second = metric_file(tmp_path, "first"), metric_file(tmp_path, "second")
+    rows = json.loads(ok(parity("--plugin", first, f"--plugin={second}", "plugins", "--json")).stdout)
+    assert {r["name"]: r["registered"] for r in rows if r["source"] == "file"} == {
+        f"file:{first}": {"comparators": ["first"]},
+        f"file:{second}": {"comparators": ["second"]},
+    }
+    # after the sub-command too: the option the plugin adds (--second-max) parses because the module loaded first
+    run = parity("run", IDENTITY, "--onnxrt", "--onnxrt", "--compare-func", "first", "second", "--second-max", "0.5", "--plugin", second, "--plugin", first)
+    assert "y: PASSED | second diff=0" in ok(run).stdout
+
+
+def test_parity_plugins_environment_variable(tmp_path, toy):
+    first = metric_file(tmp_path, "first")
+    env = {"PARITY_PLUGINS": f"{first},{toy['plugin']}"}
+    assert "hello you" in ok(parity("toy-hello", "you", env=env)).stdout
+    run = ok(parity("run", IDENTITY, "--onnxrt", "--onnxrt", "--compare-func", "first", "exact", env=env))
+    assert "first diff=0" in run.stdout and "exact" in run.stdout
+
+
+def test_bad_plugin_files(tmp_path):
+    assert "plugin file not found" in one_line_error(parity("--plugin", tmp_path / "nope.py", "plugins"))
+    broken = tmp_path / "broken.py"
+    broken.write_text("def oops(:\n")
+    proc = ok(parity("--plugin", broken, "plugins", "--json"))  # isolated: a warning, everything else works
+    assert "broken.py failed to load" in proc.stderr.replace(str(tmp_path) + "/", "")
+    assert {r["name"]: r["status"] for r in json.loads(proc.stdout)}[f"file:{broken}"] == "failed"
+    assert "failed to load" in one_line_error(parity("--plugin", broken, "plugins", env={"PARITY_STRICT_PLUGINS": "1"}))
+
+
+# --- collisions: a clear error naming both distributions, never a silent override --------------------
+
+
+def install(site: Path, dist: str, module: str, source: str) -> None:
+    """The files an installer writes for a one-module distribution with a `parity` entry point."""
+    (site / f"{module}.py").write_text(textwrap.dedent(source))
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[parity]\n{module} = {module}\n")
+
+
+COMPARATOR = '''
+from parity import hookimpl
+from parity.registry import ComparatorSpec
+
+@hookimpl
+def parity_register_comparators(register):
+    register(ComparatorSpec("{name}", lambda options: None))
+'''
+
+BACKEND = '''
+from parity import hookimpl
+from parity.registry import Backend
+
+@hookimpl
+def parity_register_backends(register):
+    register(Backend("{name}", lambda request: None, flag="{flag}"))
+'''
+
+
+@pytest.mark.parametrize(
+    ("sources", "message"),
+    [
+        ([COMPARATOR.format(name="dup"), COMPARATOR.format(name="dup")], "comparator 'dup' is registered by both"),
+        ([BACKEND.format(name="a", flag="--same"), BACKEND.format(name="b", flag="--same")], "option --same is registered by both"),
+        ([BACKEND.format(name="dup", flag="--one"), BACKEND.format(name="dup", flag="--two")], "backend 'dup' is registered by both"),
+    ],
+    ids=["metric-name", "backend-flag", "backend-name"],
+)
+def test_two_distributions_claiming_one_name(tmp_path, sources, message):
+    for index, source in enumerate(sources):
+        install(tmp_path, f"parity-claim{index}", f"claim{index}", source)
+    env = {"PYTHONPATH": str(tmp_path)}
+    line = one_line_error(parity("plugins", env=env))
+    assert message in line and "parity-claim0" in line and "parity-claim1" in line
+    # the fix the message suggests works
+    ok(parity("plugins", env={**env, "PARITY_DISABLE_PLUGINS": "parity-claim1"}))
+
+
+@pytest.mark.parametrize(
+    ("source", "owner"),
+    [
+        (COMPARATOR.format(name="cosine"), "parity-metrics"),
+        (BACKEND.format(name="ref2", flag="--onnx-ref"), "parity-onnx-reference"),
+        (COMPARATOR.format(name="simple"), "parity"),
+    ],
+    ids=["contrib-metric", "contrib-flag", "core-metric"],
+)
+def test_claiming_a_name_of_an_installed_plugin(tmp_path, source, owner):
+    install(tmp_path, "parity-copycat", "copycat", source)
+    line = one_line_error(parity("run", IDENTITY, "--onnxrt", env={"PYTHONPATH": str(tmp_path)}))
+    assert f"both {owner} and parity-copycat" in line or f"both parity-copycat and {owner}" in line
+
+
+# --- hooks grow by optional arguments; old plugins keep working ---------------------------------------
+
+
+def test_plugin_written_against_an_older_hook_signature_keeps_working():
+    import parity_metrics.hooks
+
+    class GrownSpecs:  # a future Parity passes one more argument to the same hook
+        @pluggy.HookspecMarker("parity")
+        def parity_register_comparators(self, register, options):
+            """Register comparison metrics; ``options`` is new."""
+
+    pm = pluggy.PluginManager("parity")
+    pm.add_hookspecs(GrownSpecs)
+    pm.register(parity_metrics.hooks, name="parity-metrics")
+    pm.check_pending()  # the impl names fewer arguments than the spec: still valid
+    registered = []
+    pm.hook.parity_register_comparators(register=registered.append, options={"cosine_min": 0.5})
+    assert sorted(spec.name for spec in registered) == ["cosine", "psnr", "rel-l2", "snr", "topk-agree"]
+    # Parity's own caller (registration hooks are called plugin by plugin) passes only what each impl names
+    from parity.plugins import _call_impl
+
+    [impl] = pm.hook.parity_register_comparators.get_hookimpls()
+    again = []
+    _call_impl(impl, register=again.append, options={}, something_newer=1)
+    assert [s.name for s in again] == [s.name for s in registered]
+
+
+# --- registering imports nothing heavy, with the contrib packages installed ---------------------------
+
+PROBE = """
+import json, sys
+from parity.cli import main
+from parity.plugins import plugin_infos
+code = main(sys.argv[1:])
+heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('onnx', 'onnxruntime', 'tensorrt', 'torch', 'numpy'))
+loaded = sorted(i.distribution for i in plugin_infos() if i.status == 'loaded' and i.distribution)
+print(json.dumps({"code": code, "heavy": heavy, "loaded": loaded}))
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["plugins", "--json"]], ids=" ".join)
+def test_registering_contrib_plugins_imports_nothing_heavy(argv):
+    proc = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=60)
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0, proc.stderr
+    assert set(CONTRIB) <= set(report["loaded"]), "install the contrib packages: pip install -r requirements.txt"
+    heavy = [m for m in report["heavy"] if m.split(".")[0] != "numpy" or argv[0] != "plugins"]
+    assert heavy == [], f"parity {' '.join(argv)} imported {heavy}"
