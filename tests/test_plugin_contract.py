@@ -417,3 +417,11 @@ def test_registering_contrib_plugins_imports_nothing_heavy(argv):
     assert set(CONTRIB) <= set(report["loaded"]), "install the contrib packages: pip install -r requirements.txt"
     heavy = [m for m in report["heavy"] if m.split(".")[0] != "numpy" or argv[0] != "plugins"]
     assert heavy == [], f"parity {' '.join(argv)} imported {heavy}"
+
+
+def test_trace_shows_which_plugin_each_hook_call_belongs_to(tmp_path):
+    first = metric_file(tmp_path, "first")
+    proc = ok(parity("--plugin", first, "plugins", env={"PARITY_TRACE_PLUGINS": "1"}))
+    traced = [line for line in proc.stderr.splitlines() if line.startswith("parity: trace:")]
+    assert f"parity: trace: file:{first}: parity_register_comparators(register)" in traced
+    assert "parity: trace: metrics: parity_register_comparators(register)" in traced

@@ -214,6 +214,9 @@ def _fail(state: PluginState, info: PluginInfo, exc: BaseException) -> None:
 
 
 def _call_impl(impl: pluggy.HookImpl, **kwargs: Any) -> Any:
+    # called directly (to know each item's owner), so pluggy's own tracing never sees these calls
+    if os.environ.get("PARITY_TRACE_PLUGINS"):
+        print(f"parity: trace: {impl.plugin_name}: {impl.function.__name__}({', '.join(impl.argnames)})", file=sys.stderr)
     return impl.function(**{name: kwargs[name] for name in impl.argnames})
 
 
