@@ -114,3 +114,28 @@ sys.exit(1 if all(n in names for n in sys.argv[2:]) else 0)
 
 def planted_check() -> str:
     return PLANTED_CHECK
+
+
+def fp16_sensitive() -> onnx.ModelProto:
+    """A 26-node chain on values near 1 where only two distant pairs of nodes need fp32:
+    ``shift_a``/``unshift_a`` and ``shift_b``/``unshift_b`` add then subtract 1e5, which is inf in fp16."""
+    inits = [numpy_helper.from_array(np.array(1e5, np.float32), "big"), numpy_helper.from_array(np.array(0.1, np.float32), "k01")]
+    nodes: list[onnx.NodeProto] = []
+
+    def op(kind: str, extra: list[str], name: str) -> None:
+        prev = nodes[-1].output[0] if nodes else "x"
+        nodes.append(helper.make_node(kind, [prev, *extra], [f"{name}_out"], name=name))
+
+    for k in range(6):
+        op("Add", ["k01"], f"add{k}")
+    op("Add", ["big"], "shift_a")
+    op("Sub", ["big"], "unshift_a")
+    for k in range(6, 16):
+        op("Relu", [], f"b{k}") if k % 2 else op("Add", ["k01"], f"b{k}")
+    op("Add", ["big"], "shift_b")
+    op("Sub", ["big"], "unshift_b")
+    for k in range(16, 22):
+        op("Add", ["k01"], f"m{k}")
+    nodes[-1].output[0] = "y"
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
+    return finish(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])], inits, "fp16_sensitive")

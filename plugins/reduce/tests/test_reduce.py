@@ -1,0 +1,260 @@
+"""``parity debug reduce`` and ``Reducer``: check counts, minimality, valid candidates, CLI behaviour."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from parity.cli import main
+from parity_reduce import Reducer
+from parity_reduce.testing import chain, encoder, finish, planted_check
+
+PY = sys.executable
+
+
+def has(*names):
+    return lambda model: all(n in {x.name for x in model.graph.node} for n in names)
+
+
+def runs(model: onnx.ModelProto, feeds=None) -> dict:
+    """The candidate is valid ONNX that onnxruntime loads and runs."""
+    onnx.checker.check_model(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = feeds or {i.name: np.random.rand(*[d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32) for i in sess.get_inputs()}
+    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+
+
+@pytest.mark.parametrize(
+    ("model", "fault", "budget"),
+    [(chain(800), ["n417"], 18), (encoder(), ["softmax_67"], 40), (chain(800), ["n100", "n700"], 60), (encoder(), ["softmax_17", "erf_136"], 60)],
+    ids=["chain-single", "encoder-single", "chain-pair", "encoder-pair"],
+)
+def test_default_mode_finds_the_exact_culprits_within_budget(model, fault, budget):
+    result = Reducer(model, has(*fault)).run()
+    assert sorted(result.nodes) == sorted(fault)  # 1-minimal: just the culprit node(s)
+    assert result.checks <= budget
+    runs(result.model)
+
+
+@pytest.mark.parametrize("mode", ["dichotomic", "quickxplain", "ddmin", "bisect"])
+def test_every_mode_returns_a_failing_model(mode):
+    model = encoder(layers=1)
+    result = Reducer(model, has("softmax_17", "erf_36"), mode=mode).run()
+    assert has("softmax_17", "erf_36")(result.model)
+    assert len(result.nodes) < len(model.graph.node)
+
+
+def test_polygraphy_bisect_keeps_connected_ancestors_and_linear_agrees():
+    model = chain(60)
+    bisect = Reducer(model, has("n30"), mode="bisect").run()
+    linear = Reducer(model, has("n30"), mode="linear").run()
+    assert bisect.nodes == linear.nodes == ["n30"]
+    assert linear.checks > bisect.checks
+
+
+def test_full_model_that_passes_is_an_error():
+    from parity_reduce.reducer import NotFailing
+
+    with pytest.raises(NotFailing):
+        Reducer(chain(10), lambda m: False).run()
+
+
+def branchy() -> onnx.ModelProto:
+    """Two outputs, a branch that joins, a Constant node and an omitted optional input ('')."""
+    nodes = [
+        helper.make_node("Constant", [], ["c"], name="const", value=numpy_helper.from_array(np.array(2.0, np.float32))),
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("Mul", ["a", "c"], ["b1"], name="left"),
+        helper.make_node("Sigmoid", ["a"], ["b2"], name="right"),
+        helper.make_node("Add", ["b1", "b2"], ["j"], name="join"),
+        helper.make_node("Clip", ["j", "", "cmax"], ["y1"], name="clip"),  # min omitted
+        helper.make_node("Tanh", ["b2"], ["y2"], name="tanh"),
+    ]
+    inits = [numpy_helper.from_array(np.array(3.0, np.float32), "cmax")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
+    outs = [helper.make_tensor_value_info("y1", TensorProto.FLOAT, None), helper.make_tensor_value_info("y2", TensorProto.FLOAT, None)]
+    return finish(nodes, [x], outs, inits)
+
+
+def test_branches_constants_optional_inputs_and_dynamic_shapes():
+    result = Reducer(branchy(), has("clip", "right"), input_shapes={"x": [2, 4]}).run()
+    assert sorted(result.nodes) == ["clip", "right"]
+    assert "const" not in [n.name for n in result.model.graph.node]  # Constant nodes became initializers
+    clip = next(n for n in result.model.graph.node if n.name == "clip")
+    assert list(clip.input)[1] == ""  # the omitted optional input is kept omitted
+    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in result.model.graph.input}
+    assert shapes["j"] == [2, 4]  # cut tensors get the frozen (reference) shape
+    outputs = runs(result.model)
+    assert set(outputs) == {"y1", "b2"}
+
+
+def test_cut_tensors_as_constants_reproduce_data_dependent_faults():
+    # The fault shows only with the values the full model computes: y1 saturates at the Clip max.
+    model = branchy()
+    feeds = [{"x": np.full((2, 4), 5.0, np.float32)}]
+
+    def saturated(candidate):
+        if "clip" not in {n.name for n in candidate.graph.node}:
+            return False
+        sess = ort.InferenceSession(candidate.SerializeToString(), providers=["CPUExecutionProvider"])
+        names = [i.name for i in sess.get_inputs()]
+        rng = np.random.default_rng(0)
+        out = sess.run(["y1"], {n: np.full((2, 4), 5.0, np.float32) if n == "x" else rng.random((2, 4), np.float32) for n in names})[0]
+        return bool((out == 3.0).all())
+
+    result = Reducer(model, saturated, inputs=feeds, cut="constant", input_shapes={"x": [2, 4]}).run()
+    assert result.nodes == ["clip"]  # its input is frozen to the reference value (join = 10 + ~1)
+    assert not result.model.graph.input
+    # As graph inputs fed random data, the cut tensor no longer saturates: more of the graph is needed.
+    as_inputs = Reducer(model, saturated, inputs=feeds, cut="input", input_shapes={"x": [2, 4]}).run()
+    assert len(as_inputs.nodes) > 1 and "clip" in as_inputs.nodes
+
+
+def test_multi_sample_reference_keeps_per_sample_values():
+    feeds = [{"x": np.full((1, 8), v, np.float32)} for v in (1.0, 2.0, 3.0)]
+    result = Reducer(chain(12), has("n6"), inputs=feeds).run()
+    inputs = result.inputs()
+    assert len(inputs) == 3 and list(inputs[0]) == ["t5"]
+    assert not np.array_equal(inputs[0]["t5"], inputs[2]["t5"])
+    expected = result.expected()
+    assert len(expected) == 3
+    got = runs(result.model, inputs[1])
+    np.testing.assert_allclose(got["t6"], expected[1]["t6"], rtol=1e-6)
+
+
+# --- the command line ----------------------------------------------------------------------------------
+
+# A planted-fault check that starts fast (no onnx import): a node's name is protobuf field 3 of NodeProto.
+FAST_CHECK = """import sys
+data = open(sys.argv[1], 'rb').read()
+sys.exit(1 if all(b'\\x1a' + bytes([len(n)]) + n.encode() in data for n in sys.argv[2:]) else 0)
+"""
+
+
+@pytest.fixture()
+def files(tmp_path):
+    onnx.save(chain(60), str(tmp_path / "chain.onnx"))
+    (tmp_path / "check.py").write_text(FAST_CHECK)
+    return tmp_path
+
+
+def test_fast_check_agrees_with_the_onnx_check(files):
+    (files / "slow_check.py").write_text(planted_check())
+    for names in (["n5"], ["n5", "n59"], ["n60"], ["n5", "x"]):
+        fast = subprocess.run([PY, "check.py", "chain.onnx", *names]).returncode
+        assert fast == subprocess.run([PY, "slow_check.py", "chain.onnx", *names]).returncode
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_cli_reduce_writes_output_min_good_and_repro_bundle(files):
+    before = digest(files / "chain.onnx")
+    code = main(["debug", "reduce", "chain.onnx", "-o", "red.onnx", "--min-good", "good.onnx", "--check", PY, "check.py", "parity_debug.onnx", "n20", "n40"])
+    assert code == 0
+    assert digest(files / "chain.onnx") == before  # the input is never modified
+    assert sorted(n.name for n in onnx.load("red.onnx").graph.node) == ["n20", "n40"]
+    assert len(onnx.load("good.onnx").graph.node) >= 1
+    bundle = files / "red_repro"
+    assert {p.name for p in bundle.iterdir()} >= {"model.onnx", "inputs.npz", "expected.npz", "check.sh", "check.py", "README.md"}
+    assert subprocess.run(["sh", str(bundle / "check.sh")]).returncode == 1  # the failure reproduces from the bundle alone
+    assert main(["run", str(bundle / "model.onnx"), "--onnxrt", "--load-inputs", str(bundle / "inputs.npz"), "--load-outputs", str(bundle / "expected.npz")]) == 0
+    assert not (files / "parity_debug.onnx").exists() and not (files / "parity_debug.onnx.state.json").exists()
+
+
+def test_cli_in_process_parity_run_check_with_iteration_inputs(files, monkeypatch):
+    # Neg then Sqrt make NaN: with the reference values fed through parity_debug_inputs.npz, Sqrt alone
+    # reproduces it (its input is negative in the full model), so the result is one node.
+    model = chain(30)
+    model.graph.node[10].op_type, model.graph.node[11].op_type = "Neg", "Sqrt"
+    for k in (10, 11):
+        del model.graph.node[k].input[1:]
+    onnx.save(model, "nan.onnx")
+    import parity.debug.check as check_mod
+
+    def no_subprocess(*a, **k):
+        raise AssertionError("parity run checks must run in-process")
+
+    monkeypatch.setattr(check_mod.subprocess, "Popen", no_subprocess)
+    code = main(
+        [
+            "debug",
+            "reduce",
+            "nan.onnx",
+            "-o",
+            "red.onnx",
+            "--no-repro",
+            "--iterations",
+            "2",
+            "--check",
+            "parity",
+            "run",
+            "parity_debug.onnx",
+            "--onnxrt",
+            "--validate",
+            "--load-inputs",
+            "parity_debug_inputs.npz",
+        ]
+    )
+    assert code == 0
+    assert [n.name for n in onnx.load("red.onnx").graph.node] == ["n11"]
+
+
+def test_cli_jobs_give_the_same_result_as_serial(files):
+    args = ["debug", "reduce", "chain.onnx", "--no-repro", "--mode", "ddmin", "--check", PY, "check.py", "parity_debug.onnx", "n7", "n50"]
+    assert main([*args[:3], "-o", "serial.onnx", *args[3:]]) == 0
+    assert main([*args[:3], "-o", "par.onnx", "--jobs", "2", *args[3:]]) == 0
+    assert [n.name for n in onnx.load("par.onnx").graph.node] == [n.name for n in onnx.load("serial.onnx").graph.node] == ["n7", "n50"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["debug", "reduce", "missing.onnx", "-o", "r.onnx", "--check", "true"], 3),
+        (["debug", "reduce", "chain.onnx", "-o", "chain.onnx", "--check", "true"], 2),
+        (["debug", "reduce", "chain.onnx", "-o", "r.onnx", "--mode", "nope", "--check", "true"], 2),
+        (["debug", "reduce", "chain.onnx", "-o", "r.onnx", "--no-reduce-inputs", "--no-reduce-outputs", "--check", "false"], 2),
+        (["debug", "reduce", "chain.onnx", "-o", "r.onnx", "--model-input-shapes", "z:[1,8]", "--check", "false"], 2),
+        (["debug", "reduce", "chain.onnx", "-o", "r.onnx", "--check", "true"], 2),  # never fails: nothing to reduce
+    ],
+)
+def test_cli_bad_input_is_one_line(files, capsys, args, code):
+    assert main(args) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "error:" in err
+
+
+def test_interrupted_run_resumes_where_it_stopped(files):
+    # A slow check that counts its runs; kill the reduction mid-way, then run the same command again.
+    (files / "slow.py").write_text("import sys, time\nopen('count', 'a').write('x')\ntime.sleep(0.2)\n" + FAST_CHECK)
+    cmd = ["parity", "debug", "reduce", "chain.onnx", "-o", "red.onnx", "--no-repro", "--check", PY, "slow.py", "parity_debug.onnx", "n13", "n44"]
+    proc = subprocess.Popen(cmd, cwd=files, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    state = files / "parity_debug.onnx.state.json"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if state.exists() and len(json.loads(state.read_text() or "{}").get("verdicts", {})) >= 5:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)  # as hard as a crash or reboot
+    proc.wait()
+    assert not (files / "red.onnx").exists()
+    recorded = len(json.loads(state.read_text())["verdicts"])
+    first = len((files / "count").read_text())
+    assert main(cmd[1:]) == 0
+    total = len((files / "count").read_text())
+    assert sorted(n.name for n in onnx.load(str(files / "red.onnx")).graph.node) == ["n13", "n44"]
+    # An uninterrupted run needs `fresh` checks; the resumed one ran only what was missing (plus the killed check).
+    fresh = Reducer(chain(60), has("n13", "n44")).run().checks
+    assert total - first <= fresh - recorded + 1
+    assert recorded >= 5
