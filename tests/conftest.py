@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent))
 
-import models  # noqa: E402
+import core_models  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +27,7 @@ def _fresh_plugins():
 
 @pytest.fixture
 def affine_model(tmp_path: Path) -> Path:
-    return models.affine(tmp_path / "affine.onnx")
+    return core_models.affine(tmp_path / "affine.onnx")
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import models
+import core_models as models
 import numpy as np
 import parity
 import pytest

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import models
+import core_models as models
 import numpy as np
 from parity.results import load_inputs, load_results
 

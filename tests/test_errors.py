@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-import models
+import core_models as models
 import numpy as np
 import pytest
 from parity.results import save_inputs

@@ -107,7 +107,7 @@ def test_broken_plugin_warns_once_and_everything_else_works(site, affine_model):
 
 
 def test_plugin_metric_and_command_work_from_the_cli(site, tmp_path):
-    import models
+    import core_models as models
 
     models.affine(tmp_path / "a.onnx", scale=2.0)
     models.affine(tmp_path / "b.onnx", scale=2.05)
