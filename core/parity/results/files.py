@@ -50,8 +50,10 @@ class ArchiveWriter:
         array = np.asarray(array)
         if array.dtype.hasobject:
             raise UsageError("cannot save object arrays")
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)  # (not for 0-d arrays: it would make them 1-d)
         with self._zip.open(name, "w", force_zip64=array.nbytes > 2**31) as entry:
-            np.lib.format.write_array(entry, np.ascontiguousarray(array), allow_pickle=False)
+            np.lib.format.write_array(entry, array, allow_pickle=False)
         return name
 
     def discard(self) -> None:
