@@ -258,3 +258,59 @@ def test_interrupted_run_resumes_where_it_stopped(files):
     fresh = Reducer(chain(60), has("n13", "n44")).run().checks
     assert total - first <= fresh - recorded + 1
     assert recorded >= 5
+
+
+GREEDY_PLUGIN = """
+from parity import hookimpl
+from parity.registry import StrategySpec
+
+
+class Greedy:
+    name = "greedy"
+
+    def minimize(self, items, oracle):
+        current = list(items)
+        for i in list(current):
+            trial = [x for x in current if x != i]
+            if oracle(trial):
+                current = trial
+        return current
+
+
+@hookimpl
+def parity_register_debug_strategies(register):
+    register(StrategySpec("greedy", lambda options: Greedy(), "remove one node at a time"))
+"""
+
+
+def test_third_party_strategy_through_the_hook(files):
+    from parity import plugins
+
+    (files / "greedy.py").write_text(GREEDY_PLUGIN)
+    onnx.save(chain(12), "small.onnx")
+    plugins.reset()
+    try:
+        code = main(
+            [
+                "--plugin",
+                "greedy.py",
+                "debug",
+                "reduce",
+                "small.onnx",
+                "-o",
+                "g.onnx",
+                "--no-repro",
+                "--mode",
+                "greedy",
+                "--check",
+                PY,
+                "check.py",
+                "parity_debug.onnx",
+                "n3",
+                "n9",
+            ]
+        )
+    finally:
+        plugins.reset()
+    assert code == 0
+    assert [n.name for n in onnx.load("g.onnx").graph.node] == ["n3", "n9"]
