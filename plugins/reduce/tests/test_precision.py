@@ -7,7 +7,6 @@ import json
 import numpy as np
 import onnx
 import onnxruntime as ort
-
 from parity.cli import main
 from parity_reduce import PrecisionSearch
 from parity_reduce.precision import MixedPrecision
