@@ -1,0 +1,107 @@
+"""Bench: layerwise comparison, Parity vs Polygraphy 0.53.6, in the same run.
+
+    python bench/layerwise_bench.py                # 158-node encoder: time, peak RSS, saved-file size, losslessness
+    python bench/layerwise_bench.py --big          # also the 4.5 GiB-activation chain: peak RSS under a budget
+
+Encoder: ``run --onnxrt --onnxrt --onnx-outputs mark all`` for both tools (and ``--save-outputs``), plus
+``parity debug localize --all-tensors``. Targets: no slower than Polygraphy; saved file <= 0.8x
+Polygraphy's; lossless (every saved array bit-identical to Polygraphy's). Chain: ``parity debug localize
+--memory-budget 1G`` stays under 1 GiB while Polygraphy's mark-all grows with the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from common import clean_env, median, run_measured, table, tool, verdict  # noqa: E402
+from models import activation_chain, transformer_encoder  # noqa: E402
+
+
+def measure(cmds: dict[str, list[str]], repeat: int) -> dict[str, tuple[float, float]]:
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    rss: dict[str, list[float]] = {k: [] for k in cmds}
+    for _ in range(repeat):
+        for name, cmd in cmds.items():
+            wall, peak, code, out = run_measured(cmd, env=clean_env())
+            if code not in (0, 1):
+                print(out[-3000:])
+                raise SystemExit(f"{name}: exit {code}")
+            times[name].append(wall)
+            rss[name].append(peak)
+    return {k: (median(times[k]), median(rss[k])) for k in cmds}
+
+
+def encoder(tmp: str, repeat: int) -> bool:
+    from parity.results.files import load_results
+
+    model = str(transformer_encoder(Path(tmp) / "encoder.onnx"))
+    mark = ["--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all"]
+    cmds = {
+        "polygraphy run mark all": [tool("polygraphy"), "run", model, *mark],
+        "parity run mark all": [tool("parity"), "run", model, *mark],
+        "parity debug localize --all-tensors": [tool("parity"), "debug", "localize", model, "--onnxrt", "--onnxrt", "--all-tensors"],
+        "polygraphy run mark all --save-outputs": [tool("polygraphy"), "run", model, *mark, "--save-outputs", f"{tmp}/poly.json"],
+        "parity run mark all --save-outputs": [tool("parity"), "run", model, *mark, "--save-outputs", f"{tmp}/parity.out"],
+    }
+    res = measure(cmds, repeat)
+    print(table(["encoder (158 nodes)", "median s", "peak RSS MiB"], [[k, *v] for k, v in res.items()]))
+    poly_size, parity_size = os.path.getsize(f"{tmp}/poly.json"), os.path.getsize(f"{tmp}/parity.out")
+    ours, theirs = load_results(f"{tmp}/parity.out"), load_results(f"{tmp}/poly.json")
+    compared = identical = 0
+    for (_, a_iters), (_, b_iters) in zip(ours, theirs):
+        for name, value in a_iters[0].items():
+            compared += 1
+            other = b_iters[0][name]
+            identical += int(value.dtype == other.dtype and value.shape == other.shape and value.tobytes() == other.tobytes())
+    t_ratio = res["parity run mark all"][0] / res["polygraphy run mark all"][0]
+    l_ratio = res["parity debug localize --all-tensors"][0] / res["polygraphy run mark all"][0]
+    s_ratio = parity_size / poly_size
+    print(f"saved outputs: parity {parity_size / 2**20:.1f} MiB, polygraphy {poly_size / 2**20:.1f} MiB, ratio {s_ratio:.2f}")
+    print(f"time ratios vs polygraphy mark all: parity run {t_ratio:.2f}, parity localize {l_ratio:.2f}")
+    ok = verdict("layerwise run no slower than Polygraphy", t_ratio <= 1.0, f"{t_ratio:.2f}x")
+    ok &= verdict("localize (all tensors) no slower than Polygraphy mark all", l_ratio <= 1.0, f"{l_ratio:.2f}x")
+    ok &= verdict("saved results <= 0.8x Polygraphy's file", s_ratio <= 0.8, f"{s_ratio:.2f}x")
+    ok &= verdict("lossless", compared > 0 and identical == compared, f"{identical}/{compared} arrays bit-identical to Polygraphy's")
+    return ok
+
+
+def big(tmp: str, budget: str, with_polygraphy: bool) -> bool:
+    model = str(activation_chain(Path(tmp) / "chain.onnx"))
+    print("chain: 73 tensors of 64 MiB = 4.6 GiB of activations per runner")
+    localize = [tool("parity"), "debug", "localize", model, "--onnxrt", "--onnxrt", "--memory-budget", budget, "--all-tensors"]
+    cmds = {f"parity debug localize --memory-budget {budget}": localize}
+    if with_polygraphy:
+        cmds["polygraphy run mark all"] = [tool("polygraphy"), "run", model, "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all"]
+    res = measure(cmds, 1)
+    print(table(["chain (4.6 GiB activations)", "s", "peak RSS MiB"], [[k, *v] for k, v in res.items()]))
+    limit = {"k": 2**10, "m": 2**20, "g": 2**30}[budget[-1].lower()] * float(budget[:-1]) / 2**20
+    peak = res[next(iter(cmds))][1]
+    ok = verdict(f"peak RSS under the {budget} budget", peak <= limit, f"{peak:.0f} MiB")
+    if with_polygraphy:
+        poly = res["polygraphy run mark all"][1]
+        print(f"peak RSS ratio parity/polygraphy: {peak / poly:.2f}")
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--big", action="store_true", help="also the 4.6 GiB-activation chain (several minutes)")
+    parser.add_argument("--budget", default="1G")
+    parser.add_argument("--no-polygraphy-big", action="store_true", help="skip Polygraphy on the chain (it needs about 10 GiB)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        ok = encoder(tmp, args.repeat)
+        if args.big:
+            ok &= big(tmp, args.budget, not args.no_polygraphy_big)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
