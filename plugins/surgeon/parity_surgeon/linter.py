@@ -50,11 +50,9 @@ class LintReport:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:300]
-    return type(exc).__name__
+    """The message on one line: the checker spreads one problem over several lines."""
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+    return text[:300] or type(exc).__name__
 
 
 def lint(model: Any, label: str | None = None, onnxruntime: bool = True) -> LintReport:
