@@ -158,8 +158,13 @@ class DivergenceReport:
             "iteration": self.iteration,
             "first": None if first is None else first.name,
             "extract_command": self.extract_command(),
-            "tensors": [{**asdict(t), "inputs": list(t.inputs)} for t in self.tensors],
+            "tensors": [_finite({**asdict(t), "inputs": list(t.inputs)}) for t in self.tensors],
         }
+
+
+def _finite(row: dict[str, Any]) -> dict[str, Any]:
+    """NaN/Inf errors become null so the report is strict JSON."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
 
 
 def _safe(name: str) -> str:

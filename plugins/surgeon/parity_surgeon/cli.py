@@ -290,7 +290,7 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
         g.save(extract_node(model, first.node), params["extract_to"], model)
         echo(f"wrote {params['extract_to']} (node '{first.node}' alone)")
     if params.get("report"):
-        write_text_atomic(params["report"], json.dumps(result.to_json(), indent=1, default=_json_default))
+        write_text_atomic(params["report"], json.dumps(result.to_json(), indent=1, default=_json_default, allow_nan=False))
     verdict = "no divergence" if first is None else f"first divergence at '{first.name}' ({first.op_type})"
     click.echo(f"{'PASSED' if first is None else 'FAILED'} | {verdict} | {result.seconds:.2f}s")
     return int(ExitCode.PASSED if first is None else ExitCode.MISMATCH)

@@ -165,8 +165,17 @@ class LocalizeResult:
             "largest_batch_bytes": self.largest_batch,
             "seconds": self.seconds,
             "divergence": self.report.to_json(),
-            "isolation": [{**asdict(v), "verdict": v.verdict} for v in self.isolation],
+            "isolation": [_strict({**asdict(v), "verdict": v.verdict}) for v in self.isolation],
         }
+
+
+def _strict(value: Any) -> Any:
+    """NaN/Inf become null, so reports are strict JSON."""
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _num(v: float) -> str:
