@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,7 +82,8 @@ def per_iteration(work: Path) -> None:
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
         seconds = time.perf_counter() - start
         text = proc.stdout + proc.stderr
-        checks = text.count("parity: [N") if tool == "parity" else text.count("Iteration ")
+        # One line per check: "parity: [N3] bad | ..." / "[I]     PASSED | Iteration 3 | Duration 1.9s"
+        checks = text.count("parity: [N") if tool == "parity" else len(re.findall(r"(?:PASSED|FAILED) \| Iteration \d+ \| Duration", text))
         nodes = len(onnx.load(str(work / f"nan_{tool}.onnx")).graph.node) if proc.returncode == 0 else -1
         rows.append((tool, checks, nodes, seconds))
         print(f"  {tool:10s} bisect: {checks:3d} checks, {nodes:3d} nodes, {seconds:6.1f}s, {seconds / max(checks, 1):.3f}s per iteration (rc {proc.returncode})")
@@ -94,7 +96,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--poly-linear", action="store_true", help="also run Polygraphy's linear mode (slow)")
     parser.add_argument("--parity-modes", default="dichotomic,quickxplain,ddmin,bisect", help="Parity modes to run")
-    parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument("--skip-timing", action="store_true", help="skip the per-iteration wall time comparison")
+    parser.add_argument("--only-timing", action="store_true", help="only the per-iteration wall time comparison")
     args = parser.parse_args()
     if not shutil.which("polygraphy"):
         print("polygraphy is not installed: pip install polygraphy")
@@ -106,7 +109,7 @@ def main() -> int:
     poly_modes = ["bisect", *(["linear"] if args.poly_linear else [])]
     modes = args.parity_modes.split(",")
     print(f"work dir: {work}")
-    for model_name, faults in FAULTS.items():
+    for model_name, faults in ({} if args.only_timing else FAULTS).items():
         model = str(work / f"{model_name}.onnx")
         for kind, fault in faults.items():
             print(f"{model_name} ({len(onnx.load(model).graph.node)} nodes), {kind} fault {fault}:")
