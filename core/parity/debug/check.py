@@ -133,6 +133,8 @@ class CommandCheck:
             return Outcome(True, None, text, timed_out=True, note=f"timed out after {self.timeout:g}s; killed its process group")
         except BaseException:  # Ctrl-C: leave nothing running behind us
             kill_group(proc)
+            if proc.stdout:
+                proc.stdout.close()
             raise
         text = out.decode(errors="replace")
         return Outcome(self.verdict.is_bad(proc.returncode, text), proc.returncode, text)

@@ -131,10 +131,11 @@ class DebugSession:
         self._started = time.perf_counter()
         self._next_index = 0
         self._pending: set[str] = set()
+        self._resuming = False  # a matching state file exists: files an interrupted run left are ours
         self.history: list[tuple[int, str, bool]] = []  # (iteration, key, bad)
         if self.state_path and resume:
             self._load_state()
-        if not self._recorded and Path(self.iter_artifact).exists():
+        if not self._resuming and Path(self.iter_artifact).exists():
             raise UsageError(f"{self.iter_artifact} already exists; remove it or choose another --iter-artifact")
 
     # --- state -------------------------------------------------------------------------------------
@@ -150,6 +151,7 @@ class DebugSession:
         if state.get("format") != STATE_FORMAT or state.get("fingerprint") != self.fingerprint:
             self.reporter.warn(f"ignoring state file {self.state_path}: it is from a different command, model or check")
             return
+        self._resuming = True
         self._recorded = {k: bool(v) for k, v in state.get("verdicts", {}).items()}
         self._next_index = int(state.get("next_index", len(self._recorded)))
         if self._recorded:
@@ -255,7 +257,7 @@ class DebugSession:
                 info = {"iteration": index, "key": cand.key, "artifact": it.artifact, **_jsonable(it.info)}
                 write_text_atomic(info_path, json.dumps(info, indent=2))
             outcome = self.check(it)
-        except Exception:
+        except BaseException:  # Ctrl-C included: leave no intermediate files behind
             self._cleanup(it, info_path)
             raise
         self._sort_artifacts(outcome.bad, index, it)
