@@ -314,3 +314,12 @@ def test_third_party_strategy_through_the_hook(files):
         plugins.reset()
     assert code == 0
     assert [n.name for n in onnx.load("g.onnx").graph.node] == ["n3", "n9"]
+
+
+def test_parallel_dichotomic_search_finds_the_same_culprits():
+    from parity.debug import DebugSession, PredicateCheck, ThreadExecutor
+
+    serial = Reducer(chain(200), has("n20", "n150")).run()
+    session = DebugSession(PredicateCheck(lambda it: has("n20", "n150")(it.payload)), executor=ThreadExecutor(3))
+    parallel = Reducer(chain(200), session=session).run()
+    assert parallel.nodes == serial.nodes == ["n20", "n150"]
