@@ -8,14 +8,17 @@ onnxruntime and tensorrt are imported by the code that needs them, when it runs.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
+from parity import __version__
 
-from parity import __version__, plugins
-from parity.cli.common import SETTINGS, install_warning_printer, run_guarded
-from parity.cli.parsing import ParityGroup
+if TYPE_CHECKING:  # pragma: no cover
+    import click
+
+# click, pluggy and the plugins are imported by the functions that need them: a cached ``--help`` (below)
+# answers without any of them.
 
 BUILTIN_GROUPS = {
     "inspect": "Show models, saved data and other files.",
@@ -29,6 +32,8 @@ BUILTIN_COMMANDS = ("parity.cli.run", "parity.cli.convert", "parity.cli.inspect"
 
 def group(cli: click.Group, name: str) -> click.Group:
     """The built-in sub-group ``name`` of ``cli`` (``inspect``, ``debug``, ...), for plugins to add to."""
+    import click
+
     found = cli.commands.get(name)
     if not isinstance(found, click.Group):
         raise KeyError(f"no command group '{name}' (groups: {', '.join(BUILTIN_GROUPS)})")
@@ -37,6 +42,10 @@ def group(cli: click.Group, name: str) -> click.Group:
 
 def build_cli() -> click.Group:
     """The full command tree: built-ins, then every plugin's commands."""
+    import click
+
+    from parity import plugins
+    from parity.cli.parsing import ParityGroup
 
     @click.group(cls=ParityGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
     @click.version_option(__version__, "--version", prog_name="parity")
@@ -57,6 +66,9 @@ def build_cli() -> click.Group:
 
 def _prescan(argv: list[str]) -> list[str]:
     """``--plugin`` must load before the command tree is built (a plugin may add commands or options)."""
+    from parity import plugins
+    from parity.cli.common import SETTINGS
+
     files, rest, i = [], [], 0
     while i < len(argv):
         token = argv[i]
@@ -83,6 +95,12 @@ def _prescan(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point; returns the exit code (and exits with it when run as ``parity``)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    # Only console runs use the help cache: in-process callers (tests) may patch plugin discovery.
+    cache = _HelpCache(args) if argv is None and _HelpCache.eligible(args) else None
+    if cache is not None and cache.show():
+        sys.exit(0)
+    from parity.cli.common import install_warning_printer, run_guarded
+
     install_warning_printer()
 
     def invoke() -> Any:
@@ -90,10 +108,109 @@ def main(argv: list[str] | None = None) -> int:
         cli = build_cli()
         return cli.main(args=rest, prog_name="parity", standalone_mode=False)
 
-    code = run_guarded(invoke)
+    code = cache.record(lambda: run_guarded(invoke)) if cache is not None else run_guarded(invoke)
     if argv is None:
         sys.exit(code)
     return code
+
+
+class _HelpCache:
+    """``parity [COMMAND...] --help`` and ``--version`` text, cached so that they need no click, plugin
+    discovery or plugin imports (measured: ``parity --help`` 0.15 s -> 0.06 s, Python alone 0.05 s).
+
+    An entry is used only if everything that could change the text is unchanged: Parity's version, the
+    interpreter, ``sys.path``, the terminal width, every ``PARITY_*`` variable, the modification times of
+    the ``sys.path`` folders (installing or removing a distribution touches them) and of every non-stdlib
+    module file imported while building the help (core, plugins, click). Runs that warned (a broken plugin)
+    are never cached, so the warning is printed every time. ``PARITY_NO_CACHE=1`` turns the cache off.
+    """
+
+    def __init__(self, args: list[str]) -> None:
+        self.args = args
+        root = os.environ.get("PARITY_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "parity")
+        words = [a for a in args if not a.startswith("-")]
+        self.path = os.path.join(root, f"help-{'-'.join(words) or 'parity'}-{self.columns()}.bin")
+        env = sorted((k, v) for k, v in os.environ.items() if k.startswith("PARITY_") or k in ("TERM", "NO_COLOR", "FORCE_COLOR"))
+        self.key = (__version__, sys.prefix, sys.version, tuple(sys.path), tuple(args), self.columns(), env)
+
+    @staticmethod
+    def eligible(args: list[str]) -> bool:
+        if os.environ.get("PARITY_NO_CACHE", "") not in ("", "0") or os.environ.get("PARITY_PLUGINS"):
+            return False
+        if args == ["--version"]:
+            return True
+        return bool(args) and args[-1] in ("--help", "-h") and all(a.replace("-", "").isalnum() and a[:1].isalpha() for a in args[:-1])
+
+    @staticmethod
+    def columns() -> int:
+        """What click's help formatter sizes itself by (``shutil.get_terminal_size``, without importing shutil)."""
+        try:
+            if int(os.environ.get("COLUMNS", "0")) > 0:
+                return int(os.environ["COLUMNS"])
+        except ValueError:
+            pass
+        try:
+            return os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            return 0
+
+    def show(self) -> bool:
+        import marshal
+
+        try:
+            with open(self.path, "rb") as fh:
+                entry = marshal.load(fh)
+            if entry["key"] != self.key or any(_stamp(path) != stamp for path, stamp in entry["stamps"]):
+                return False
+        except Exception:  # missing, unreadable or from another Python: rebuild
+            return False
+        _write(sys.stdout, entry["out"])
+        return True
+
+    def record(self, run: Any) -> int:
+        """Run the real command with its output captured; store it if it succeeded without a word on stderr."""
+        import contextlib
+        import io
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = run()
+        _write(sys.stdout, out.getvalue())
+        _write(sys.stderr, err.getvalue())
+        if code == 0 and not err.getvalue() and out.getvalue():
+            with contextlib.suppress(Exception):
+                self._store(out.getvalue())
+        return code
+
+    def _store(self, text: str) -> None:
+        import marshal
+
+        stdlib = os.path.dirname(os.__file__)
+        files = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
+        files = {f for f in files if f and not (f.startswith(stdlib) and "-packages" not in f)}
+        paths = sorted(files | {p for p in sys.path if p})
+        entry = {"key": self.key, "stamps": [(p, _stamp(p)) for p in paths], "out": text}
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            marshal.dump(entry, fh)
+        os.replace(tmp, self.path)
+
+
+def _write(stream: Any, text: str) -> None:
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:  # ``parity --help | head``
+        pass
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
 
 
 def __getattr__(name: str) -> Any:
