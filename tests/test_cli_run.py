@@ -183,3 +183,13 @@ def test_layerwise_run_names_the_first_divergent_node(main, tmp_path):
     assert code == 1
     assert "First divergence: 't3', produced by node 'add3' (Add)" in out
     assert "parity surgeon extract" in out
+
+
+def test_load_inputs_with_extra_tensors_keeps_the_model_inputs(main, affine_model, tmp_path):
+    from parity.results import save_inputs
+
+    layerwise = tmp_path / "layerwise_inputs.npz"
+    save_inputs([{"x": np.ones((1, 4), np.float32), "scaled": np.zeros((1, 4), np.float32)}], layerwise)
+    code, _, err = main("run", affine_model, "--onnxrt", "--load-inputs", layerwise)
+    assert code == 0, err
+    assert "ignoring 1 tensor(s) the model does not take as inputs: scaled" in err

@@ -118,7 +118,8 @@ def make_data_loader(params: Mapping[str, Any], model: str | None, kind: str | N
         feeds = []
         for path in params["load_inputs"]:
             feeds.extend(load_inputs(path))
-        return feeds
+        meta = registry.model_kinds[kind].read_inputs(model) if (model and kind in registry.model_kinds) else {}
+        return drop_extra_tensors(feeds, meta)
     if params.get("data_loader_script"):
         return load_script_loader(params["data_loader_script"])
     spec = registry.data_loaders.get(params.get("data_loader") or "random")
@@ -139,6 +140,25 @@ def make_data_loader(params: Mapping[str, Any], model: str | None, kind: str | N
     if hasattr(loader, "check_names") and meta:
         loader.check_names()
     return loader
+
+
+def drop_extra_tensors(feeds: list[dict], meta: Mapping[str, Any]) -> list[dict]:
+    """Saved inputs may hold more tensors than the model takes (Polygraphy's layerwise inputs hold every
+    tensor): keep the model's inputs when all are there, with one warning; otherwise leave the names for the
+    runner to reject."""
+    if not meta:
+        return feeds
+    dropped: set[str] = set()
+    kept = []
+    for feed in feeds:
+        if set(meta) <= set(feed) and set(feed) - set(meta):
+            dropped |= set(feed) - set(meta)
+            feed = {name: feed[name] for name in meta}
+        kept.append(feed)
+    if dropped:
+        names = sorted(dropped)
+        warn(f"--load-inputs: ignoring {len(names)} tensor(s) the model does not take as inputs: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
+    return kept
 
 
 class DataRequest:
