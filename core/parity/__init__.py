@@ -14,10 +14,8 @@ Heavy names are imported on first use, so ``import parity`` stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from parity.hookspecs import hookimpl
+from parity.util.lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -45,9 +43,4 @@ _LAZY = {
 }
 
 __all__ = ["hookimpl", "__version__", *_LAZY]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'parity' has no attribute '{name}'")
+__getattr__ = lazy_attributes(__name__, _LAZY)

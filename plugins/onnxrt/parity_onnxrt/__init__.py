@@ -13,22 +13,16 @@ free of numpy and onnxruntime.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from parity.util.lazy import lazy_attributes
 
-_NAMES = {
-    "ModifyOnnxOutputs": "loaders",
-    "OnnxFromPath": "loaders",
-    "SessionFromOnnx": "loaders",
-    "modify_onnx_outputs": "loaders",
-    "onnx_from_path": "loaders",
-    "session_from_onnx": "loaders",
-    "OnnxrtRunner": "runner",
+_LAZY = {
+    "ModifyOnnxOutputs": "parity_onnxrt.loaders",
+    "OnnxFromPath": "parity_onnxrt.loaders",
+    "SessionFromOnnx": "parity_onnxrt.loaders",
+    "modify_onnx_outputs": "parity_onnxrt.loaders",
+    "onnx_from_path": "parity_onnxrt.loaders",
+    "session_from_onnx": "parity_onnxrt.loaders",
+    "OnnxrtRunner": "parity_onnxrt.runner",
 }
-__all__ = sorted(_NAMES)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        return getattr(importlib.import_module(f"parity_onnxrt.{_NAMES[name]}"), name)
-    raise AttributeError(f"module 'parity_onnxrt' has no attribute '{name}'")
+__all__ = sorted(_LAZY)
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -7,8 +7,7 @@ Heavy modules (onnx, onnxruntime) load on first use of these names.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from parity.util.lazy import lazy_attributes
 
 _LAZY = {
     "Reducer": "parity_reduce.reducer",
@@ -21,8 +20,4 @@ _LAZY = {
 
 __all__ = list(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'parity_reduce' has no attribute '{name}'")
+__getattr__ = lazy_attributes(__name__, _LAZY)

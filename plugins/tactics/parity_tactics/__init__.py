@@ -13,8 +13,7 @@ Python API (mirrors the CLI; none of it needs TensorRT except the recorder/repla
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from parity.util.lazy import lazy_attributes
 
 _LAZY = {
     "TacticReplay": "parity_tactics.replay",
@@ -37,8 +36,4 @@ _LAZY = {
 
 __all__ = list(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'parity_tactics' has no attribute '{name}'")
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -17,8 +17,7 @@ import TensorRT.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from parity.util.lazy import lazy_attributes
 
 _LAZY = {
     "CreateNetwork": "parity_trt.network",
@@ -53,8 +52,4 @@ _LAZY = {
 
 __all__ = list(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'parity_trt' has no attribute '{name}'")
+__getattr__ = lazy_attributes(__name__, _LAZY)
