@@ -70,7 +70,7 @@ def _cast_overrides(backend: Backend, overrides: Mapping[str, str], ctx: click.C
     by_name = {p.name: p for p in ctx.command.params if p.name}
     out = {}
     for key, raw in overrides.items():
-        param = by_name.get(key) or by_name.get(f"{backend.name}_{key}")
+        param = by_name.get(key) or by_name.get(f"{backend.name.replace('-', '_')}_{key}")
         if param is None:
             raise UsageError(f"{backend.cli_flag}: unknown setting '{key}'")
         value: Any = [raw] if getattr(param, "multiple", False) else raw
