@@ -179,10 +179,13 @@ def test_layerwise_run_names_the_first_divergent_node(main, tmp_path):
     onnx.save(bad, tmp_path / "bad.onnx")
     golden = tmp_path / "golden.npz"
     assert main("run", tmp_path / "good.onnx", "--onnxrt", "--onnx-outputs", "mark", "all", "--save-outputs", golden)[0] == 0
-    code, out, _ = main("run", tmp_path / "bad.onnx", "--onnxrt", "--onnx-outputs", "mark", "all", "--load-outputs", golden)
+    report = tmp_path / "report.json"
+    code, out, _ = main("run", tmp_path / "bad.onnx", "--onnxrt", "--onnx-outputs", "mark", "all", "--load-outputs", golden, "--report", report)
     assert code == 1
     assert "First divergence: 't3', produced by node 'add3' (Add)" in out
     assert "parity surgeon extract" in out
+    layerwise = json.loads(report.read_text())["layerwise"][0]
+    assert json.dumps(layerwise).count("add3") >= 1
 
 
 def test_load_inputs_with_extra_tensors_keeps_the_model_inputs(main, affine_model, tmp_path):

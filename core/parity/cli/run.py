@@ -65,7 +65,7 @@ def detect_model_kind(model: str, registry: Registry, declared: str | None = Non
     return None
 
 
-def _cast_overrides(backend: Backend, overrides: Mapping[str, str], ctx: click.Context) -> dict[str, Any]:
+def cast_runner_settings(backend: Backend, overrides: Mapping[str, str], ctx: click.Context) -> dict[str, Any]:
     """Per-runner ``--flag=opt=value`` settings, converted by the option's own click type."""
     by_name = {p.name: p for p in ctx.command.params if p.name}
     out = {}
@@ -88,7 +88,7 @@ def make_runners(ctx: click.Context, model: str | None, params: Mapping[str, Any
         backend = registry.backend(name)
         if kind and kind not in backend.model_kinds:
             raise UsageError(f"{backend.cli_flag} cannot run a {kind} model ({model}); it runs: {', '.join(backend.model_kinds)}")
-        options = {**params, **_cast_overrides(backend, overrides, ctx)}
+        options = {**params, **cast_runner_settings(backend, overrides, ctx)}
         runner = backend.make_runner(RunnerRequest(model, options, index, kind))
         runner.name = f"{backend.name}-{index}"
         runners.append(runner)
@@ -237,11 +237,12 @@ def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:
     print_first_divergence(summary, model, params)  # layerwise runs: where the runners start to disagree
     printer.summary(summary)
     if params.get("report"):
-        write_report(params["report"], summary, code)
+        write_report(params["report"], summary, code, model, params)
     return int(code)
 
 
-def write_report(path: str, summary: Any, code: int) -> None:
+def write_report(path: str, summary: Any, code: int, model: str | None = None, params: Mapping[str, Any] | None = None) -> None:
+    from parity.compare.divergence import first_divergence, outputs_were_marked
     from parity.util.fs import write_text_atomic
 
     report = {
@@ -255,6 +256,8 @@ def write_report(path: str, summary: Any, code: int) -> None:
         "validation": [v.__dict__ for v in summary.validation] if summary.validated else None,
         "comparisons": summary.accuracy.to_json(),
     }
+    if params and outputs_were_marked(params):
+        report["layerwise"] = [r.to_json() for r in first_divergence(summary, model)]
     write_text_atomic(path, json.dumps(report, indent=1, default=_json_default, allow_nan=False))
 
 

@@ -246,7 +246,7 @@ def make_localize_cmd() -> click.Command:
 
 
 def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
-    from parity.cli.run import _cast_overrides, make_compare_funcs, make_data_loader
+    from parity.cli.run import cast_runner_settings, make_compare_funcs, make_data_loader
     from parity.data.loader import as_feed
     from parity.plugins import get_registry
     from parity.util.fs import write_text_atomic
@@ -263,7 +263,7 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
     chosen = ctx.meta.get("parity.runners", [])
     if not chosen:
         raise UsageError("choose the runners to compare: two backend flags (--onnxrt --onnxrt=...), or one and --reference-model")
-    specs = runner_specs_from_cli(chosen, params, lambda backend, overrides: _cast_overrides(backend, overrides, ctx))
+    specs = runner_specs_from_cli(chosen, params, lambda backend, overrides: cast_runner_settings(backend, overrides, ctx))
     if params.get("iterations", 1) > 1:
         echo("parity: note: localize uses the first iteration's inputs", err=True)
     loader = make_data_loader({**params, "iterations": 1}, model, "onnx", registry)
