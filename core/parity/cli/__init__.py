@@ -128,8 +128,8 @@ class _HelpCache:
     def __init__(self, args: list[str]) -> None:
         self.args = args
         root = os.environ.get("PARITY_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "parity")
-        words = [a for a in args if not a.startswith("-")]
-        self.path = os.path.join(root, f"help-{'-'.join(words) or 'parity'}-{self.columns()}.bin")
+        name = "_".join(a.lstrip("-") for a in args)  # eligible() allows only words and --help/-h/--version
+        self.path = os.path.join(root, f"parity_{name}_{self.columns()}.bin")
         env = sorted((k, v) for k, v in os.environ.items() if k.startswith("PARITY_") or k in ("TERM", "NO_COLOR", "FORCE_COLOR"))
         self.key = (__version__, sys.prefix, sys.version, tuple(sys.path), tuple(args), self.columns(), env)
 
