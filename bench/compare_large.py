@@ -25,7 +25,7 @@ def main() -> int:
     parser.add_argument("--side", type=int, default=8192, help="output is side x side float32 [8192: 64Mi elements]")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench_compare_"))
-    env = clean_env()
+    env = clean_env(tmp / "pycache")  # cached bytecode for both tools, as installed
     try:
         model = make_big_model(tmp, args.side)
         # golden files for the load+compare case, written once by each tool in its own format

@@ -31,10 +31,7 @@ def main() -> int:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench_startup_"))
     try:
-        env = clean_env(PARITY_CACHE_DIR=str(tmp / "cache"))
-        if not args.no_bytecode:
-            env.pop("PYTHONDONTWRITEBYTECODE", None)
-            env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+        env = clean_env(None if args.no_bytecode else tmp / "pycache", PARITY_CACHE_DIR=str(tmp / "cache"))
         nocache = {**env, "PARITY_NO_CACHE": "1"}
         commands = {
             "python -c pass": ([sys.executable, "-c", "pass"], env),
