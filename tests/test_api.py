@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import core_models as models
 import numpy as np
-import parity
 import pytest
+
+import parity
 from parity import Comparator, DataLoader, RunResults
 from parity.errors import UsageError
 

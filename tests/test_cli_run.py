@@ -7,6 +7,7 @@ from pathlib import Path
 
 import core_models as models
 import numpy as np
+
 from parity.results import load_inputs, load_results
 
 

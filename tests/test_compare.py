@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from parity.compare import stats
 from parity.compare.indices import IndicesCompare
 from parity.compare.simple import SimpleCompare

@@ -77,6 +77,7 @@ def test_tutorial_python_api_snippet(tmp_path):
     import importlib.util
 
     import numpy as np
+
     from parity import Comparator, IterationResult, RunResults, plugins
 
     module = tutorial_module(tmp_path)

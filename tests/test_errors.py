@@ -7,6 +7,7 @@ import json
 import core_models as models
 import numpy as np
 import pytest
+
 from parity.results import save_inputs
 
 

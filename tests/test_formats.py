@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from parity.data.loader import DataLoader
 from parity.errors import UsageError
 from parity.onnx_models import read_inputs

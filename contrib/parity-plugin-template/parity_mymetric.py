@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import click
+
 from parity import hookimpl
 from parity.registry import ComparatorSpec
 
@@ -19,6 +20,7 @@ DEFAULT_MAX = 1e-3
 def make_compare(options: Mapping[str, Any]):
     """Called once per ``parity run`` with every parsed option; returns the per-output compare function."""
     import numpy as np
+
     from parity.compare.result import OutputCheck
 
     limit = options.get("mymetric_max")

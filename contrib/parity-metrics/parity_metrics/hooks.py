@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import click
+
 from parity import hookimpl
 from parity.cli.parsing import GreedyOption
 from parity.registry import ComparatorSpec

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
 from parity.compare.result import OutputCheck
 
 Threshold = float | Mapping[str, float]

@@ -46,8 +46,9 @@ def compare_drift(runs, *args: str) -> tuple[subprocess.CompletedProcess, list[d
 
 
 def expected(runs) -> tuple[np.ndarray, np.ndarray]:
-    from parity import load_inputs, load_results
     from parity_onnxrt import OnnxrtRunner, SessionFromOnnx
+
+    from parity import load_inputs, load_results
 
     golden = load_results(runs["golden"])
     reference = golden[0][0]["probs"].astype(np.float64)
@@ -116,9 +117,10 @@ def test_bad_thresholds_are_one_line_usage_errors(runs, args, needle):
 
 
 def test_python_api_by_name_and_by_object(runs):
+    from parity_onnx_reference import EvaluatorFromOnnx, OnnxReferenceRunner
+
     from parity import Comparator, load_inputs, load_results
     from parity.results.model import RunResults
-    from parity_onnx_reference import EvaluatorFromOnnx, OnnxReferenceRunner
 
     results = Comparator.run([OnnxReferenceRunner(EvaluatorFromOnnx(runs["drift"]))], data_loader=load_inputs(runs["inputs"]))
     golden = load_results(runs["golden"])

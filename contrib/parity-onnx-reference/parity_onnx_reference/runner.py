@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
 from parity import onnx_models
 from parity.backend.base import BaseLoader, BaseRunner, invoke_if_callable
 from parity.data.meta import TensorMeta

@@ -165,9 +165,10 @@ def test_unsupported_operator_is_a_one_line_error(tmp_path):
 
 
 def test_python_api_against_onnxrt(tmp_path):
-    from parity import Comparator, DataLoader
     from parity_onnx_reference import EvaluatorFromOnnx, OnnxReferenceRunner
     from parity_onnxrt import OnnxrtRunner, SessionFromOnnx
+
+    from parity import Comparator, DataLoader
 
     model = transformer_block(tmp_path / "block.onnx")
     runners = [OnnxReferenceRunner(EvaluatorFromOnnx(model)), OnnxrtRunner(SessionFromOnnx(model))]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from parity import IterationResult, RunResults, save_results
 
 MODULE = Path(__file__).resolve().parents[1] / "parity_mymetric.py"

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from parity.cli import options as opts
 from parity.cli.common import echo, verbosity_options, warn
 from parity.cli.parsing import GreedyOption, ParityCommand
@@ -109,7 +110,6 @@ def _feeds(model: str, params: dict[str, Any], shapes: dict) -> list[dict]:
 def reduce_command(model: str, output: str, **params: Any) -> int:
     from parity.data.parse import parse_shapes
     from parity.onnx_models import check_path
-
     from parity_reduce.bundle import write_bundle
     from parity_reduce.reducer import Reducer
 
@@ -164,7 +164,6 @@ def precision_command(model: str, output: str, **params: Any) -> int:
 
     from parity.onnx_models import check_path
     from parity.util.fs import write_text_atomic
-
     from parity_reduce.precision import PrecisionSearch
 
     check_path(model)

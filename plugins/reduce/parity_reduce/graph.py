@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 from onnx import numpy_helper
+
 from parity.errors import ModelError, UsageError
 
 

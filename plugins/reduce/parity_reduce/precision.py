@@ -17,10 +17,10 @@ from typing import Any
 
 import onnx
 from onnx import TensorProto, helper
+
 from parity.debug import DebugSession, PredicateCheck, Summary
 from parity.errors import ExitCode, ParityError
 from parity.util.fs import write_bytes_atomic
-
 from parity_reduce.reducer import Search, load_model
 from parity_reduce.strategies import DEFAULT_MODE, STRATEGIES
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 import onnx
+
 from parity.debug import Candidate, DebugSession, Iteration, Oracle, PredicateCheck, Summary, subset_key
 from parity.errors import ExitCode, ParityError, UsageError
 from parity.util.fs import write_bytes_atomic
-
 from parity_reduce.graph import GraphIndex, Reference, prepare, run_reference
 from parity_reduce.strategies import DEFAULT_MODE, STRATEGIES
 

@@ -7,10 +7,11 @@ import json
 import numpy as np
 import onnx
 import onnxruntime as ort
-from parity.cli import main
 from parity_reduce import PrecisionSearch
 from parity_reduce.precision import MixedPrecision
 from parity_reduce.testing import fp16_sensitive
+
+from parity.cli import main
 
 PLANTED = ["shift_a", "unshift_a", "shift_b", "unshift_b"]
 

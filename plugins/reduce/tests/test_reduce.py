@@ -15,9 +15,10 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from parity.cli import main
 from parity_reduce import Reducer
 from parity_reduce.testing import chain, encoder, finish, planted_check
+
+from parity.cli import main
 
 PY = sys.executable
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from parity.cli.common import echo, verbosity_options
 from parity.cli.parsing import GreedyOption, ParityCommand
 from parity.errors import ExitCode, ModelError, UsageError
@@ -64,7 +65,6 @@ def sanitize_cmd(
       parity surgeon sanitize model.onnx -o static.onnx --override-input-shapes x:[1,3,224,224] --fold-constants
     """
     from parity.data.parse import parse_shapes
-
     from parity_surgeon import graph as g
     from parity_surgeon.sanitizer import sanitize
 
@@ -157,7 +157,6 @@ def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool) -> int:
       parity check lint model.onnx -o lint.json
     """
     from parity.util.fs import write_text_atomic
-
     from parity_surgeon.linter import lint
 
     _check_model(model)
@@ -250,7 +249,6 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
     from parity.data.loader import as_feed
     from parity.plugins import get_registry
     from parity.util.fs import write_text_atomic
-
     from parity_surgeon import graph as g
     from parity_surgeon.extractor import extract_node
     from parity_surgeon.localizer import localize, runner_specs_from_cli

@@ -13,7 +13,6 @@ from typing import Any
 
 from parity.errors import UsageError
 from parity.util.text import did_you_mean
-
 from parity_surgeon import graph as g
 
 AUTO = "auto"
@@ -31,6 +30,7 @@ class TensorSpec:
 def parse_input_spec(text: str) -> TensorSpec:
     """``name:shape:dtype`` with either part ``auto``: ``x:[1,3]:float32``, ``x:auto:auto``, ``x``."""
     import numpy as np
+
     from parity.data.parse import parse_shape
 
     parts = text.rsplit(":", 2)
@@ -154,9 +154,10 @@ def _check_closed(graph: Any, given: set[str]) -> None:
 
 def _observe(model: Any, names: Sequence[str], feed: Mapping[str, Any] | None) -> dict[str, Any]:
     """Run the model once with ``names`` marked as outputs (the fallback when shape inference cannot tell)."""
+    from parity_onnxrt.loaders import ModifyOnnxOutputs, SessionFromOnnx
+
     from parity import onnx_models
     from parity.data.loader import DataLoader
-    from parity_onnxrt.loaders import ModifyOnnxOutputs, SessionFromOnnx
 
     session = SessionFromOnnx(ModifyOnnxOutputs(lambda: _copy(model), list(names)))()
     data = dict(feed) if feed is not None else DataLoader(onnx_models.graph_inputs(model))[0]

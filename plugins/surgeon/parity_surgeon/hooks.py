@@ -14,6 +14,7 @@ def _convert(request) -> None:
 @hookimpl
 def parity_register_converters(register):
     import click
+
     from parity.cli.parsing import GreedyOption
     from parity.registry import ConverterSpec
 
@@ -37,7 +38,6 @@ def parity_register_converters(register):
 @hookimpl
 def parity_register_commands(cli):
     from parity.cli import group
-
     from parity_surgeon import cli as commands
 
     surgeon = group(cli, "surgeon")

@@ -13,7 +13,6 @@ from typing import Any
 
 from parity.errors import UsageError
 from parity.util.text import did_you_mean
-
 from parity_surgeon import graph as g
 
 

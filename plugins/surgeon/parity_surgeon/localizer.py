@@ -31,7 +31,6 @@ from typing import Any
 
 from parity.compare.divergence import DivergenceReport, GraphInfo, TensorError
 from parity.errors import UsageError
-
 from parity_surgeon import graph as g
 
 DEFAULT_BUDGET_CAP = 2 << 30  # bytes
@@ -187,6 +186,7 @@ class _Session:
 
     def __init__(self, model: str, runners: Sequence[RunnerSpec], feed: Mapping[str, Any], funcs: Sequence[Any], progress: Callable[[str], None] | None) -> None:
         import onnx
+
         from parity import onnx_models
 
         self.model = model
@@ -364,6 +364,7 @@ def _light(model: Any) -> Any:
 def _tensor_bytes(model: Any, feed: Mapping[str, Any]) -> dict[str, int | None]:
     """Bytes of every node output for this feed's shapes (shape inference); ``None`` where unknown."""
     import numpy as np
+
     from parity.onnx_models import dtype_of
 
     light = _light(model)

@@ -9,8 +9,9 @@ import pytest
 
 
 def _marked_run(actual, reference):
-    from parity import runflow
     from parity_onnxrt import ModifyOnnxOutputs, OnnxFromPath, OnnxrtRunner, SessionFromOnnx
+
+    from parity import runflow
 
     runners = [OnnxrtRunner(SessionFromOnnx(ModifyOnnxOutputs(OnnxFromPath(str(p)), ["mark", "all"])), name=n) for p, n in ((actual, "a"), (reference, "b"))]
     return runflow.run(runners)

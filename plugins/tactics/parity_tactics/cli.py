@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import click
+
 from parity.cli.common import echo, verbosity_options
 
 
@@ -38,7 +39,6 @@ def _diff_command(name: str, hidden: bool = False) -> click.Command:
         builds used it, so a culprit that also slipped into one good build still ranks first.
         """
         from parity.cli.common import SETTINGS
-
         from parity_tactics.diff import diff_tactics
         from parity_tactics.render import render_diff
 
@@ -62,7 +62,6 @@ def debug_build_command() -> click.Command:
     """``parity debug build``: TensorRT builder options + tactic options + the core debug engine's options."""
     from parity.cli.parsing import ParityCommand
     from parity.debug.options import debug_options, until_option
-
     from parity_tactics.debug_build import DEFAULT_ITER_ARTIFACT
     from parity_tactics.options import tactic_options
 
@@ -104,7 +103,6 @@ Exit code 1 if any build was bad, else 0."""
 def _debug_build(model: str, until: str, **params: object) -> int:
     from parity.errors import ExitCode, UsageError
     from parity.plugins import module_available
-
     from parity_tactics.debug_build import debug_build
 
     if not module_available("parity_trt"):

@@ -18,6 +18,7 @@ def _guard(name: str, callback: Any) -> Any:
         used = [f"--{p.replace('_', '-')}" for p in TACTIC_PARAMS if params.get(p)]
         if used:
             import click
+
             from parity.errors import UsageError
             from parity.plugins import module_available
 
@@ -34,7 +35,6 @@ def _guard(name: str, callback: Any) -> Any:
 @hookimpl
 def parity_register_commands(cli):
     from parity.cli import group
-
     from parity_tactics import cli as commands
     from parity_tactics.options import tactic_options
 

@@ -30,7 +30,6 @@ from types import ModuleType
 from typing import Any
 
 from parity.errors import BackendError, UsageError, missing_dependency
-
 from parity_tactics.match import compare_choices, matching_choices
 from parity_tactics.replay import Tactic, TacticReplay, TensorFormat, load_replay
 

@@ -14,12 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from parity.debug.check import PredicateCheck
-from parity.errors import BackendError, UsageError
 from parity_tactics.debug_build import debug_build, timing_cache_path
 from parity_tactics.diff import diff_tactics
 from parity_tactics.replay import load_replay
 from tactics_synth import layer_key, layer_tactic
+
+from parity.debug.check import PredicateCheck
+from parity.errors import BackendError, UsageError
 
 CULPRIT = (4, 2)  # layer 4 with tactic choice 2 computes wrong results
 CHECK = [sys.executable, "-c", "import sys; sys.exit(b'WRONG' in open('parity_debug.engine', 'rb').read())"]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 
 import pytest
-from parity.errors import UsageError
 from parity_tactics.diff import NO_RESULT, diff_replays, diff_tactics, fisher_one_sided
 from parity_tactics.render import render_diff
 from parity_tactics.replay import Tactic, TacticReplay
 from tactics_synth import layer_key, layer_tactic, simulate, write_sorted
+
+from parity.errors import UsageError
 
 
 def polygraphy_set_difference(good, bad):

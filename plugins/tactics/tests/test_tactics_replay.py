@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from parity.errors import UsageError
 from parity_tactics.replay import (
     Tactic,
     TacticReplay,
@@ -16,6 +15,8 @@ from parity_tactics.replay import (
     tactic_hex,
 )
 from tactics_synth import FLOAT, HALF, write_polygraphy_replay
+
+from parity.errors import UsageError
 
 
 def test_tactic_ids_are_one_unsigned_64_bit_form():

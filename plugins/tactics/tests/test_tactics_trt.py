@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from parity.errors import BackendError, UsageError
 from parity_tactics.match import compare_choices, matching_choices
 from parity_tactics.replay import Tactic, TacticReplay
 from parity_tactics.trt_tactics import TacticExtension, TacticRecorder, TacticReplayer, build_extension, op_names_from_log
 from tactics_synth import FLOAT, HALF
+
+from parity.errors import BackendError, UsageError
 
 HAS_TRT = importlib.util.find_spec("tensorrt") is not None
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "models"

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from parity.errors import UsageError
 from parity.util.fs import write_bytes_atomic
-
 from parity_trt import versions
 from parity_trt._trt import import_trt
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import click
+
 from parity.errors import ParityError
 
 

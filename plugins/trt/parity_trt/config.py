@@ -19,7 +19,6 @@ from typing import Any
 from parity.backend.base import BaseLoader
 from parity.errors import BackendError, UsageError
 from parity.util.fs import write_bytes_atomic
-
 from parity_trt import versions
 from parity_trt._trt import import_trt
 from parity_trt.network import network_inputs

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+
 from parity.errors import BackendError, missing_dependency
 
 

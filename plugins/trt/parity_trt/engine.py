@@ -10,7 +10,6 @@ from typing import Any
 from parity.backend.base import BaseLoader, invoke_if_callable
 from parity.errors import BackendError, ModelError, UsageError
 from parity.util.fs import write_bytes_atomic
-
 from parity_trt._trt import get_logger, import_trt
 from parity_trt.config import CreateConfig, _postprocess_of, save_timing_cache
 from parity_trt.network import unpack

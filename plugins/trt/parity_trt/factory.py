@@ -7,7 +7,6 @@ from typing import Any
 
 from parity.errors import UsageError
 from parity.registry import RunnerRequest
-
 from parity_trt import options as opt
 from parity_trt.versions import major
 

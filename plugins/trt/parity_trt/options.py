@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import click
+
 from parity.data.parse import parse_shape
 from parity.errors import UsageError
 from parity.util.text import did_you_mean
-
 from parity_trt.versions import trt_name
 
 Shape = tuple[int, ...]

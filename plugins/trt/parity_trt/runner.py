@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+
 from parity.backend.base import BaseRunner, invoke_if_callable
 from parity.data.meta import TensorMeta
 from parity.errors import BackendError, UsageError
-
 from parity_trt import cuda, versions
 from parity_trt._trt import import_trt
 

@@ -12,7 +12,6 @@ from typing import Any
 from parity.backend.base import BaseLoader, invoke_if_callable
 from parity.errors import UsageError
 from parity.util.text import did_you_mean
-
 from parity_trt.options import parse_script
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from parity.errors import UsageError
 from parity_trt import options as opt
 from parity_trt import versions
+
+from parity.errors import UsageError
 
 
 def test_repeated_names_start_new_profiles():
