@@ -27,7 +27,7 @@ BUILTIN_GROUPS = {
     "check": "Check models for problems.",
     "data": "Work with saved input and output files.",
 }
-BUILTIN_COMMANDS = ("parity.cli.run", "parity.cli.convert", "parity.cli.inspect", "parity.cli.plugins_cmd", "parity.debug.cli")
+BUILTIN_COMMANDS = ("parity.cli.run", "parity.cli.convert", "parity.cli.inspect", "parity.cli.data", "parity.cli.plugins_cmd", "parity.debug.cli")
 
 
 def group(cli: click.Group, name: str) -> click.Group:
