@@ -70,6 +70,9 @@ def test_compare_accuracy_detects_difference():
     check = accuracy[0].iterations[0].checks[0]
     assert check.name == "y" and check.values["max_abs"] == pytest.approx(0.1)
     assert Comparator.compare_accuracy(results, compare_func=SimpleCompare(atol=0.11))
+    # registered metrics by name, with options named as on the CLI
+    assert Comparator.compare_accuracy(results, compare_func=("simple", {"atol": 0.11}))
+    assert not Comparator.compare_accuracy(results, compare_func=[("simple", {"atol": 0.11}), ("simple", {"atol": 0.01, "rtol": 0})])
 
 
 def test_input_lists_save_and_load(tmp_path):

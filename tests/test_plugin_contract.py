@@ -32,7 +32,7 @@ from pathlib import Path
 import click
 
 from parity import hookimpl
-from parity.registry import Backend, ComparatorSpec, ConverterSpec, DataLoaderSpec, ModelKind, StrategySpec
+from parity.registry import Backend, ComparatorSpec, ConverterSpec, DataLoaderSpec, ModelKind, OptionSpec, StrategySpec
 
 
 def read_toy(path):
@@ -53,7 +53,8 @@ def make_runner(request):
 
     class ToyRunner(BaseRunner):
         def activate_impl(self):
-            self.scale = json.loads(Path(request.model).read_text())["toy"] * request.get("toy_factor", 1.0)
+            spec = json.loads(Path(request.model).read_text())
+            self.scale = spec["toy"] * request.get("toy_factor", 1.0) + request.get("toy_offset", 0.0)
 
         def get_input_metadata_impl(self):
             return read_toy(request.model)
@@ -121,6 +122,19 @@ def parity_register_debug_strategies(register):
 def parity_register_converters(register):
     by = click.Option(["--toy-scale-by"], type=float, default=None)
     register(ConverterSpec("toy-scaled", (".toy",), scale_toy, "a toy model with its scale multiplied", options=(by,)))
+
+
+def refuse_offset_with_many_iterations(command, params, ctx):
+    from parity.errors import UsageError
+
+    if params.get("toy_offset") and params.get("iterations", 1) > 1:
+        raise UsageError(f"--toy-offset works with one iteration on 'parity {command}'")
+
+
+@hookimpl
+def parity_register_options(register):
+    offset = click.Option(["--toy-offset"], type=float, default=None, help="toy: added to the scale")
+    register(OptionSpec("toy-offset", ("run",), (offset,), refuse_offset_with_many_iterations))
 
 
 @hookimpl
@@ -237,6 +251,16 @@ def test_hook_parity_register_commands(toy):
     assert ok(parity("--plugin", toy["plugin"], "toy-hello", "world")).stdout.strip() == "hello world from a one-off plugin"
     assert "scale 2.0" in ok(parity("--plugin", toy["plugin"], "inspect", "toy", toy["model"])).stdout
     assert "toy-hello" in ok(parity("--plugin", toy["plugin"], "--help")).stdout
+
+
+def test_hook_parity_register_options(toy):
+    assert "--toy-offset" in ok(parity("--plugin", toy["plugin"], "run", "--help")).stdout
+    # the value reaches the backend (here for the second runner only)
+    drift = parity("--plugin", toy["plugin"], "run", toy["model"], "--toy", "--toy=toy-offset=1")
+    assert drift.returncode == 1 and "x_out: FAILED" in drift.stdout
+    # validate() runs before the command
+    refused = parity("--plugin", toy["plugin"], "run", toy["model"], "--toy", "--toy-offset", "1", "--iterations", "2")
+    assert "--toy-offset works with one iteration on 'parity run'" in one_line_error(refused)
 
 
 def test_every_hook_has_a_test():

@@ -100,6 +100,20 @@ def parity_register_converters(register):
 
 
 @hookspec
+def parity_register_options(register):
+    """Add options to commands other plugins or the core own (``run``, ``convert``, ``debug build``, ...).
+
+    Called by: :func:`parity.cli.build_cli`, after every command exists. Each option joins the named
+    commands (space-separated paths such as ``"debug build"``); its value reaches the command, and
+    backends see it in ``RunnerRequest.options``. An option claimed by two plugins is an error naming both.
+
+    :param register: ``register(options: parity.registry.OptionSpec)``. ``OptionSpec.validate(command,
+        params, ctx)``, if given, runs before the command with its parsed values: raise
+        :class:`parity.errors.UsageError` to refuse a combination (e.g. ``--save-tactics`` without ``--trt``).
+    """
+
+
+@hookspec
 def parity_register_commands(cli):
     """Add CLI commands.
 

@@ -37,6 +37,7 @@ REGISTRATION_HOOKS = {
     "parity_register_data_loaders": "data_loaders",
     "parity_register_debug_strategies": "strategies",
     "parity_register_converters": "converters",
+    "parity_register_options": "command_options",
 }
 
 

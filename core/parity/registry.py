@@ -113,6 +113,17 @@ class ConverterSpec:
     options: Sequence[click.Option] = ()
 
 
+@dataclass(frozen=True)
+class OptionSpec:
+    """Options a plugin adds to existing commands; ``validate(command, params, ctx)`` may refuse values."""
+
+    name: str
+    commands: tuple[str, ...]
+    options: Sequence[click.Option]
+    validate: Callable[[str, Mapping[str, Any], Any], None] | None = None
+    help: str = ""
+
+
 _KINDS = {
     "backends": Backend,
     "model_kinds": ModelKind,
@@ -120,6 +131,7 @@ _KINDS = {
     "data_loaders": DataLoaderSpec,
     "strategies": StrategySpec,
     "converters": ConverterSpec,
+    "command_options": OptionSpec,
 }
 
 
@@ -133,6 +145,7 @@ class Registry:
     data_loaders: dict[str, DataLoaderSpec] = field(default_factory=dict)
     strategies: dict[str, StrategySpec] = field(default_factory=dict)
     converters: dict[str, ConverterSpec] = field(default_factory=dict)
+    command_options: dict[str, OptionSpec] = field(default_factory=dict)
     owners: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> plugin
     option_owners: dict[str, str] = field(default_factory=dict)  # --option -> plugin
 

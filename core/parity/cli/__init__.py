@@ -61,7 +61,42 @@ def build_cli() -> click.Group:
     for module in BUILTIN_COMMANDS:
         importlib.import_module(module).add_to(cli)
     plugins.register_commands(cli)
+    attach_plugin_options(cli)
     return cli
+
+
+def attach_plugin_options(cli: Any) -> None:
+    """Options registered through ``parity_register_options`` join the commands they name."""
+    import functools
+
+    import click
+
+    from parity import plugins
+    from parity.errors import PluginError
+
+    for spec in plugins.get_registry().command_options.values():
+        for path in spec.commands:
+            command = cli
+            for part in path.split():
+                command = command.commands.get(part) if isinstance(command, click.Group) else None
+            if command is None:
+                continue  # the command's plugin is not installed: nothing to extend
+            taken = {o for p in command.params for o in getattr(p, "opts", [])}
+            clash = taken & {o for option in spec.options for o in option.opts}
+            if clash:
+                raise PluginError(f"options {sorted(clash)} of '{spec.name}' already exist on 'parity {path}'")
+            command.params.extend(spec.options)
+            if spec.validate is not None:
+                command.callback = _validated(command.callback, spec.validate, path, functools, click)
+
+
+def _validated(callback: Any, validate: Any, path: str, functools: Any, click: Any) -> Any:
+    @functools.wraps(callback)
+    def wrapped(*args: Any, **params: Any) -> Any:
+        validate(path, params, click.get_current_context())
+        return callback(*args, **params)
+
+    return wrapped
 
 
 def _prescan(argv: list[str]) -> list[str]:

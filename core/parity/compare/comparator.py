@@ -23,18 +23,21 @@ def default_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def resolve_compare_funcs(compare_func: Any) -> list[CompareFunc]:
-    """Accept a callable, a registered metric name, or a list of either; default: ``simple``."""
+    """Accept a callable, a registered metric name, ``(name, options)`` (e.g. ``("cosine", {"cosine_min": 0.99})``,
+    options named as on the CLI), or a list of these; default: ``simple``."""
     from parity.compare.simple import SimpleCompare
 
     if compare_func is None:
         return [SimpleCompare()]
-    items = compare_func if isinstance(compare_func, (list, tuple)) else [compare_func]
+    named_with_options = isinstance(compare_func, tuple) and len(compare_func) == 2 and isinstance(compare_func[0], str) and isinstance(compare_func[1], Mapping)
+    items = [compare_func] if named_with_options or not isinstance(compare_func, (list, tuple)) else list(compare_func)
     funcs: list[CompareFunc] = []
     for item in items:
-        if isinstance(item, str):
+        name, options = (item, {}) if isinstance(item, str) else item if isinstance(item, tuple) else (None, None)
+        if name is not None:
             from parity.plugins import get_registry
 
-            item = get_registry().comparator(item).factory({})
+            item = get_registry().comparator(name).factory(dict(options))
         funcs.append(item)
     return funcs
 
