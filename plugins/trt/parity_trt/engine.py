@@ -45,7 +45,11 @@ class EngineBytesFromNetwork(BaseLoader):
         data = bytes(serialized)
         if self.timing_cache_path:
             save_timing_cache(config, self.timing_cache_path)
-        for ext in self.extensions:
+        # extensions given to CreateConfig(postprocess=...) see the finished build too (a tactic recorder
+        # writes its replay here), once each even if also passed to this loader
+        config_exts = list(getattr(self.config_loader, "postprocess", []))
+        unique = {id(ext): ext for ext in [*self.extensions, *config_exts]}  # by identity: may be unhashable
+        for ext in unique.values():
             if hasattr(ext, "after_build"):
                 ext.after_build(builder, network, config, data)
         return data
