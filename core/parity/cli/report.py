@@ -1,0 +1,127 @@
+"""What ``parity run`` prints, and its ``--report`` JSON file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+from parity.cli.common import echo
+
+
+def write_report(path: str, summary: Any, code: int, model: str | None = None, params: Mapping[str, Any] | None = None) -> None:
+    from parity.compare.divergence import first_divergence, outputs_were_marked
+    from parity.util.fs import write_text_atomic
+
+    report = {
+        "format": "parity-report",
+        "version": 1,
+        "command": sys.argv,
+        "passed": summary.passed,
+        "exit_code": int(code),
+        "iterations": summary.iterations,
+        "runtimes_ms": {k: [t * 1000 for t in v] for k, v in summary.runtimes.items()},
+        "validation": [v.__dict__ for v in summary.validation] if summary.validated else None,
+        "comparisons": summary.accuracy.to_json(),
+    }
+    if params and outputs_were_marked(params):
+        report["layerwise"] = [r.to_json() for r in first_divergence(summary, model)]
+    write_text_atomic(path, json.dumps(report, indent=1, default=_json_default, allow_nan=False))
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+class ReportPrinter:
+    """Human-readable output: one line per output and verdict, details for failures (or with -v)."""
+
+    def iteration(self, index: int, pairs: list) -> None:
+        from parity.cli.common import SETTINGS
+
+        for pair in pairs:
+            it = pair.iterations[index]
+            verdict = "PASSED" if it.passed else "FAILED"
+            echo(f"[{pair.actual} vs {pair.reference}] iteration {index}: {verdict}")
+            detailed = False
+            for check in it.checks:
+                echo("  " + format_check(check))
+                # details for the first failure only (layerwise runs fail many tensors at once), all with -v
+                if check.details and (SETTINGS["verbose"] or (not check.passed and not detailed)):
+                    detailed = detailed or not check.passed
+                    for line in format_details(check):
+                        echo("      " + line)
+
+    def summary(self, summary: Any) -> None:
+        from parity.runflow import median_ms
+
+        for name, times in summary.runtimes.items():
+            echo(f"{name}: {len(times)} iteration(s), median inference {median_ms(times):.3f} ms")
+        for issue in summary.validation:
+            echo(f"VALIDATION FAILED | {issue.runner} iteration {issue.iteration} output '{issue.output}': {issue.nan} NaN, {issue.inf} Inf")
+        if summary.validated and not summary.validation:
+            echo("validation passed: no NaN or Inf in any output")
+        failed = [
+            f"{c.name} ({p.actual} vs {p.reference})"
+            for p in summary.accuracy
+            for it in p.iterations
+            for c in it.checks
+            if not c.passed
+        ]
+        failed = list(dict.fromkeys(failed))
+        if summary.passed:
+            click.echo(f"PASSED | {summary.iterations} iteration(s) | {summary.seconds:.2f}s")
+        else:
+            shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+            what = f"mismatched outputs: {shown}" if failed else "validation failed"
+            click.echo(f"FAILED | {what} | {summary.seconds:.2f}s")
+
+
+def _g(value: float) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def format_check(check: Any) -> str:
+    verdict = "PASSED" if check.passed else "FAILED"
+    v, t = check.values, check.thresholds
+    if check.metric == "simple" and v:
+        text = (
+            f"{check.name}: {verdict} | max abs {_g(v['max_abs'])} (atol {_g(t['atol'])}) | max rel {_g(v['max_rel'])} (rtol {_g(t['rtol'])})"
+            f" | cosine {v['cosine']:.6f} | passes with atol>={_g(v['min_atol'])} or rtol>={_g(v['min_rtol'])}"
+        )
+        if t.get("check_error_stat", "elemwise") != "elemwise":
+            text += f" | checked: {t['check_error_stat']} error"
+    else:
+        shown = " ".join(f"{k}={_g(val)}" for k, val in v.items())
+        text = f"{check.name}: {verdict} | {check.metric} {shown}".rstrip()
+    if check.message and not check.passed:
+        text += f" | {check.message}"
+    elif check.message:
+        text += f" ({check.message})"
+    return text
+
+
+def format_details(check: Any) -> list[str]:
+    d = check.details
+    lines = [f"shape {d['shape']} dtypes {d['dtypes'][0]} vs {d['dtypes'][1]}, {int(check.values.get('mismatches', 0))} mismatching elements"]
+    for label in ("actual", "reference", "abs", "rel"):
+        s = d[label]
+        title = {"abs": "abs error", "rel": "rel error"}.get(label, label)
+        lines.append(
+            f"{title:>9}: mean {_g(s['mean'])} std {_g(s['std'])} min {_g(s['min'])} max {_g(s['max'])} "
+            f"median {_g(s.get('p50', float('nan')))} p99 {_g(s.get('p99', float('nan')))}"
+            + (f" | NaN {s['nan']} Inf {s['inf']}" if s["nan"] or s["inf"] else "")
+        )
+    hist = d.get("abs_histogram") or []
+    if hist:
+        total = sum(c for _, c in hist) or 1
+        lines.append("abs error histogram:")
+        for label, count in hist:
+            bar = "#" * max(1, round(30 * count / total)) if count else ""
+            lines.append(f"  {label:>16} {count:>10} {bar}")
+    return lines
