@@ -197,3 +197,23 @@ def test_load_inputs_with_extra_tensors_keeps_the_model_inputs(main, affine_mode
     code, _, err = main("run", affine_model, "--onnxrt", "--load-inputs", layerwise)
     assert code == 0, err
     assert "ignoring 1 tensor(s) the model does not take as inputs: scaled" in err
+
+
+def test_click_runner_sees_the_same_exit_codes(tmp_path):
+    from click.testing import CliRunner
+
+    from parity.cli import build_cli
+
+    models.affine(tmp_path / "a.onnx", scale=2.0)
+    models.affine(tmp_path / "b.onnx", scale=3.0)
+    golden = tmp_path / "g.npz"
+    runner = CliRunner()
+    cli = build_cli()
+    passed = runner.invoke(cli, ["run", str(tmp_path / "a.onnx"), "--onnxrt", "--save-outputs", str(golden)])
+    assert passed.exit_code == 0 and "PASSED" in passed.output
+    mismatch = runner.invoke(cli, ["run", str(tmp_path / "b.onnx"), "--onnxrt", "--load-outputs", str(golden)])
+    assert mismatch.exit_code == 1 and "FAILED | mismatched outputs: y" in mismatch.output
+    missing = runner.invoke(cli, ["run", str(tmp_path / "nope.onnx"), "--onnxrt"])
+    assert missing.exit_code == 3 and "parity: error: model not found" in missing.output
+    usage = runner.invoke(cli, ["run", str(tmp_path / "a.onnx"), "--onnxrt", "--input-shapes", "x:1x4"])
+    assert usage.exit_code == 2 and "x:[1,4]" in usage.output

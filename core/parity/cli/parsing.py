@@ -110,6 +110,16 @@ class ParityCommand(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, normalize(self, ctx, args))
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Exit codes are part of the contract: a returned code (1 = mismatch) or a ParityError (one line) ends
+        the command with that code, also when the tree is embedded (click's CliRunner, standalone mode)."""
+        from parity.cli.common import run_guarded
+
+        code = run_guarded(lambda: super(ParityCommand, self).invoke(ctx))
+        if code:
+            ctx.exit(code)
+        return code
+
 
 class ParityGroup(click.Group):
     command_class = ParityCommand
