@@ -74,7 +74,7 @@ def value_meta(value_info) -> TensorMeta:
 
 def graph_inputs(model: onnx.ModelProto) -> dict[str, TensorMeta]:
     """Real inputs: graph inputs that are not also initializers (old exporters list weights as inputs)."""
-    weights = {init.name for init in model.graph.initializer}
+    weights = {init.name for init in model.graph.initializer} | {sp.values.name for sp in model.graph.sparse_initializer}
     return {vi.name: value_meta(vi) for vi in model.graph.input if vi.name not in weights}
 
 
@@ -118,7 +118,83 @@ def mark_outputs(model: onnx.ModelProto, outputs: Sequence[str], exclude: Sequen
 
 
 def read_inputs(path: str) -> dict[str, TensorMeta]:
-    return graph_inputs(load(path, load_external_data=False))
+    """The model's real inputs, read without loading its weights when possible (see :func:`_scan_inputs`)."""
+    file = check_path(path)
+    try:
+        found = _scan_inputs(file)
+    except Exception:  # noqa: BLE001 - a malformed file falls back to the full parser's clean error
+        found = None
+    if found is None:  # anything unexpected: the full parser, which also gives the clean error messages
+        return graph_inputs(load(path, load_external_data=False))
+    return found
+
+
+# Protobuf field numbers (onnx.proto): ModelProto.graph, GraphProto.initializer/input/sparse_initializer,
+# TensorProto.name, SparseTensorProto.values.
+_MODEL_GRAPH, _GRAPH_INIT, _GRAPH_INPUT, _GRAPH_SPARSE, _TENSOR_NAME, _SPARSE_VALUES = 7, 5, 11, 15, 8, 1
+
+
+def _varint(buf, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _fields(buf, start: int, end: int):
+    """``(field number, (start, end))`` of each length-delimited field; other wire types are skipped."""
+    pos = start
+    while pos < end:
+        key, pos = _varint(buf, pos)
+        wire = key & 7
+        if wire == 0:
+            _, pos = _varint(buf, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            length, pos = _varint(buf, pos)
+            yield key >> 3, (pos, pos + length)
+            pos += length
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+    if pos != end:
+        raise ValueError("truncated protobuf field")
+
+
+def _name_of(buf, span: tuple[int, int], field: int) -> str | None:
+    for number, (s, e) in _fields(buf, *span):
+        if number == field:
+            return bytes(buf[s:e]).decode()
+    return None
+
+
+def _scan_inputs(path: Path) -> dict[str, TensorMeta] | None:
+    """Graph inputs from the protobuf wire format over a memory map: weights (often most of the file) are
+    skipped by their length prefix instead of being parsed and copied, so a 2 GB model costs no 2 GB here."""
+    import mmap
+
+    import onnx
+
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        graph = next((span for number, span in _fields(buf, 0, len(buf)) if number == _MODEL_GRAPH), None)
+        if graph is None:
+            return None
+        inputs, weights = [], set()
+        for number, span in _fields(buf, *graph):
+            if number == _GRAPH_INPUT:
+                inputs.append(onnx.ValueInfoProto.FromString(bytes(buf[span[0] : span[1]])))
+            elif number == _GRAPH_INIT:
+                weights.add(_name_of(buf, span, _TENSOR_NAME))
+            elif number == _GRAPH_SPARSE:
+                values = next((s for n, s in _fields(buf, *span) if n == _SPARSE_VALUES), None)
+                weights.add(_name_of(buf, values, _TENSOR_NAME) if values else None)
+        return {vi.name: value_meta(vi) for vi in inputs if vi.name not in weights}
 
 
 def is_onnx(head: bytes) -> bool:

@@ -15,10 +15,12 @@ def make_runner(request: RunnerRequest):
     from parity_onnxrt.loaders import ModifyOnnxOutputs, OnnxFromPath, SessionFromOnnx
     from parity_onnxrt.runner import OnnxrtRunner
 
-    model = OnnxFromPath(request.model)
+    # Unmodified models go to onnxruntime as a path: parsing with onnx and re-serialising would hold the
+    # model in memory twice (three times counting onnxruntime's copy) for nothing.
+    model = request.model
     outputs = list(request.get("onnx_outputs", ()))
     if outputs:
-        model = ModifyOnnxOutputs(model, outputs=outputs, exclude=list(request.get("onnx_exclude_outputs", ())))
+        model = ModifyOnnxOutputs(OnnxFromPath(request.model), outputs=outputs, exclude=list(request.get("onnx_exclude_outputs", ())))
     session = SessionFromOnnx(
         model,
         providers=list(request.get("providers", ())) or None,
