@@ -8,12 +8,23 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from parity.cli import main
 from parity.debug import DebugSession, InteractiveCheck, PredicateCheck, Verdict
 from parity.debug.session import Iteration
 
 PY = sys.executable
 
+
+
+@pytest.fixture(autouse=True)
+def _workdir(tmp_path, monkeypatch):
+    """Debug commands write parity_debug.* and state files into the working directory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    yield tmp_path
+    monkeypatch.delenv("PARITY_DEBUG_ITERATION", raising=False)
 
 def test_verdict_rules_match_polygraphy():
     assert Verdict().is_bad(1, "") and not Verdict().is_bad(0, "")
