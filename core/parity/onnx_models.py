@@ -82,6 +82,48 @@ def graph_outputs(model: onnx.ModelProto) -> dict[str, TensorMeta]:
     return {vi.name: value_meta(vi) for vi in model.graph.output}
 
 
+def node_inputs(node: onnx.NodeProto) -> list[str]:
+    """Tensors a node reads, including outer-scope names its subgraphs (If/Loop/Scan bodies) use; omitted
+    optional inputs ('') are left out."""
+    import onnx
+
+    names = [n for n in node.input if n]
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+        for g in graphs:
+            inner = {i.name for i in g.input} | {i.name for i in g.initializer}
+            for sub in g.node:
+                names.extend(name for name in node_inputs(sub) if name not in inner)
+                inner.update(o for o in sub.output if o)
+    return list(dict.fromkeys(names))
+
+
+def topological_order(nodes: Sequence[onnx.NodeProto]) -> list[int]:
+    """Indices of ``nodes`` in topological order (Kahn's algorithm with a heap, so among nodes that are ready
+    together the file's order is kept). Nodes on a cycle are left out: callers decide what a cycle means."""
+    import heapq
+
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    users: list[list[int]] = [[] for _ in nodes]
+    waiting = [0] * len(nodes)
+    for i, n in enumerate(nodes):
+        deps = {producer[t] for t in node_inputs(n) if t in producer and producer[t] != i}
+        waiting[i] = len(deps)
+        for d in deps:
+            users[d].append(i)
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    return order
+
+
 MARK_ALL = "mark all"
 
 

@@ -42,29 +42,12 @@ class GraphInfo:
     @classmethod
     def from_onnx(cls, model: Any) -> GraphInfo:
         """From an ``onnx.ModelProto`` or a path to one (loaded without external weights)."""
-        from collections import deque
+        from parity import onnx_models
 
         if isinstance(model, (str, Path)):
-            from parity import onnx_models
-
             model = onnx_models.load(model, load_external_data=False)
         nodes = list(model.graph.node)
-        made_by = {t: i for i, n in enumerate(nodes) for t in n.output if t}
-        users: list[list[int]] = [[] for _ in nodes]
-        indegree = [0] * len(nodes)
-        for i, n in enumerate(nodes):
-            deps = {made_by[t] for t in n.input if t in made_by and made_by[t] != i}
-            indegree[i] = len(deps)
-            for d in deps:
-                users[d].append(i)
-        ready, order = deque(i for i, d in enumerate(indegree) if d == 0), []
-        while ready:  # Kahn's algorithm; stable, so ties keep the file's order
-            i = ready.popleft()
-            order.append(i)
-            for u in users[i]:
-                indegree[u] -= 1
-                if indegree[u] == 0:
-                    ready.append(u)
+        order = onnx_models.topological_order(nodes)
         placed = set(order)
         order += [i for i in range(len(nodes)) if i not in placed]  # a cycle: keep going in file order
         info = cls(constants={init.name for init in model.graph.initializer})

@@ -16,21 +16,7 @@ import onnx
 from onnx import numpy_helper
 
 from parity.errors import ModelError, UsageError
-
-
-def node_inputs(node: onnx.NodeProto) -> list[str]:
-    """Tensors a node reads, including outer-scope names its subgraphs (If/Loop/Scan bodies) use."""
-    names = [n for n in node.input if n]  # '' is an omitted optional input
-    for attr in node.attribute:
-        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
-        for g in graphs:
-            inner = {i.name for i in g.input} | {i.name for i in g.initializer}
-            for sub in g.node:
-                for name in node_inputs(sub):
-                    if name not in inner:
-                        names.append(name)
-                inner.update(o for o in sub.output if o)
-    return list(dict.fromkeys(names))
+from parity.onnx_models import node_inputs, topological_order
 
 
 def _constant_value(node: onnx.NodeProto) -> np.ndarray | None:
@@ -88,28 +74,12 @@ def prepare(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int | st
 
 
 def _toposort(nodes: list[onnx.NodeProto], available: set[str]) -> list[onnx.NodeProto]:
-    """Kahn's algorithm, keeping the file's order among ready nodes."""
-    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
-    deps = [{producer[t] for t in node_inputs(n) if t in producer and producer[t] != i} for i, n in enumerate(nodes)]
-    users: list[list[int]] = [[] for _ in nodes]
-    for i, ds in enumerate(deps):
-        for d in ds:
-            users[d].append(i)
-    waiting = [len(ds) for ds in deps]
-    import heapq
-
-    ready = [i for i, w in enumerate(waiting) if w == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(i)
-        for u in users[i]:
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                heapq.heappush(ready, u)
+    """Nodes in topological order (``parity.onnx_models.topological_order``); cycles and reads of tensors
+    nothing produces are errors."""
+    order = topological_order(nodes)
     if len(order) != len(nodes):
         raise ModelError("the graph has a cycle; cannot order its nodes")
+    producer = {o for n in nodes for o in n.output if o}
     missing = {t for n in nodes for t in node_inputs(n) if t not in producer and t not in available}
     if missing:
         raise ModelError(f"nodes read tensors nothing produces: {', '.join(sorted(missing)[:5])}")

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from parity import onnx_models
 from parity.errors import UsageError
 from parity.util.text import did_you_mean
 from parity_surgeon import graph as g
@@ -203,7 +204,7 @@ def extract_node(model: Any, node_name: str, input_types: Mapping[str, tuple[Any
     consts = {n.output[0]: n for n in proto.graph.node if n.op_type == "Constant"}
     types = g.value_types(proto)
     graph_inputs, kept_inits, kept_nodes = [], [], []
-    for t in dict.fromkeys(g._node_inputs(node)):
+    for t in dict.fromkeys(onnx_models.node_inputs(node)):
         if t in inits:
             kept_inits.append(inits[t])
         elif t in consts:

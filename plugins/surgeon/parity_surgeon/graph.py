@@ -6,8 +6,6 @@ does not pay for building a second in-memory graph.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,38 +57,14 @@ class NodeInfo:
 
 
 def topo_nodes(graph: Any) -> list[Any]:
-    """Nodes in topological order (Kahn's algorithm, stable: ties keep file order)."""
+    """Nodes in topological order (``parity.onnx_models.topological_order``); a cycle is an error."""
+    from parity.onnx_models import topological_order
+
     nodes = list(graph.node)
-    producer = {out: i for i, n in enumerate(nodes) for out in n.output if out}
-    indegree = [0] * len(nodes)
-    users: list[list[int]] = [[] for _ in nodes]
-    for i, n in enumerate(nodes):
-        deps = {producer[t] for t in _node_inputs(n) if t in producer and producer[t] != i}
-        indegree[i] = len(deps)
-        for d in deps:
-            users[d].append(i)
-    ready = deque(i for i, d in enumerate(indegree) if d == 0)
-    order: list[int] = []
-    while ready:
-        i = ready.popleft()
-        order.append(i)
-        for u in sorted(users[i]):
-            indegree[u] -= 1
-            if indegree[u] == 0:
-                ready.append(u)
+    order = topological_order(nodes)
     if len(order) != len(nodes):
         raise ModelError(f"the graph has a cycle through {len(nodes) - len(order)} node(s); it is not a valid ONNX graph")
     return [nodes[i] for i in order]
-
-
-def _node_inputs(node: Any) -> Iterable[str]:
-    """A node's inputs including tensors its subgraphs (If/Loop bodies) read from the outer scope."""
-    yield from (t for t in node.input if t)
-    for attr in node.attribute:
-        for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
-            inner = {t for n in sub.node for t in n.output} | {i.name for i in sub.input} | {i.name for i in sub.initializer}
-            for n in sub.node:
-                yield from (t for t in _node_inputs(n) if t not in inner)
 
 
 def producers(model: Any) -> dict[str, NodeInfo]:

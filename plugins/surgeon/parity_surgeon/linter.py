@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from parity import onnx_models
 from parity_surgeon import graph as g
 
 ERROR, WARNING = "error", "warning"
@@ -79,7 +80,7 @@ def lint(model: Any, label: str | None = None, onnxruntime: bool = True) -> Lint
 
 
 def _subgraph_reads(node: Any) -> set[str]:
-    return set(g._node_inputs(node)) - set(node.input)
+    return set(onnx_models.node_inputs(node)) - set(node.input)
 
 
 def _structure(model: Any, report: LintReport) -> None:
@@ -153,7 +154,7 @@ def _dead_nodes(model: Any, outputs: set[str], report: LintReport) -> None:
         seen.add(t)
         node = prods[t]
         live.add(id(node))
-        stack.extend(g._node_inputs(node))
+        stack.extend(onnx_models.node_inputs(node))
     dead = [n for n in model.graph.node if id(n) not in live]
     for i, node in enumerate(dead[:20]):
         report.add(

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from parity import onnx_models
 from parity.compare.divergence import DivergenceReport, GraphInfo, TensorError
 from parity.errors import UsageError
 from parity_surgeon import graph as g
@@ -265,7 +266,7 @@ class _Session:
             batch, names, cost = [], [], 0
             while todo:
                 node = self.node_index[todo[0]]
-                need = [t for t in dict.fromkeys([*g._node_inputs(node), *node.output]) if t and t not in self.info.constants and t not in self.feed]
+                need = [t for t in dict.fromkeys([*onnx_models.node_inputs(node), *node.output]) if t and t not in self.info.constants and t not in self.feed]
                 extra = sum(self.sizes.get(t) or 0 for t in need if t not in names)
                 if batch and cost + extra > budget:
                     break
@@ -279,7 +280,7 @@ class _Session:
                 for node_name in batch:
                     node = self.node_index[node_name]
                     outs = [t for t in node.output if t]
-                    inputs = [t for t in dict.fromkeys(g._node_inputs(node)) if t not in self.info.constants]
+                    inputs = [t for t in dict.fromkeys(onnx_models.node_inputs(node)) if t not in self.info.constants]
                     if any(t not in ref for t in inputs) or not any(t in ref for t in outs):
                         verdicts.append(NodeVerdict(node_name, node.op_type, outs[0], full.get(outs[0]), None))
                         continue
