@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -12,8 +12,8 @@ import click
 from parity.cli.common import echo
 
 
-def write_report(path: str, summary: Any, code: int, model: str | None = None, params: Mapping[str, Any] | None = None) -> None:
-    from parity.compare.divergence import first_divergence, outputs_were_marked
+def write_report(path: str, summary: Any, code: int, layerwise: Sequence[Any] | None = None) -> None:
+    """``layerwise``: the run's first-divergence reports, when outputs were marked."""
     from parity.util.fs import write_text_atomic
 
     report = {
@@ -27,8 +27,8 @@ def write_report(path: str, summary: Any, code: int, model: str | None = None, p
         "validation": [v.__dict__ for v in summary.validation] if summary.validated else None,
         "comparisons": summary.accuracy.to_json(),
     }
-    if params and outputs_were_marked(params):
-        report["layerwise"] = [r.to_json() for r in first_divergence(summary, model)]
+    if layerwise is not None:
+        report["layerwise"] = [r.to_json() for r in layerwise]
     write_text_atomic(path, json.dumps(report, indent=1, default=_json_default, allow_nan=False))
 
 

@@ -232,10 +232,12 @@ def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:
         for index in range(summary.iterations):
             printer.iteration(index, [p for p in summary.accuracy if index < len(p.iterations)])
     code = ExitCode.PASSED if summary.passed else ExitCode.MISMATCH
-    from parity.compare.divergence import print_first_divergence
+    from parity.compare.divergence import first_divergence, outputs_were_marked, print_reports
 
-    print_first_divergence(summary, model, params)  # layerwise runs: where the runners start to disagree
+    # layerwise runs: where the runners start to disagree (built once: printed and reported)
+    layerwise = first_divergence(summary, model) if outputs_were_marked(params) else None
+    print_reports(layerwise or [])
     printer.summary(summary)
     if params.get("report"):
-        write_report(params["report"], summary, code, model, params)
+        write_report(params["report"], summary, code, layerwise)
     return int(code)

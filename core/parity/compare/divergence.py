@@ -188,8 +188,9 @@ def divergence_from_checks(
         by_name.setdefault(check.name, []).append(check)
     graph = graph or GraphInfo()
     rank = {t: i for i, t in enumerate(graph.order)}
-    returned = list(by_name)
-    names = sorted(returned, key=lambda t: (rank.get(t, len(rank) + returned.index(t)), returned.index(t)))
+    returned = {t: i for i, t in enumerate(by_name)}  # tensors the graph does not know go last, as returned
+    position = {t: rank.get(t, len(rank) + i) for t, i in returned.items()}
+    names = sorted(returned, key=lambda t: (position[t], returned[t]))
     tensors = []
     for name in names:
         group = by_name[name]
@@ -199,7 +200,7 @@ def divergence_from_checks(
         tensors.append(
             TensorError(
                 name,
-                rank.get(name, len(rank) + returned.index(name)),
+                position[name],
                 not failed,
                 float(values.get("max_abs", math.nan)),
                 float(values.get("max_rel", math.nan)),
@@ -239,11 +240,14 @@ def outputs_were_marked(params: Mapping[str, Any]) -> bool:
 
 def print_first_divergence(summary: Any, model: str | None, params: Mapping[str, Any]) -> None:
     """Print the report after ``parity run``'s summary when outputs were marked; otherwise do nothing."""
-    if not outputs_were_marked(params):
-        return
+    if outputs_were_marked(params):
+        print_reports(first_divergence(summary, model))
+
+
+def print_reports(reports: Sequence[DivergenceReport]) -> None:
     from parity.cli.common import echo
 
-    for report in first_divergence(summary, model):
+    for report in reports:
         if len(report.tensors) < 2:
             continue  # one output: the run's own lines already say everything
         for line in report.lines():
