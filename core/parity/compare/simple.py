@@ -68,10 +68,10 @@ class SimpleCompare:
         err.scan(scratch, histogram=self.details)
         abs_s, rel_s = err.abs_acc.finish(), err.rel_acc.finish()
         if abs_s.finite:
-            abs_s.percentiles = stats._percentiles(scratch, scratch, abs_s)
+            abs_s.percentiles = stats.percentiles_of(scratch, scratch, abs_s)
         if rel_s.finite:
             err.fill_rel(scratch)
-            rel_s.percentiles = stats._percentiles(scratch, scratch, rel_s)
+            rel_s.percentiles = stats.percentiles_of(scratch, scratch, rel_s)
         abs_hist = err.histogram
         values: dict[str, float] = {
             "max_abs": abs_s.max,
@@ -111,7 +111,7 @@ class SimpleCompare:
             a_s, b_s = err.a_acc.finish(), err.b_acc.finish()
             for flat, summary in ((a, a_s), (b, b_s)):
                 if summary.finite:
-                    summary.percentiles = stats._percentiles(flat, scratch if flat.dtype != np.float64 else None, summary)
+                    summary.percentiles = stats.percentiles_of(flat, scratch if flat.dtype != np.float64 else None, summary)
             del scratch
             details = {
                 "abs": abs_s.to_dict(),
@@ -216,12 +216,7 @@ class _ErrorScan:
         return x, y, absd, rel, finite
 
     def cosine(self) -> float:
-        dot, na, nb = self.dots
-        if na == 0 and nb == 0:
-            return 1.0
-        if na == 0 or nb == 0:
-            return 0.0
-        return dot / math.sqrt(na * nb)
+        return stats.cosine_from_dots(*self.dots)
 
     def fill_abs(self, out: np.ndarray) -> None:
         for sl in stats.chunks(self.a.size):
@@ -235,8 +230,8 @@ class _ErrorScan:
 
 
 def _quantile(err: _ErrorScan, q: float, n: int, absolute: bool) -> float:
-    """Exact linear-interpolated quantile from one float32 scratch buffer, partitioned in place
-    (introselect, O(n)) rather than ``np.quantile``'s float64 copies."""
+    """Exact linearly interpolated quantile from one float32 scratch buffer, selected in place rather than
+    with ``np.quantile``'s float64 copies."""
     buf = np.empty(n, dtype=np.float32)
     (err.fill_abs if absolute else err.fill_rel)(buf)
     finite = np.isfinite(buf)
@@ -244,9 +239,4 @@ def _quantile(err: _ErrorScan, q: float, n: int, absolute: bool) -> float:
         buf = buf[finite]
     if buf.size == 0:
         return math.nan
-    rank = (buf.size - 1) * q
-    lo = int(math.floor(rank))
-    buf.partition(lo)
-    low = float(buf[lo])
-    high = float(buf[lo + 1 :].min()) if lo + 1 < buf.size else low
-    return low + (high - low) * (rank - lo)
+    return stats.order_statistics(buf, {q: (buf.size - 1) * q})[q]

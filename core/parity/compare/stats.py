@@ -9,7 +9,9 @@ scratch buffer, which is why percentiles are taken last.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +69,7 @@ def summarize(flat: np.ndarray, scratch: np.ndarray | None = None, percentiles: 
         acc.add(flat[sl], sl.start)
     s = acc.finish()
     if s.finite and percentiles:
-        s.percentiles = _percentiles(flat, scratch, s)
+        s.percentiles = percentiles_of(flat, scratch, s)
     return s
 
 
@@ -137,7 +139,9 @@ def _index_of(part: np.ndarray, value: float) -> int:
     return int(hits[0]) if hits.size else 0
 
 
-def _percentiles(flat: np.ndarray, scratch: np.ndarray | None, s: Summary) -> dict[str, float]:
+def percentiles_of(flat: np.ndarray, scratch: np.ndarray | None, s: Summary) -> dict[str, float]:
+    """``PERCENTILES`` of the finite values of ``flat`` (``s`` is its summary), using ``scratch`` (clobbered;
+    it may already hold the values)."""
     if scratch is None or scratch.size < flat.size:
         scratch = np.empty(flat.size, dtype=np.float64 if flat.dtype == np.float64 else np.float32)
     work = scratch[: flat.size]
@@ -152,13 +156,20 @@ def _percentiles(flat: np.ndarray, scratch: np.ndarray | None, s: Summary) -> di
 def percentiles_inplace(work: np.ndarray) -> dict[str, float]:
     """Exact (linearly interpolated, like ``np.percentile``) ``PERCENTILES`` of ``work``, which is reordered."""
     n = work.size
-    ranks = {p: (n - 1) * p / 100.0 for p in PERCENTILES}
+    values = order_statistics(work, {p: (n - 1) * p / 100.0 for p in PERCENTILES})
+    return {f"{p:g}": v for p, v in values.items()}
+
+
+def order_statistics(work: np.ndarray, ranks: Mapping[Any, float]) -> dict[Any, float]:
+    """The values at fractional ``ranks`` (0 .. n-1) of sorted ``work``, linearly interpolated between
+    neighbours; ``work`` is reordered in place (selection, not a sort)."""
+    n = work.size
     _select(work, {int(math.floor(r)) for r in ranks.values()} | {min(int(math.ceil(r)), n - 1) for r in ranks.values()})
     out = {}
-    for p, r in ranks.items():
+    for key, r in ranks.items():
         lo_i, hi_i = int(math.floor(r)), min(int(math.ceil(r)), n - 1)
         frac = r - lo_i
-        out[f"{p:g}"] = float(work[lo_i]) * (1 - frac) + float(work[hi_i]) * frac
+        out[key] = float(work[lo_i]) * (1 - frac) + float(work[hi_i]) * frac
     return out
 
 
@@ -246,8 +257,13 @@ def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
             xy += dot(x, y)
             na += dot(x, x)
             nb += dot(y, y)
-    if na == 0 and nb == 0:
+    return cosine_from_dots(xy, na, nb)
+
+
+def cosine_from_dots(xy: float, xx: float, yy: float) -> float:
+    """x.y / (|x| |y|) from the three dot products; 1.0 if both are all zero, 0.0 if one is."""
+    if xx == 0 and yy == 0:
         return 1.0
-    if na == 0 or nb == 0:
+    if xx == 0 or yy == 0:
         return 0.0
-    return xy / math.sqrt(na * nb)
+    return xy / math.sqrt(xx * yy)
