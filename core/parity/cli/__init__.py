@@ -7,6 +7,7 @@ onnxruntime and tensorrt are imported by the code that needs them, when it runs.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -67,8 +68,6 @@ def build_cli() -> click.Group:
 
 def attach_plugin_options(cli: Any) -> None:
     """Options registered through ``parity_register_options`` join the commands they name."""
-    import functools
-
     import click
 
     from parity import plugins
@@ -87,12 +86,16 @@ def attach_plugin_options(cli: Any) -> None:
                 raise PluginError(f"options {sorted(clash)} of '{spec.name}' already exist on 'parity {path}'")
             command.params.extend(spec.options)
             if spec.validate is not None:
-                command.callback = _validated(command.callback, spec.validate, path, functools, click)
+                command.callback = _validated(command.callback, spec.validate, path)
 
 
-def _validated(callback: Any, validate: Any, path: str, functools: Any, click: Any) -> Any:
+def _validated(callback: Any, validate: Any, path: str) -> Any:
+    """``callback``, preceded by a plugin's ``validate(command path, params, ctx)``."""
+
     @functools.wraps(callback)
     def wrapped(*args: Any, **params: Any) -> Any:
+        import click
+
         validate(path, params, click.get_current_context())
         return callback(*args, **params)
 

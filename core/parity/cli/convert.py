@@ -24,17 +24,10 @@ def add_to(cli: click.Group) -> None:
         *opts.model_options(),
         *opts.data_options(),
     ]
-    seen: set[str] = {o for p in params for o in getattr(p, "opts", [])}
     for conv in registry.converters.values():
-        for option in conv.options:
-            if not seen & set(option.opts):
-                params.append(option)
-                seen.update(option.opts)
+        opts.add_unique(params, conv.options)
     for backend in registry.backends.values():  # builder options of backends (e.g. --fp16) apply to conversion too
-        for option in backend.options:
-            if not seen & set(option.opts):
-                params.append(option)
-                seen.update(option.opts)
+        opts.add_unique(params, backend.options)
     command = ParityCommand("convert", params=params, callback=convert_command, help=CONVERT_HELP, short_help="Convert a model (ONNX fp16, TensorRT engine, ...).")
     cli.add_command(verbosity_options(command))
 

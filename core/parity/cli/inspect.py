@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from parity.cli.common import echo, verbosity_options
+from parity.cli.options import add_unique
 from parity.cli.parsing import GreedyOption, ParityCommand
 from parity.errors import ModelError, UsageError
 
@@ -21,12 +22,8 @@ def add_to(cli: click.Group) -> None:
         GreedyOption(["--show"], type=click.Choice(["layers", "attrs", "weights"]), help="Also show layers, their attributes, weights."),
         click.Option(["--model-type"], default=None, help="Model kind when the suffix does not tell."),
     ]
-    seen = {o for p in params for o in getattr(p, "opts", [])}
     for kind in get_registry().model_kinds.values():
-        for option in kind.options:
-            if not seen & set(option.opts):
-                params.append(option)
-                seen.update(option.opts)
+        add_unique(params, kind.options)
     inspect.add_command(verbosity_options(ParityCommand(
         "model",
         params=params,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import click
 
 from parity.cli.parsing import BackendFlag, GreedyOption
@@ -63,3 +65,13 @@ def backend_params(registry: Registry) -> list[click.Parameter]:
     for backend in registry.backends.values():
         params.extend(backend.options)
     return params
+
+
+def add_unique(params: list[click.Parameter], options: Iterable[click.Option]) -> None:
+    """Append ``options`` whose flags are not taken yet: several plugins may offer the same shared option
+    (e.g. a backend's builder options on both ``run`` and ``convert``)."""
+    seen = {o for p in params for o in getattr(p, "opts", [])}
+    for option in options:
+        if not seen & set(option.opts):
+            params.append(option)
+            seen.update(option.opts)

@@ -112,12 +112,14 @@ def make_data_loader(params: Mapping[str, Any], model: str | None, kind: str | N
 
     if params.get("load_inputs") and params.get("data_loader_script"):
         raise UsageError("use either --load-inputs or --data-loader-script, not both")
+    def model_inputs() -> dict:
+        return registry.model_kinds[kind].read_inputs(model) if (model and kind in registry.model_kinds) else {}
+
     if params.get("load_inputs"):
         feeds = []
         for path in params["load_inputs"]:
             feeds.extend(load_inputs(path))
-        meta = registry.model_kinds[kind].read_inputs(model) if (model and kind in registry.model_kinds) else {}
-        return drop_extra_tensors(feeds, meta)
+        return drop_extra_tensors(feeds, model_inputs())
     if params.get("data_loader_script"):
         return load_script_loader(params["data_loader_script"])
     spec = registry.data_loaders.get(params.get("data_loader") or "random")
@@ -125,7 +127,7 @@ def make_data_loader(params: Mapping[str, Any], model: str | None, kind: str | N
         from parity.registry import _lookup
 
         _lookup(registry.data_loaders, params["data_loader"], "data loader")
-    meta = registry.model_kinds[kind].read_inputs(model) if (model and kind in registry.model_kinds) else {}
+    meta = model_inputs()
     request = DataRequest(
         meta,
         params.get("seed", 1),

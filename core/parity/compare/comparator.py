@@ -29,17 +29,25 @@ def resolve_compare_funcs(compare_func: Any) -> list[CompareFunc]:
 
     if compare_func is None:
         return [SimpleCompare()]
-    named_with_options = isinstance(compare_func, tuple) and len(compare_func) == 2 and isinstance(compare_func[0], str) and isinstance(compare_func[1], Mapping)
-    items = [compare_func] if named_with_options or not isinstance(compare_func, (list, tuple)) else list(compare_func)
+    items = [compare_func] if _named(compare_func) or not isinstance(compare_func, (list, tuple)) else list(compare_func)
     funcs: list[CompareFunc] = []
     for item in items:
-        name, options = (item, {}) if isinstance(item, str) else item if isinstance(item, tuple) else (None, None)
-        if name is not None:
+        named = _named(item)
+        if named is not None:
             from parity.plugins import get_registry
 
-            item = get_registry().comparator(name).factory(dict(options))
+            item = get_registry().comparator(named[0]).factory(dict(named[1]))
         funcs.append(item)
     return funcs
+
+
+def _named(item: Any) -> tuple[str, Mapping[str, Any]] | None:
+    """``(name, options)`` for a registered metric given as ``"name"`` or ``("name", {options})``."""
+    if isinstance(item, str):
+        return item, {}
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], Mapping):
+        return item
+    return None
 
 
 def compare_iteration(actual: IterationResult, reference: IterationResult, funcs: Sequence[CompareFunc], index: int) -> IterationComparison:
