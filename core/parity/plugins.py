@@ -27,6 +27,7 @@ import pluggy
 from parity import hookspecs
 from parity.errors import PluginError, UsageError
 from parity.registry import Registry
+from parity.util.text import warn
 
 ENTRY_POINT_GROUP = "parity"
 BUILTIN_MODULES = ("parity.builtin",)
@@ -80,10 +81,6 @@ def _env_list(name: str) -> list[str] | None:
 
 def strict() -> bool:
     return os.environ.get("PARITY_STRICT_PLUGINS", "") not in ("", "0", "false")
-
-
-def warn(message: str) -> None:
-    print(f"parity: warning: {message}", file=sys.stderr)
 
 
 def add_plugin_files(paths: Iterable[str]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from parity.errors import ExitCode, ParityError
+from parity.util.text import warn
 
 SETTINGS = {"verbose": False, "quiet": False}
 
@@ -16,10 +17,6 @@ SETTINGS = {"verbose": False, "quiet": False}
 def echo(message: str = "", err: bool = False) -> None:
     if not SETTINGS["quiet"] or err:
         click.echo(message, err=err)
-
-
-def warn(message: str) -> None:
-    click.echo(f"parity: warning: {message}", err=True)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ARG001

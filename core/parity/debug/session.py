@@ -34,6 +34,7 @@ from parity.debug.check import Outcome
 from parity.debug.executor import Executor, SerialExecutor
 from parity.errors import UsageError
 from parity.util.fs import write_text_atomic
+from parity.util.text import warn
 
 STATE_FORMAT = "parity-debug-state"
 
@@ -401,7 +402,7 @@ class Reporter:
             (self._progress.console.print if self._progress else lambda m: print(m, file=sys.stderr, flush=True))(f"parity: {message}")
 
     def warn(self, message: str) -> None:
-        print(f"parity: warning: {message}", file=sys.stderr, flush=True)
+        warn(message)
 
     def close(self) -> None:
         if self._progress is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Iterable
 
 
@@ -12,3 +13,8 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     if not close:
         return ""
     return " (did you mean " + " or ".join(f"'{c}'" for c in close) + "?)"
+
+
+def warn(message: str) -> None:
+    """The one warning line every part of Parity prints, on stderr."""
+    print(f"parity: warning: {message}", file=sys.stderr, flush=True)

@@ -23,6 +23,7 @@ import onnx
 
 from parity.debug import Candidate, DebugSession, Iteration, Oracle, PredicateCheck, Summary, subset_key
 from parity.errors import ExitCode, ParityError, UsageError
+from parity.util import text
 from parity.util.fs import write_bytes_atomic
 from parity_reduce.graph import GraphIndex, Reference, prepare, run_reference
 from parity_reduce.strategies import DEFAULT_MODE, STRATEGIES
@@ -169,7 +170,7 @@ class Reducer:
             raise UsageError(f"--cut-tensors: expected 'input' or 'constant', got '{cut}'")
         if not reduce_inputs and not reduce_outputs:
             raise UsageError("--no-reduce-inputs and --no-reduce-outputs together leave nothing to reduce")
-        self.warn = warn or (lambda m: print(f"parity: warning: {m}"))
+        self.warn = warn or text.warn
         self.model = prepare(load_model(model), input_shapes)
         self.index = GraphIndex(self.model)
         self.reference = make_reference(self.model, inputs, self.warn) if reference else None
