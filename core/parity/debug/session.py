@@ -210,16 +210,6 @@ class DebugSession:
             results[cand.key] = verdict
         return [results[c.key] for c in candidates]
 
-    def first_bad(self, candidates: Sequence[Candidate]) -> int | None:
-        """Index of the first bad candidate, checking lazily (``jobs`` at a time)."""
-        step = max(1, self.executor.jobs)
-        for start in range(0, len(candidates), step):
-            batch = candidates[start : start + step]
-            for offset, bad in enumerate(self.evaluate_many(batch)):
-                if bad:
-                    return start + offset
-        return None
-
     def _replay(self, cand: Candidate) -> bool | None:
         if cand.key in self.verdicts:
             self.summary.cached += 1
