@@ -13,6 +13,7 @@ from parity.cli.parsing import ParityCommand
 from parity.errors import ModelError, UsageError
 from parity.plugins import get_registry
 from parity.registry import ConvertRequest
+from parity.util.fs import refuse_overwrite
 
 
 def add_to(cli: click.Group) -> None:
@@ -60,8 +61,7 @@ def _unknown(name: str, registry: Any):
 def convert_command(model: str, output: str, convert_to: str | None, **params: Any) -> int:
     if not Path(model).exists():
         raise ModelError(f"model not found: {model}")
-    if Path(output).resolve() == Path(model).resolve():
-        raise UsageError("refusing to overwrite the input model; choose another -o path")
+    refuse_overwrite(model, output)
     conv = pick_converter(output, convert_to)
     conv.convert(ConvertRequest(model, output, params))
     echo(f"wrote {output} ({conv.name})")

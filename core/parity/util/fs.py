@@ -36,3 +36,13 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     with atomic_write(path, "w") as handle:
         handle.write(text)
+
+
+def refuse_overwrite(source: str | os.PathLike[str], *outputs: str | os.PathLike[str] | None) -> None:
+    """Nothing the user passed in is modified: an output path that is the input model is a usage error."""
+    from parity.errors import UsageError
+
+    src = Path(source).resolve()
+    for out in outputs:
+        if out and Path(out).resolve() == src:
+            raise UsageError(f"refusing to overwrite the input model ({out}); choose another output path")

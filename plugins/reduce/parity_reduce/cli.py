@@ -12,6 +12,7 @@ from parity.cli.common import echo, verbosity_options, warn
 from parity.cli.parsing import GreedyOption, ParityCommand
 from parity.debug import debug_options, file_fingerprint, session_from_options
 from parity.errors import ExitCode, UsageError
+from parity.util.fs import refuse_overwrite
 
 REDUCE_HELP = """Shrink a failing ONNX MODEL to a minimal subgraph that still fails the --check.
 
@@ -89,14 +90,6 @@ def add_commands(cli: click.Group) -> None:
     debug.add_command(verbosity_options(command))
 
 
-def _protect(model: str, *paths: str | None) -> None:
-    """Nothing the user passed in is modified: refuse to overwrite the input model."""
-    src = Path(model).resolve()
-    for p in paths:
-        if p and Path(p).resolve() == src:
-            raise UsageError(f"{p} is the input model; choose another output path")
-
-
 def _feeds(model: str, params: dict[str, Any], shapes: dict) -> list[dict]:
     from parity.cli.run import make_data_loader
     from parity.plugins import get_registry
@@ -115,7 +108,7 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
 
     check_path(model)
     repro = None if params["no_repro"] else (params.get("repro") or str(Path(output).with_suffix("")) + "_repro")
-    _protect(model, output, params.get("min_good"), params.get("iter_artifact"))
+    refuse_overwrite(model, output, params.get("min_good"), params.get("iter_artifact"))
     if params.get("mode") not in _modes("reduce"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('reduce'))}")
     shapes = parse_shapes(params.get("model_input_shapes") or (), "--model-input-shapes")
@@ -167,7 +160,7 @@ def precision_command(model: str, output: str, **params: Any) -> int:
     from parity_reduce.precision import PrecisionSearch
 
     check_path(model)
-    _protect(model, output, params.get("save_nodes"), params.get("iter_artifact"))
+    refuse_overwrite(model, output, params.get("save_nodes"), params.get("iter_artifact"))
     if params.get("mode") not in _modes("precision"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")
     session = session_from_options(params, label="precision", fingerprint={"model": file_fingerprint(model)})

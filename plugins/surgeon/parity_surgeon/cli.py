@@ -11,13 +11,13 @@ import click
 from parity.cli.common import echo, verbosity_options
 from parity.cli.parsing import GreedyOption, ParityCommand
 from parity.errors import ExitCode, ModelError, UsageError
+from parity.util.fs import refuse_overwrite
 
 
 def _check_model(model: str, output: str | None = None) -> None:
     if not Path(model).exists():
         raise ModelError(f"model not found: {model}")
-    if output and Path(output).resolve() == Path(model).resolve():
-        raise UsageError("refusing to overwrite the input model; choose another -o path")
+    refuse_overwrite(model, output)
 
 
 def _size(text: str | None, option: str) -> int | None:

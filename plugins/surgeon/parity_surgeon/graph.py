@@ -12,7 +12,7 @@ from typing import Any
 
 from parity import onnx_models
 from parity.errors import ModelError, UsageError
-from parity.util.fs import write_bytes_atomic
+from parity.util.fs import refuse_overwrite, write_bytes_atomic
 
 IR_VERSION_FALLBACK = 10  # what onnxruntime loads; onnx.helper writes newer versions it cannot
 
@@ -26,8 +26,8 @@ def load(model: Any) -> Any:
 
 def save(model: Any, path: str | Path, source: str | Path | None = None) -> None:
     """Write ``model`` atomically; refuse to overwrite the model we were given."""
-    if source is not None and Path(path).resolve() == Path(source).resolve():
-        raise UsageError("refusing to overwrite the input model; choose another -o path")
+    if source is not None:
+        refuse_overwrite(source, path)
     try:
         data = model.SerializeToString()
     except ValueError as exc:  # protobuf's 2 GiB limit
