@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from parity.data.meta import TensorMeta
 from parity.errors import ModelError
+from parity.util.fs import check_model_path
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -20,21 +21,12 @@ if TYPE_CHECKING:  # pragma: no cover
 IR_FIX = "set model.ir_version = 10 before saving (onnx.helper.make_model writes the newest IR version)"
 
 
-def check_path(path: str | Path) -> Path:
-    p = Path(path)
-    if not p.exists():
-        raise ModelError(f"model not found: {p}")
-    if p.is_dir():
-        raise ModelError(f"model path is a directory: {p}")
-    return p
-
-
 def load(path: str | Path, load_external_data: bool = True) -> onnx.ModelProto:
     """``onnx.load`` with clean errors for missing, empty, truncated or non-ONNX files."""
     import onnx
     from google.protobuf.message import DecodeError
 
-    p = check_path(path)
+    p = check_model_path(path)
     if p.stat().st_size == 0:
         raise ModelError(f"{p}: empty file, not an ONNX model")
     try:
@@ -161,7 +153,7 @@ def mark_outputs(model: onnx.ModelProto, outputs: Sequence[str], exclude: Sequen
 
 def read_inputs(path: str) -> dict[str, TensorMeta]:
     """The model's real inputs, read without loading its weights when possible (see :func:`_scan_inputs`)."""
-    file = check_path(path)
+    file = check_model_path(path)
     try:
         found = _scan_inputs(file)
     except Exception:  # noqa: BLE001 - a malformed file falls back to the full parser's clean error

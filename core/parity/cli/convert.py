@@ -10,10 +10,10 @@ import click
 from parity.cli import options as opts
 from parity.cli.common import echo, verbosity_options
 from parity.cli.parsing import ParityCommand
-from parity.errors import ModelError, UsageError
+from parity.errors import UsageError
 from parity.plugins import get_registry
 from parity.registry import ConvertRequest
-from parity.util.fs import refuse_overwrite
+from parity.util.fs import check_model_path, refuse_overwrite
 
 
 def add_to(cli: click.Group) -> None:
@@ -59,8 +59,7 @@ def _unknown(name: str, registry: Any):
 
 
 def convert_command(model: str, output: str, convert_to: str | None, **params: Any) -> int:
-    if not Path(model).exists():
-        raise ModelError(f"model not found: {model}")
+    check_model_path(model)
     refuse_overwrite(model, output)
     conv = pick_converter(output, convert_to)
     conv.convert(ConvertRequest(model, output, params))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from parity.cli.common import echo, verbosity_options
 from parity.cli.options import add_unique
 from parity.cli.parsing import GreedyOption, ParityCommand
-from parity.errors import ModelError, UsageError
+from parity.errors import UsageError
+from parity.util.fs import check_model_path
 
 
 def add_to(cli: click.Group) -> None:
@@ -48,8 +47,7 @@ def inspect_model(model: str, show: tuple[str, ...], model_type: str | None, **o
     from parity.plugins import get_registry
 
     registry = get_registry()
-    if not Path(model).exists():
-        raise ModelError(f"model not found: {model}")
+    check_model_path(model)
     kind = detect_model_kind(model, registry, model_type)
     if kind is None or registry.model_kinds[kind].describe is None:
         raise UsageError(f"don't know how to read {model}; give --model-type ({', '.join(registry.model_kinds)})")

@@ -14,6 +14,7 @@ from parity.cli.parsing import ParityCommand
 from parity.errors import ExitCode, UsageError
 from parity.plugins import get_registry
 from parity.registry import Backend, Registry, RunnerRequest
+from parity.util.fs import check_model_path
 
 
 def add_to(cli: click.Group) -> None:
@@ -201,10 +202,8 @@ def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:
     if not ctx.meta.get("parity.runners") and not params.get("load_outputs"):
         flags = " ".join(b.cli_flag for b in registry.backends.values())
         raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or --load-outputs")
-    if model and not Path(model).exists():
-        from parity.errors import ModelError
-
-        raise ModelError(f"model not found: {model}")
+    if model:
+        check_model_path(model)
     funcs = make_compare_funcs(params, registry)
     golden = RunResults()
     for path in params.get("load_outputs") or ():

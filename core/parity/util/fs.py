@@ -38,6 +38,18 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
         handle.write(text)
 
 
+def check_model_path(path: str | os.PathLike[str]) -> Path:
+    """The model file the user named, or a one-line ModelError (exit 3) saying why it cannot be read."""
+    from parity.errors import ModelError
+
+    p = Path(path)
+    if not p.exists():
+        raise ModelError(f"model not found: {p}")
+    if p.is_dir():
+        raise ModelError(f"model path is a directory: {p}")
+    return p
+
+
 def refuse_overwrite(source: str | os.PathLike[str], *outputs: str | os.PathLike[str] | None) -> None:
     """Nothing the user passed in is modified: an output path that is the input model is a usage error."""
     from parity.errors import UsageError

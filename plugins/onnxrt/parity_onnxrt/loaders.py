@@ -8,6 +8,7 @@ from typing import Any
 from parity import onnx_models
 from parity.backend.base import BaseLoader, invoke_if_callable
 from parity.errors import BackendError, ModelError
+from parity.util.fs import check_model_path
 
 MARK_ALL = onnx_models.MARK_ALL
 
@@ -79,7 +80,7 @@ class SessionFromOnnx(BaseLoader):
         model, _ = invoke_if_callable(self.model)
         source: Any = model
         if isinstance(model, str):
-            onnx_models.check_path(model)
+            check_model_path(model)
         elif not isinstance(model, (bytes, bytearray)):
             source = _serialize(model)
         options = ort.SessionOptions()

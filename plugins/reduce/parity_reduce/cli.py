@@ -12,7 +12,7 @@ from parity.cli.common import echo, verbosity_options, warn
 from parity.cli.parsing import GreedyOption, ParityCommand
 from parity.debug import debug_options, file_fingerprint, session_from_options
 from parity.errors import ExitCode, UsageError
-from parity.util.fs import refuse_overwrite
+from parity.util.fs import check_model_path, refuse_overwrite
 
 REDUCE_HELP = """Shrink a failing ONNX MODEL to a minimal subgraph that still fails the --check.
 
@@ -102,11 +102,10 @@ def _feeds(model: str, params: dict[str, Any], shapes: dict) -> list[dict]:
 
 def reduce_command(model: str, output: str, **params: Any) -> int:
     from parity.data.parse import parse_shapes
-    from parity.onnx_models import check_path
     from parity_reduce.bundle import write_bundle
     from parity_reduce.reducer import Reducer
 
-    check_path(model)
+    check_model_path(model)
     repro = None if params["no_repro"] else (params.get("repro") or str(Path(output).with_suffix("")) + "_repro")
     refuse_overwrite(model, output, params.get("min_good"), params.get("iter_artifact"))
     if params.get("mode") not in _modes("reduce"):
@@ -155,11 +154,10 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
 def precision_command(model: str, output: str, **params: Any) -> int:
     import json
 
-    from parity.onnx_models import check_path
     from parity.util.fs import write_text_atomic
     from parity_reduce.precision import PrecisionSearch
 
-    check_path(model)
+    check_model_path(model)
     refuse_overwrite(model, output, params.get("save_nodes"), params.get("iter_artifact"))
     if params.get("mode") not in _modes("precision"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")

@@ -11,12 +11,11 @@ import click
 from parity.cli.common import echo, verbosity_options
 from parity.cli.parsing import GreedyOption, ParityCommand
 from parity.errors import ExitCode, ModelError, UsageError
-from parity.util.fs import refuse_overwrite
+from parity.util.fs import check_model_path, refuse_overwrite
 
 
 def _check_model(model: str, output: str | None = None) -> None:
-    if not Path(model).exists():
-        raise ModelError(f"model not found: {model}")
+    check_model_path(model)
     refuse_overwrite(model, output)
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from parity import onnx_models
 from parity.compare.divergence import DivergenceReport, GraphInfo, TensorError
 from parity.errors import UsageError
+from parity.util.fs import check_model_path
 from parity_surgeon import graph as g
 
 DEFAULT_BUDGET_CAP = 2 << 30  # bytes
@@ -416,9 +417,9 @@ def localize(
         specs.append(RunnerSpec(specs[0].backend, specs[0].options))
     if len(specs) != 2:
         raise UsageError(f"localize compares exactly two runners (got {len(specs)}); give two backend flags, or one and --reference-model")
-    onnx_models.check_path(model)
+    check_model_path(model)
     if reference_model:
-        onnx_models.check_path(reference_model)
+        check_model_path(reference_model)
         specs[1] = RunnerSpec(specs[1].backend, specs[1].options, reference_model)
     if feed is None:
         feed = DataLoader(onnx_models.read_inputs(model))[0]
