@@ -128,7 +128,31 @@ def _grow(current: int, needed: int) -> int:
     return max(needed, current * 2) if needed > current else current
 
 
-class DeviceArray:
+class _Allocation:
+    """Memory that is reused while big enough and grows geometrically (device or page-locked host)."""
+
+    _alloc = "cudaMalloc"  # the cudart functions that allocate and free this kind of memory
+    _release = "cudaFree"
+    ptr = 0
+    nbytes = 0  # allocated bytes
+
+    def allocate(self, nbytes: int) -> int:
+        """Make sure at least ``nbytes`` are allocated; return the pointer (never 0: TensorRT needs one)."""
+        nbytes = max(int(nbytes), 1)
+        if nbytes > self.nbytes:
+            size = _grow(self.nbytes, nbytes)  # before free(), which zeroes nbytes
+            self.free()
+            self.ptr = int(check(getattr(runtime(), self._alloc)(size), f"{self._alloc}({size} bytes)"))
+            self.nbytes = size
+        return self.ptr
+
+    def free(self) -> None:
+        if self.ptr:
+            check(getattr(runtime(), self._release)(self.ptr), self._release)
+        self.ptr, self.nbytes = 0, 0
+
+
+class DeviceArray(_Allocation):
     """Device memory holding one tensor. ``resize`` keeps the allocation when it is big enough."""
 
     def __init__(self, shape: tuple[int, ...] = (), dtype: np.dtype | type = np.float32) -> None:
@@ -141,16 +165,6 @@ class DeviceArray:
     @property
     def size_bytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
-
-    def allocate(self, nbytes: int) -> int:
-        """Make sure at least ``nbytes`` are allocated; return the device pointer (never 0 for TensorRT)."""
-        nbytes = max(int(nbytes), 1)
-        if nbytes > self.nbytes:
-            size = _grow(self.nbytes, nbytes)  # before free(), which zeroes nbytes
-            self.free()
-            self.ptr = int(check(runtime().cudaMalloc(size), f"cudaMalloc({size} bytes)"))
-            self.nbytes = size
-        return self.ptr
 
     def resize(self, shape: tuple[int, ...], dtype: np.dtype | type | None = None) -> DeviceArray:
         if dtype is not None:
@@ -181,11 +195,6 @@ class DeviceArray:
             stream.synchronize()
         return out
 
-    def free(self) -> None:
-        if self.ptr:
-            check(runtime().cudaFree(self.ptr), "cudaFree")
-        self.ptr, self.nbytes = 0, 0
-
     def __enter__(self) -> DeviceArray:
         return self
 
@@ -193,23 +202,17 @@ class DeviceArray:
         self.free()
 
 
-class PinnedBuffer:
+class PinnedBuffer(_Allocation):
     """Page-locked host memory (``cudaMallocHost``) so device->host copies can run asynchronously."""
+
+    _alloc = "cudaMallocHost"
+    _release = "cudaFreeHost"
 
     def __init__(self, nbytes: int = 0) -> None:
         self.ptr = 0
         self.nbytes = 0
         if nbytes:
             self.allocate(nbytes)
-
-    def allocate(self, nbytes: int) -> int:
-        nbytes = max(int(nbytes), 1)
-        if nbytes > self.nbytes:
-            size = _grow(self.nbytes, nbytes)  # before free(), which zeroes nbytes
-            self.free()
-            self.ptr = int(check(runtime().cudaMallocHost(size), f"cudaMallocHost({size} bytes)"))
-            self.nbytes = size
-        return self.ptr
 
     def view(self, shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
         """A NumPy view of the first bytes of the buffer (valid until the buffer is freed or grown)."""
@@ -219,10 +222,6 @@ class PinnedBuffer:
         raw = (ctypes.c_byte * max(count * dtype.itemsize, 1)).from_address(self.ptr)
         return np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)
 
-    def free(self) -> None:
-        if self.ptr:
-            check(runtime().cudaFreeHost(self.ptr), "cudaFreeHost")
-        self.ptr, self.nbytes = 0, 0
 
 
 def _memcpy(dst: int, src: int, nbytes: int, kind: str, stream: Stream | None) -> None:
