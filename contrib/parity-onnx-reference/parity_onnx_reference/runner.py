@@ -11,11 +11,7 @@ from parity import onnx_models
 from parity.backend.base import BaseLoader, BaseRunner, invoke_if_callable
 from parity.data.meta import TensorMeta
 from parity.errors import BackendError, ModelError
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+from parity.util.text import first_line
 
 
 class EvaluatorFromOnnx(BaseLoader):
@@ -38,7 +34,7 @@ class EvaluatorFromOnnx(BaseLoader):
         try:
             return ReferenceEvaluator(model)
         except Exception as exc:  # unsupported ops and malformed graphs surface here, as many exception types
-            raise ModelError(f"onnx.reference cannot load the model: {type(exc).__name__}: {_first_line(exc)}") from None
+            raise ModelError(f"onnx.reference cannot load the model: {type(exc).__name__}: {first_line(exc, 300)}") from None
 
 
 def evaluator_from_onnx(model: Any, outputs: Sequence[str] = (), exclude: Sequence[str] = ()) -> Any:
@@ -76,6 +72,6 @@ class OnnxReferenceRunner(BaseRunner):
         try:
             values = self.evaluator.run(None, feed_dict)
         except Exception as exc:  # an operator's NumPy code can raise anything
-            raise BackendError(f"{self.name}: inference failed: {type(exc).__name__}: {_first_line(exc)}") from None
+            raise BackendError(f"{self.name}: inference failed: {type(exc).__name__}: {first_line(exc, 300)}") from None
         # some reference kernels return Python scalars or 0-d views: hand back real arrays
         return {name: np.asarray(value) for name, value in zip(names, values)}

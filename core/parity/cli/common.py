@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from parity.errors import ExitCode, ParityError
-from parity.util.text import warn
+from parity.util.text import first_line, warn
 
 SETTINGS = {"verbose": False, "quiet": False}
 
@@ -41,11 +41,6 @@ def verbosity_options(func: Callable) -> Callable:
     return func
 
 
-def fail_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text
-
-
 def run_guarded(func: Callable[[], Any]) -> int:
     """Turn every failure into one line and an exit code (tracebacks with --verbose)."""
     try:
@@ -56,7 +51,7 @@ def run_guarded(func: Callable[[], Any]) -> int:
             import traceback
 
             traceback.print_exc()
-        click.echo(f"parity: error: {fail_line(exc)}", err=True)
+        click.echo(f"parity: error: {first_line(exc)}", err=True)
         return int(exc.exit_code)
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -76,5 +71,5 @@ def run_guarded(func: Callable[[], Any]) -> int:
             import traceback
 
             traceback.print_exc()
-        click.echo(f"parity: error: {type(exc).__name__}: {fail_line(exc)} (run with --verbose for the traceback)", err=True)
+        click.echo(f"parity: error: {type(exc).__name__}: {first_line(exc)} (run with --verbose for the traceback)", err=True)
         return int(ExitCode.FAILURE)

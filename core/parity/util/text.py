@@ -18,3 +18,10 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
 def warn(message: str) -> None:
     """The one warning line every part of Parity prints, on stderr."""
     print(f"parity: warning: {message}", file=sys.stderr, flush=True)
+
+
+def first_line(exc: BaseException, limit: int | None = None) -> str:
+    """An exception's message cut to its first line (its type name if it has none), for one-line errors."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line[:limit] if limit else line

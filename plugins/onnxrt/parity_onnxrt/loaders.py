@@ -9,6 +9,7 @@ from parity import onnx_models
 from parity.backend.base import BaseLoader, invoke_if_callable
 from parity.errors import BackendError, ModelError
 from parity.util.fs import check_model_path
+from parity.util.text import first_line
 
 MARK_ALL = onnx_models.MARK_ALL
 
@@ -102,7 +103,7 @@ def _serialize(model: Any) -> bytes:
         raise ModelError(f"model is too large to pass in memory ({exc}); save it with external data and pass the path") from None
 
 
-def _session_error(exc: Exception, model: Any) -> ParityErrorLike:
+def _session_error(exc: Exception, model: Any) -> ModelError:
     text = str(exc)
     where = model if isinstance(model, str) else "model"
     if "Unsupported model IR version" in text or "IR version" in text and "not supported" in text:
@@ -113,11 +114,7 @@ def _session_error(exc: Exception, model: Any) -> ParityErrorLike:
         return ModelError(f"{where}: onnxruntime cannot load IR version{version}; fix: {onnx_models.IR_FIX}")
     if "Protobuf parsing failed" in text or "Load model" in text and "failed" in text:
         return ModelError(f"{where}: not a valid ONNX model (onnxruntime could not parse it)")
-    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    return ModelError(f"onnxruntime could not load {where}: {first[:300]}")
-
-
-ParityErrorLike = ModelError
+    return ModelError(f"onnxruntime could not load {where}: {first_line(exc, 300)}")
 
 
 def session_from_onnx(model: Any, providers: Sequence[str] | None = None, graph_optimization_level: str | None = None, intra_op_num_threads: int | None = None) -> Any:

@@ -9,6 +9,7 @@ import numpy as np
 from parity.backend.base import BaseRunner, invoke_if_callable
 from parity.data.meta import TensorMeta
 from parity.errors import BackendError
+from parity.util.text import first_line
 
 _ORT_TYPES = {
     "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
@@ -46,6 +47,5 @@ class OnnxrtRunner(BaseRunner):
         try:
             values = self.session.run(names, feed_dict)
         except Exception as exc:  # onnxruntime's pybind errors
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise BackendError(f"{self.name}: inference failed: {first[:300]}") from None
+            raise BackendError(f"{self.name}: inference failed: {first_line(exc, 300)}") from None
         return dict(zip(names, values))

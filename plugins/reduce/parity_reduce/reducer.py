@@ -84,7 +84,7 @@ def make_reference(model: onnx.ModelProto, inputs: Sequence[Mapping[str, np.ndar
     except ParityError:
         raise
     except Exception as exc:
-        warn(f"reference run with onnxruntime failed ({str(exc).splitlines()[0][:200]}); cut tensors get types from shape inference and no values")
+        warn(f"reference run with onnxruntime failed ({text.first_line(exc, 200)}); cut tensors get types from shape inference and no values")
         return None
 
 

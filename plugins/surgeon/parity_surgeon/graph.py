@@ -13,6 +13,7 @@ from typing import Any
 from parity import onnx_models
 from parity.errors import ModelError, UsageError
 from parity.util.fs import refuse_overwrite, write_bytes_atomic
+from parity.util.text import first_line
 
 IR_VERSION_FALLBACK = 10  # what onnxruntime loads; onnx.helper writes newer versions it cannot
 
@@ -121,8 +122,7 @@ def infer_shapes(model: Any, data_prop: bool = True) -> tuple[Any, str]:
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=data_prop)
         return inferred, "ok"
     except Exception as exc:  # onnx raises InferenceError, ValidationError or protobuf errors
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return model, f"failed ({text[:160]})"
+        return model, f"failed ({first_line(exc, 160)})"
 
 
 def set_input_shapes(model: Any, shapes: dict[str, tuple]) -> None:
