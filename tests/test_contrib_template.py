@@ -1,8 +1,10 @@
 """Generate a fresh plugin from contrib/parity-plugin-template, pip-install it into a new virtual environment
 next to Parity, and use it the way its author would: `parity plugins --json`, `parity run`, its own tests.
 
-The venv sees the already-installed Parity through --system-site-packages, and the plugin is installed with
---no-deps --no-build-isolation so nothing is downloaded (setuptools older than 70.1 needs the `wheel` package
+The venv sees the Parity that runs these tests through a .pth file naming this interpreter's sys.path (so it works
+whether the tests run in a virtual environment, a system install or a user install; --system-site-packages would
+see only the base interpreter's packages), and the plugin is installed with --no-deps --no-build-isolation so
+nothing is downloaded (setuptools older than 70.1 needs the `wheel` package
 for editable installs; it is added to the venv only where the base environment lacks it).
 """
 
@@ -44,8 +46,12 @@ def run(*cmd: str | Path, cwd: Path | None = None) -> subprocess.CompletedProces
 def venv(tmp_path_factory):
     root = tmp_path_factory.mktemp("template")
     plugin = generate(root / f"parity-{NAME}", NAME)
-    run(sys.executable, "-m", "venv", "--system-site-packages", root / "venv")
+    run(sys.executable, "-m", "venv", root / "venv")
     python = root / "venv" / "bin" / "python"
+    site_packages = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))").stdout.strip())
+    outer = [p for p in sys.path if p and Path(p).is_dir()]
+    # addsitedir also runs the .pth files there (editable installs of Parity and its plugins live in them)
+    (site_packages / "zz_outer_environment.pth").write_text(f"import site; list(map(site.addsitedir, {outer!r}))\n")
     probe = "import importlib.util as u, setuptools as s; print(tuple(map(int, s.__version__.split('.')[:2])) >= (70, 1) or bool(u.find_spec('wheel')))"
     if run(python, "-c", probe).stdout.strip() != "True":
         run(python, "-m", "pip", "install", "-q", "--no-deps", "wheel")
