@@ -3,11 +3,13 @@ satisfies the declared range, so a fresh machine installs the versions the suite
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU_ONLY = {"tensorrt", "cuda-python"}  # extras of parity-trt for GPU machines; the README's commands do not install them
