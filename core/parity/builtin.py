@@ -40,6 +40,7 @@ def _random(request: Any):
         iterations=request.iterations,
         val_range=request.val_range,
         input_shapes=request.input_shapes,
+        style="cli",  # hints name --input-shapes, not DataLoader(input_shapes=...)
     )
 
 

@@ -15,12 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from parity.backend.base import BaseRunner
-from parity.compare.comparator import Comparator, CompareFunc, compare_iteration, resolve_compare_funcs
+from parity.compare.comparator import Comparator, CompareFunc, compare_iteration, resolve_compare_funcs, runner_labels
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
 from parity.errors import UsageError
 from parity.results.files import ArchiveWriter
 from parity.results.model import IterationResult, RunResults
 from parity.util.fs import atomic_write
+from parity.util.text import unique_labels
 
 
 @dataclass
@@ -108,10 +109,12 @@ def run(
     """Run ``runners`` on the data, compare each with the next, then the last with each golden run."""
     funcs = resolve_compare_funcs(compare_func)
     golden = golden or RunResults()
-    live = [r.name for r in runners]
+    live = runner_labels(runners)
+    # a golden run named like a live runner gets a distinct label: the two sides never carry the same one
+    golden_labels = unique_labels(golden.runners(), taken=live)
     pairs = [(live[i], live[i + 1]) for i in range(len(live) - 1)]
     if live:
-        pairs += [(live[-1], g) for g in golden.runners()]
+        pairs += [(live[-1], g) for g in golden_labels]
     summary = RunSummary(AccuracyResult(PairComparison(a, b) for a, b in pairs), validated=do_validate)
     started = time.perf_counter()
     inputs_out, outputs_out = _Streamer(save_inputs, "inputs"), _Streamer(save_outputs, "outputs")
@@ -130,13 +133,13 @@ def run(
                 if do_validate:
                     summary.validation += validate(res, name, index)
             everything = dict(results)
-            for gname, giters in golden:
+            for glabel, (gname, giters) in zip(golden_labels, golden):
                 if index >= len(giters) and len(giters) != 1:
                     raise UsageError(f"golden run '{gname}' has {len(giters)} iteration(s); this run has more (use --iterations {len(giters)})")
-                everything[gname] = giters[min(index, len(giters) - 1)]
+                everything[glabel] = giters[min(index, len(giters) - 1)]
             done: list[PairComparison] = []
             for pair in summary.accuracy:
-                it: IterationComparison = compare_iteration(everything[pair.actual], everything[pair.reference], funcs, index)
+                it: IterationComparison = compare_iteration(everything[pair.actual], everything[pair.reference], funcs, index, (pair.actual, pair.reference))
                 pair.iterations.append(it)
                 done.append(pair)
             summary.iterations = index + 1

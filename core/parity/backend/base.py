@@ -101,11 +101,11 @@ def coerce_feed(feed: Mapping[str, np.ndarray], meta: Mapping[str, TensorMeta], 
     inputs often are) with a warning; reject any other dtype mismatch. One line per problem."""
     import warnings
 
-    from parity.util.text import did_you_mean
+    from parity.util.text import did_you_mean, names_preview
 
     for name in feed:
         if name not in meta:
-            raise UsageError(f"{who}: the model has no input '{name}'{did_you_mean(name, meta)}; inputs: {', '.join(meta)}")
+            raise UsageError(f"{who}: the model has no input '{name}'{did_you_mean(name, meta)}; inputs: {names_preview(meta)}")
     out: dict[str, np.ndarray] = {}
     for name, m in meta.items():
         if name not in feed:

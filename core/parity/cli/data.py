@@ -7,6 +7,7 @@ import click
 from parity.cli.common import echo, verbosity_options
 from parity.cli.parsing import ParityCommand
 from parity.errors import UsageError
+from parity.util.text import names_preview
 
 
 def add_to(cli: click.Group) -> None:
@@ -72,5 +73,5 @@ def merge(paths: tuple[str, ...], output: str) -> int:
             feed.update(source[index])  # later files win on name clashes, as listed
         feeds.append(feed)
     save_inputs(feeds, output)
-    echo(f"wrote {output}: {len(feeds)} iteration(s), tensors: {', '.join(feeds[0]) if feeds else '-'}")
+    echo(f"wrote {output}: {len(feeds)} iteration(s), tensors: {names_preview(feeds[0]) if feeds else '-'}")
     return 0

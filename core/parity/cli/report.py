@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from parity.cli.common import echo
+from parity.util.text import names_preview
 
 
 def write_report(path: str, summary: Any, code: int, layerwise: Sequence[Any] | None = None) -> None:
@@ -77,7 +78,7 @@ class ReportPrinter:
         if summary.passed:
             click.echo(f"PASSED | {summary.iterations} iteration(s) | {summary.seconds:.2f}s")
         else:
-            shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+            shown = names_preview(failed)
             what = f"mismatched outputs: {shown}" if failed else "validation failed"
             click.echo(f"FAILED | {what} | {summary.seconds:.2f}s")
 

@@ -15,6 +15,7 @@ from parity.errors import ExitCode, UsageError
 from parity.plugins import get_registry
 from parity.registry import Backend, Registry, RunnerRequest
 from parity.util.fs import check_model_path
+from parity.util.text import names_preview
 
 
 def add_to(cli: click.Group) -> None:
@@ -158,7 +159,7 @@ def drop_extra_tensors(feeds: list[dict], meta: Mapping[str, Any]) -> list[dict]
         kept.append(feed)
     if dropped:
         names = sorted(dropped)
-        warn(f"--load-inputs: ignoring {len(names)} tensor(s) the model does not take as inputs: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
+        warn(f"--load-inputs: ignoring {len(names)} tensor(s) the model does not take as inputs: {names_preview(names)}")
     return kept
 
 

@@ -13,6 +13,7 @@ from parity.compare.result import AccuracyResult, IterationComparison, OutputChe
 from parity.data.loader import DataLoader, as_feed
 from parity.errors import UsageError
 from parity.results.model import IterationResult, RunResults
+from parity.util.text import names_preview, unique_labels
 
 CompareFunc = Callable[[str, np.ndarray, np.ndarray], OutputCheck]
 
@@ -50,21 +51,28 @@ def _named(item: Any) -> tuple[str, Mapping[str, Any]] | None:
     return None
 
 
-def compare_iteration(actual: IterationResult, reference: IterationResult, funcs: Sequence[CompareFunc], index: int) -> IterationComparison:
+def compare_iteration(
+    actual: IterationResult, reference: IterationResult, funcs: Sequence[CompareFunc], index: int, labels: tuple[str, str] | None = None
+) -> IterationComparison:
+    """Compare the outputs both sides have; ``labels`` name the sides in messages (default: their runner names)."""
+    a_label, r_label = labels or (actual.runner_name or "actual", reference.runner_name or "reference")
     common = [n for n in actual if n in reference]
     if not common:
-        raise UsageError(
-            f"no common outputs to compare: {actual.runner_name or 'actual'} has {sorted(actual)}, "
-            f"{reference.runner_name or 'reference'} has {sorted(reference)}"
-        )
+        raise UsageError(f"no common outputs to compare: {a_label} has {names_preview(actual)}; {r_label} has {names_preview(reference)}")
     checks = []
     for name in common:
         for func in funcs:
             checks.append(func(name, np.asarray(actual[name]), np.asarray(reference[name])))
     for name in actual:
         if name not in reference:
-            checks.append(OutputCheck(name, True, "missing", message=f"not in {reference.runner_name or 'reference'}: skipped"))
+            checks.append(OutputCheck(name, True, "missing", message=f"not in {r_label}: skipped"))
     return IterationComparison(index, checks)
+
+
+def runner_labels(runners: Sequence[BaseRunner]) -> list[str]:
+    """The label each runner's results carry: its name, with a ``~N`` suffix where two runners share one
+    (``[OnnxrtRunner(a), OnnxrtRunner(b)]`` -> ``onnxrt``, ``onnxrt~1``); the runners are not renamed."""
+    return unique_labels(r.name for r in runners)
 
 
 class Comparator:
@@ -74,11 +82,9 @@ class Comparator:
     def stream(
         runners: Sequence[BaseRunner], data_loader: Iterable[Mapping[str, np.ndarray]] | None = None
     ) -> Iterator[tuple[int, dict[str, np.ndarray], dict[str, IterationResult]]]:
-        """Run every runner on each feed in turn, yielding ``(index, feed, {runner: result})``: one iteration is
-        held in memory at a time."""
-        names = [r.name for r in runners]
-        if len(set(names)) != len(names):
-            raise UsageError(f"runner names must be unique, got {names}")
+        """Run every runner on each feed in turn, yielding ``(index, feed, {label: result})``: one iteration is
+        held in memory at a time. Labels are the runners' names, made distinct (:func:`runner_labels`)."""
+        labels = runner_labels(runners)
         with contextlib.ExitStack() as stack:
             for runner in runners:
                 stack.enter_context(runner)
@@ -89,15 +95,15 @@ class Comparator:
             for index, item in enumerate(data_loader):
                 feed = as_feed(item, index)
                 results = {}
-                for runner in runners:
+                for runner, label in zip(runners, labels):
                     outputs = runner.infer(feed)
-                    results[runner.name] = IterationResult(outputs, runner.last_inference_time, runner.name)
+                    results[label] = IterationResult(outputs, runner.last_inference_time, label)
                 yield index, feed, results
 
     @staticmethod
     def run(runners: Sequence[BaseRunner], data_loader: Iterable[Mapping[str, np.ndarray]] | None = None, save_inputs: list | None = None) -> RunResults:
         """Run all iterations and keep every result (use :meth:`stream` to bound memory)."""
-        results = RunResults([(r.name, []) for r in runners])
+        results = RunResults([(label, []) for label in runner_labels(runners)])
         for _, feed, iteration in Comparator.stream(runners, data_loader):
             if save_inputs is not None:
                 save_inputs.append(feed)
@@ -116,13 +122,14 @@ class Comparator:
         funcs = resolve_compare_funcs(compare_func)
         accuracy = AccuracyResult()
         for actual, reference in comparisons or default_pairs(results.runners()):
+            if actual == reference:
+                raise UsageError(f"comparison ({actual!r}, {reference!r}) compares a run with itself; name two different runs")
             pair = PairComparison(actual, reference)
             a_iters, b_iters = results[actual], results[reference]
             if len(a_iters) != len(b_iters):
                 b_iters = _repeat_golden(b_iters, len(a_iters), reference)
             for index, (a, b) in enumerate(zip(a_iters, b_iters)):
-                a.runner_name, b.runner_name = a.runner_name or actual, b.runner_name or reference
-                pair.iterations.append(compare_iteration(a, b, funcs, index))
+                pair.iterations.append(compare_iteration(a, b, funcs, index, (actual, reference)))
                 if fail_fast and not pair.iterations[-1].passed:
                     break
             accuracy.append(pair)

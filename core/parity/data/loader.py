@@ -5,47 +5,77 @@ from __future__ import annotations
 import importlib.util
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from parity.data.meta import TensorMeta
 from parity.errors import UsageError
-from parity.util.text import did_you_mean
+from parity.util.text import did_you_mean, names_preview
 
-DEFAULT_DIM = 1
+DEFAULT_DIM = 1  # only for the leading (batch) dim: other dynamic dims are never guessed (a 1x1 image crashes many models)
+
+CLI, PYTHON = "cli", "python"
 
 
-def resolve_shape(name: str, meta: TensorMeta, override: tuple | None = None) -> tuple[int, ...]:
-    """The concrete shape to generate: a user override, else the model's, with dynamic dims set to 1."""
+def shape_hint(name: str, shape: Sequence[object], style: str = PYTHON) -> str:
+    """How the caller sets an input's shape, in the caller's terms: ``--input-shapes x:[1,3,H,W]`` on the command
+    line, ``DataLoader(input_shapes={'x': (1, 3, H, W)})`` from Python."""
+    if style == CLI:
+        return f"--input-shapes {name}:[{','.join(map(str, shape))}]"
+    dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
+    return f"DataLoader(input_shapes={{{name!r}: ({dims})}})"
+
+
+def _option(style: str) -> str:
+    return "--input-shapes" if style == CLI else "DataLoader(input_shapes=...)"
+
+
+def resolve_shape(name: str, meta: TensorMeta, override: tuple | None = None, style: str = PYTHON) -> tuple[int, ...]:
+    """The concrete shape to generate: a user override, else the model's. A dynamic leading (batch) dim becomes 1
+    with a warning; any other dynamic dim is an error naming the input, its dims and how to set them (``style``:
+    ``"cli"`` or ``"python"``, the terms of the hint)."""
+    option = _option(style)
     if override is not None:
         if any(not isinstance(d, int) for d in override):
-            raise UsageError(f"--input-shapes: '{name}' still has named dims {list(override)}; give numbers")
+            raise UsageError(f"{option}: '{name}' still has named dims {list(override)}; give numbers")
         if meta.shape is not None:
             if len(override) != len(meta.shape):
-                raise UsageError(f"--input-shapes: '{name}' has rank {len(meta.shape)} ({meta}), not {len(override)}")
+                raise UsageError(f"{option}: '{name}' has rank {len(meta.shape)} ({meta}), not {len(override)}")
             for want, got in zip(meta.shape, override):
                 if isinstance(want, int) and want >= 0 and want != got:
-                    raise UsageError(f"--input-shapes: '{name}' must keep its static dims {meta}, got {list(override)}")
+                    raise UsageError(f"{option}: '{name}' must keep its static dims {meta}, got {list(override)}")
         return tuple(override)  # type: ignore[arg-type]
     if meta.shape is None:
-        raise UsageError(f"input '{name}' has unknown rank; give its shape with --input-shapes {name}:[...]")
+        how = f"--input-shapes {name}:[...]" if style == CLI else f"DataLoader(input_shapes={{{name!r}: (...)}})"
+        raise UsageError(f"input '{name}' has unknown rank; give its shape with {how}")
     if meta.is_dynamic:
-        shape = tuple(d if isinstance(d, int) and d >= 0 else DEFAULT_DIM for d in meta.shape)
-        warnings.warn(
-            f"input '{name}' has dynamic shape {meta}; using {list(shape)} "
-            f"(set it with --input-shapes {name}:[{','.join(map(str, shape))}])",
-            stacklevel=2,
-        )
+        fixed = [isinstance(d, int) and d >= 0 for d in meta.shape]
+        unknown = [axis for axis, ok in enumerate(fixed) if not ok and axis > 0]
+        if unknown:
+            placeholders = [d if ok else (DEFAULT_DIM if axis == 0 else _placeholder(d, axis)) for axis, (d, ok) in enumerate(zip(meta.shape, fixed))]
+            which = f"dim {unknown[0]}" if len(unknown) == 1 else f"dims {', '.join(map(str, unknown))}"
+            raise UsageError(
+                f"input '{name}' has dynamic {which} ({meta}); Parity guesses only a leading batch dim, as a wrong size "
+                f"fails deep inside the model: give its shape with {shape_hint(name, placeholders, style)}"
+            )
+        shape = tuple(d if ok else DEFAULT_DIM for d, ok in zip(meta.shape, fixed))
+        warnings.warn(f"input '{name}' has dynamic shape {meta}; using {list(shape)} (set it with {shape_hint(name, shape, style)})", stacklevel=2)
         return shape
     return tuple(meta.shape)  # type: ignore[arg-type]
+
+
+def _placeholder(dim: object, axis: int) -> str:
+    """A name for a dynamic dim in a hint: the model's own short name, else ``D<axis>``."""
+    return dim if isinstance(dim, str) and dim.isidentifier() and len(dim) <= 8 else f"D{axis}"
 
 
 class DataLoader:
     """Synthetic inputs, reproducible and random-access: iteration ``i`` draws from a generator seeded
     ``seed + i`` (NumPy's legacy ``RandomState``, so the values match Polygraphy's default loader and golden
-    files made with it stay usable)."""
+    files made with it stay usable). A dynamic leading (batch) dim defaults to 1; other dynamic dims need
+    ``input_shapes``. ``style="cli"`` words hints as command-line options (``--input-shapes``)."""
 
     def __init__(
         self,
@@ -54,6 +84,7 @@ class DataLoader:
         iterations: int = 1,
         val_range: Mapping[str, tuple[float, float]] | tuple[float, float] | None = None,
         input_shapes: Mapping[str, tuple] | None = None,
+        style: str = PYTHON,
     ) -> None:
         self.input_metadata = dict(input_metadata or {})
         self.seed = seed
@@ -62,14 +93,21 @@ class DataLoader:
             val_range = {"": val_range}
         self.val_range = {"": (0.0, 1.0), **(val_range or {})}
         self.input_shapes = dict(input_shapes or {})
+        self.style = style  # "python" or "cli": the terms error messages use to say how to fix them
 
     def check_names(self) -> None:
-        """Unknown names in ``--input-shapes`` / ``--val-range`` fail before any work."""
-        for option, names in (("--input-shapes", self.input_shapes), ("--val-range", self.val_range)):
+        """Unknown names in ``input_shapes`` / ``val_range``, and inputs whose shape cannot be generated (dynamic
+        dims past the first, with no shape given), fail before any work, in the caller's terms."""
+        cli = self.style == CLI
+        for option, names in ((_option(self.style), self.input_shapes), ("--val-range" if cli else "DataLoader(val_range=...)", self.val_range)):
             for name in names:
                 if name and name not in self.input_metadata:
                     hint = did_you_mean(name, self.input_metadata)
-                    raise UsageError(f"{option}: the model has no input '{name}'{hint}; inputs: {', '.join(self.input_metadata)}")
+                    raise UsageError(f"{option}: the model has no input '{name}'{hint}; inputs: {names_preview(self.input_metadata)}")
+        with warnings.catch_warnings():  # the defaulted batch dim is warned about once, when data is made
+            warnings.simplefilter("ignore")
+            for name, meta in self.input_metadata.items():
+                resolve_shape(name, meta, self.input_shapes.get(name), self.style)
 
     def __len__(self) -> int:
         return self.iterations
@@ -85,7 +123,7 @@ class DataLoader:
         rng = np.random.RandomState(self.seed + index)
         feed = {}
         for name, meta in self.input_metadata.items():
-            shape = resolve_shape(name, meta, self.input_shapes.get(name))
+            shape = resolve_shape(name, meta, self.input_shapes.get(name), self.style)
             lo, hi = self.val_range.get(name, self.val_range[""])
             feed[name] = generate(rng, shape, meta.dtype or np.dtype(np.float32), lo, hi)
         return feed
