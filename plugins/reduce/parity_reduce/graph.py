@@ -54,6 +54,7 @@ def prepare(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int | st
                 dim.dim_value = d
             else:
                 dim.dim_param = str(d)
+    _forget_negative_dims(graph)
     kept = []
     for node in graph.node:
         value = _constant_value(node)
@@ -71,6 +72,15 @@ def prepare(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int | st
     except Exception:  # shape inference is a help, not a requirement (custom ops)
         pass
     return model
+
+
+def _forget_negative_dims(graph: onnx.GraphProto) -> None:
+    """Exporters (Paddle's among them) write -1 for an unknown dim; ONNX wants dim_value >= 0, and a candidate
+    that copies such an output type fails full shape inference. Make those dims unknown."""
+    for vi in [*graph.input, *graph.output, *graph.value_info]:
+        for dim in vi.type.tensor_type.shape.dim:
+            if dim.HasField("dim_value") and dim.dim_value < 0:
+                dim.Clear()
 
 
 def _toposort(nodes: list[onnx.NodeProto], available: set[str]) -> list[onnx.NodeProto]:

@@ -82,10 +82,15 @@ def extract(
     outputs: Sequence[TensorSpec | str],
     feed: Mapping[str, Any] | None = None,
 ) -> Any:
-    """Return the subgraph of ``model`` computing ``outputs`` from ``inputs`` (a new ModelProto)."""
+    """Return the subgraph of ``model`` computing ``outputs`` from ``inputs`` (a new ModelProto); with no
+    ``inputs``, from the model's own inputs (those the subgraph reads), as Polygraphy does."""
     import onnx_graphsurgeon as gs
 
     original = g.load(model)
+    own_inputs = not inputs
+    if own_inputs:
+        weights = {i.name for i in original.graph.initializer}
+        inputs = [vi.name for vi in original.graph.input if vi.name not in weights]
     ins = [s if isinstance(s, TensorSpec) else TensorSpec(s) for s in inputs]
     outs = [s if isinstance(s, TensorSpec) else TensorSpec(s) for s in outputs]
     if not outs:
@@ -102,7 +107,7 @@ def extract(
     tensors = graph.tensors()
     graph.inputs = [_boundary(tensors[s.name], s, types, observed, gs, is_input=True) for s in ins]
     graph.outputs = [_boundary(tensors[s.name], s, types, observed, gs, is_input=False) for s in outs]
-    graph.cleanup(remove_unused_graph_inputs=False).toposort()
+    graph.cleanup(remove_unused_graph_inputs=own_inputs).toposort()
     _check_closed(graph, {s.name for s in ins})
     result = gs.export_onnx(graph, do_type_check=False)
     del result.graph.value_info[:]  # stale shapes from the full graph; re-infer on the cut
