@@ -1,20 +1,26 @@
 """The first-divergence report: layerwise errors in topological order, and the first tensor out of tolerance.
 
 When every tensor is marked as an output (``--onnx-outputs mark all``, ``--trt-outputs``, ``--mark-debug``),
-the comparison yields one check per tensor. Read in the graph's topological order, the first failing
-tensor is where the runners start to disagree: every tensor it is computed from was compared before it and
-passed. The report names that tensor's producing node, op type and inputs, and prints the ``parity surgeon
-extract`` command that cuts the node out as a standalone model.
+the comparison yields one check per tensor. The report names the first divergent tensor's producing node,
+op type and inputs, and prints the ``parity surgeon extract`` command that cuts the node out as a
+standalone model.
 
-For ONNX models the order is the graph's (Kahn's algorithm over node dependencies); for anything else
-(engines) it is the order the runner returned its outputs in.
+**The first divergence** (one definition, :func:`first_divergent`, used by ``parity run --onnx-outputs mark
+all`` and both modes of ``parity debug localize``): among the compared tensors, the one earliest in the
+model's topological order (:meth:`GraphInfo.from_onnx`: Kahn's algorithm over node dependencies, file order
+among ready nodes) whose comparison fails, a tensor failing when any metric fails it. Every output of a
+node counts, ``Constant`` nodes' outputs included; graph inputs and initializers are not compared. Every
+tensor before it in the order was compared and passed (mark all, and localize, which verifies the prefix),
+so in particular every input of its node did.
+
+For anything that is not an ONNX model (engines) the order is the one the runner returned its outputs in.
 """
 
 from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,7 +95,7 @@ class DivergenceReport:
 
     @property
     def first(self) -> TensorError | None:
-        return next((t for t in self.tensors if not t.passed), None)
+        return first_divergent(self.tensors)
 
     @property
     def failing(self) -> int:
@@ -145,6 +151,30 @@ class DivergenceReport:
         }
 
 
+def first_divergent(tensors: Iterable[TensorError]) -> TensorError | None:
+    """THE first divergence: the failing tensor earliest in topological order (lowest ``position``; ties,
+    i.e. tensors the graph does not know, in the order given). ``None`` when every tensor passed."""
+    return min((t for t in tensors if not t.passed), key=lambda t: t.position, default=None)
+
+
+def tensor_error(name: str, checks: Sequence[OutputCheck], position: int, producer: Producer | None = None) -> TensorError:
+    """One tensor's row from its checks (one per metric): it passes only if every metric passed it; the
+    errors shown are those of the first check that measured ``max_abs``."""
+    values: Mapping[str, float] = next((c.values for c in checks if "max_abs" in c.values), {})
+    failed = [c for c in checks if not c.passed]
+    return TensorError(
+        name,
+        position,
+        not failed,
+        float(values.get("max_abs", math.nan)),
+        float(values.get("max_rel", math.nan)),
+        failed[0].message if failed else "",
+        producer.node if producer else None,
+        producer.op_type if producer else None,
+        producer.inputs if producer else (),
+    )
+
+
 def _finite(row: dict[str, Any]) -> dict[str, Any]:
     """NaN/Inf errors become null so the report is strict JSON."""
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
@@ -191,25 +221,7 @@ def divergence_from_checks(
     returned = {t: i for i, t in enumerate(by_name)}  # tensors the graph does not know go last, as returned
     position = {t: rank.get(t, len(rank) + i) for t, i in returned.items()}
     names = sorted(returned, key=lambda t: (position[t], returned[t]))
-    tensors = []
-    for name in names:
-        group = by_name[name]
-        values: Mapping[str, float] = next((c.values for c in group if "max_abs" in c.values), {})
-        failed = [c for c in group if not c.passed]
-        prod = graph.producers.get(name)
-        tensors.append(
-            TensorError(
-                name,
-                position[name],
-                not failed,
-                float(values.get("max_abs", math.nan)),
-                float(values.get("max_rel", math.nan)),
-                failed[0].message if failed else "",
-                prod.node if prod else None,
-                prod.op_type if prod else None,
-                prod.inputs if prod else (),
-            )
-        )
+    tensors = [tensor_error(name, by_name[name], position[name], graph.producers.get(name)) for name in names]
     return DivergenceReport(actual, reference, iteration, tensors, model, set(graph.constants))
 
 

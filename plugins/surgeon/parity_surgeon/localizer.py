@@ -1,13 +1,17 @@
 """``parity debug localize``: find the first node whose output diverges between two runners, in bounded memory.
 
-Two search modes over the tensors of the model in topological order (Kahn's algorithm):
+Both search modes answer the one question ``parity run --onnx-outputs mark all`` answers, with the same
+function (:func:`parity.compare.divergence.first_divergent`): the first tensor in the model's topological
+order (Kahn's algorithm) whose comparison fails, every node output (``Constant`` nodes' included) counting.
 
 * ``batches`` (default): mark consecutive tensors as outputs in batches sized so that both runners' marked
   outputs fit the memory budget, compare, and stop after the batch holding the first failing tensor. Every
-  input of that tensor's node comes earlier in the order, so it was compared and passed.
+  tensor before it was compared and passed.
 * ``bisect``: mark one tensor at a time and binary-search the order for the pass/fail boundary (about
-  log2(N) pairs of runs), then walk upstream while a failing tensor's node has a failing input. Use it when
-  marking many outputs changes the result (it breaks fusions) or one batch does not fit.
+  log2(N) pairs of runs), assuming that once a tensor fails every later model output fails too. The answer
+  is then verified: the tensors before the boundary are compared in budgeted batches, as in ``batches``.
+  Where the assumption does not hold (an error that appears and then disappears: a failing tensor before
+  the boundary, or failing tensors while the model outputs pass), the verified scan gives the answer.
 
 Then it separates error a node *introduces* from error it only *propagates*: the suspect node (or every
 node, on request) is cut out as a one-node model, run on the first runner's backend with the reference
@@ -30,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from parity import onnx_models
-from parity.compare.divergence import DivergenceReport, GraphInfo, TensorError
+from parity.compare.divergence import DivergenceReport, GraphInfo, TensorError, first_divergent, tensor_error
 from parity.errors import UsageError
 from parity.util.fs import check_model_path
 from parity_surgeon import graph as g
@@ -113,6 +117,7 @@ class LocalizeResult:
     budget: int = 0
     largest_batch: int = 0
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # how the answer was reached, when the search had to fall back
 
     @property
     def first(self) -> TensorError | None:
@@ -129,6 +134,7 @@ class LocalizeResult:
             f"{self.single_runs} single-node run(s), memory budget {_mib(self.budget)}, largest batch {_mib(self.largest_batch)}, {self.seconds:.2f}s"
         ]
         out += self.report.lines()
+        out += [f"Note: {n}" for n in self.notes]
         for v in self.isolation:
             if v.own is None:
                 continue
@@ -165,6 +171,7 @@ class LocalizeResult:
             "budget_bytes": self.budget,
             "largest_batch_bytes": self.largest_batch,
             "seconds": self.seconds,
+            "notes": list(self.notes),
             "divergence": self.report.to_json(),
             "isolation": [_strict({**asdict(v), "verdict": v.verdict}) for v in self.isolation],
         }
@@ -247,14 +254,7 @@ class _Session:
         import numpy as np
 
         checks = [f(name, np.asarray(a), np.asarray(b)) for f in self.funcs]
-        values = next((c.values for c in checks if "max_abs" in c.values), {})
-        failed = [c for c in checks if not c.passed]
-        prod = self.info.producers.get(name)
-        pos = self.rank.get(name, -1)
-        return TensorError(
-            name, pos, not failed, float(values.get("max_abs", math.nan)), float(values.get("max_rel", math.nan)),
-            failed[0].message if failed else "", prod.node if prod else None, prod.op_type if prod else None, prod.inputs if prod else (),
-        )  # fmt: skip
+        return tensor_error(name, checks, self.rank.get(name, -1), self.info.producers.get(name))
 
     # --- isolation ----------------------------------------------------------------------------------
     def isolate(self, nodes: Sequence[str], full: Mapping[str, TensorError], budget: int) -> list[NodeVerdict]:
@@ -267,7 +267,8 @@ class _Session:
             batch, names, cost = [], [], 0
             while todo:
                 node = self.node_index[todo[0]]
-                need = [t for t in dict.fromkeys([*onnx_models.node_inputs(node), *node.output]) if t and t not in self.info.constants and t not in self.feed]
+                ins = [t for t in onnx_models.node_inputs(node) if t not in self.info.constants]
+                need = [t for t in dict.fromkeys([*ins, *node.output]) if t and t not in self.feed]
                 extra = sum(self.sizes.get(t) or 0 for t in need if t not in names)
                 if batch and cost + extra > budget:
                     break
@@ -444,11 +445,11 @@ def localize(
     if mode == "batches":
         result.largest_batch = _batches(session, candidates, sizes, usable, found, stop_at_first)
     else:
-        result.largest_batch = _bisect(session, candidates, sizes, found)
+        result.largest_batch = _bisect(session, candidates, sizes, usable, found, result.notes)
     ordered = sorted(found.values(), key=lambda t: t.position)
     result.tensors = ordered
     result.report = DivergenceReport(result.report.actual, result.report.reference, 0, ordered, model, set(session.info.constants))
-    first = result.report.first
+    first = first_divergent(ordered)
     if isolate == "all":
         nodes = list(dict.fromkeys(t.node for t in ordered if t.node in session.node_index))
     elif isolate == "suspect" and first is not None and first.node in session.node_index:
@@ -464,9 +465,11 @@ def localize(
 
 
 def _candidates(session: _Session, tensors: Sequence[str] | None, exclude: Sequence[str]) -> list[str]:
+    """Every node output in topological order, ``Constant`` nodes' included (an fp16 conversion may clamp
+    one: it is then the first divergence, as ``--onnx-outputs mark all`` reports)."""
     from parity.util.text import did_you_mean
 
-    order = [t for t in session.info.order if t not in session.info.constants]
+    order = list(session.info.order)
     if tensors and list(tensors) not in (["mark", "all"], ["mark all"], ["*"]):
         known = set(order)
         for t in tensors:
@@ -504,8 +507,10 @@ def _batches(session: _Session, order: list[str], sizes: Mapping[str, int], usab
     return largest
 
 
-def _bisect(session: _Session, order: list[str], sizes: Mapping[str, int], found: dict[str, TensorError]) -> int:
-    """Binary search for the pass/fail boundary, then walk upstream to a node whose inputs all pass."""
+def _bisect(session: _Session, order: list[str], sizes: Mapping[str, int], usable: int, found: dict[str, TensorError], notes: list[str]) -> int:
+    """Binary search for the pass/fail boundary with one tensor marked per run, then verify it: every tensor
+    before the boundary is compared (budgeted batches, stopping at the first failure), so the answer is the
+    first divergence by definition even where the search's assumption (pass, then fail for good) is wrong."""
     largest = 0
 
     def probe(names: Sequence[str]) -> None:
@@ -519,35 +524,32 @@ def _bisect(session: _Session, order: list[str], sizes: Mapping[str, int], found
         probe([t])
         return t in found and not found[t].passed
 
-    hi = len(order) - 1
-    if not fails(order[hi]):
-        # the last tensor passes; a model output elsewhere may still fail: look for any failing output
-        outs = [t for t in order if t in {o for o in _graph_outputs(session)}]
-        probe(outs)
-        failing = [t for t in outs if not found[t].passed] if outs else []
-        if not failing:
-            session.progress("bisect: the model outputs match; nothing to localize")
-            return largest
-        hi = order.index(failing[0])
-    lo = -1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fails(order[mid]):
-            hi = mid
-        else:
-            lo = mid
-        session.progress(f"bisect: boundary within positions {lo + 1}..{hi}")
-    # topological neighbours can sit on parallel branches: make sure the node's own inputs pass
-    current = order[hi]
-    index = set(order)
-    for _ in range(len(order)):
-        prod = session.info.producers.get(current)
-        ins = [t for t in (prod.inputs if prod else ()) if t in index]
-        probe(ins)
-        bad = [t for t in ins if t in found and not found[t].passed]
-        if not bad:
-            break
-        current = min(bad, key=order.index)
+    outputs = set(_graph_outputs(session))
+    outs = [t for t in order if t in outputs] or order[-1:]
+    probe(outs)
+    failing = [t for t in outs if t in found and not found[t].passed]
+    if failing:
+        hi, lo = order.index(failing[0]), -1
+        while hi - lo > 1:  # invariant: order[hi] fails; order[lo] passes (or lo is -1)
+            mid = (lo + hi) // 2
+            if fails(order[mid]):
+                hi = mid
+            else:
+                lo = mid
+            session.progress(f"bisect: boundary within positions {lo + 1}..{hi}")
+        prefix = order[:hi]
+        session.progress(f"bisect: boundary at '{order[hi]}'; verifying the {sum(t not in found for t in prefix)} tensor(s) before it")
+    else:
+        prefix = order
+        session.progress("bisect: the model outputs match; verifying that no tensor fails inside the model")
+    largest = max(largest, _batches(session, [t for t in prefix if t not in found], sizes, usable, found, True))
+    first = first_divergent(found.values())
+    if first is not None and (not failing or first.name != order[hi]):
+        where = f"before the bisected boundary '{order[hi]}'" if failing else "although every model output matches"
+        notes.append(
+            f"bisect's assumption failed: '{first.name}' is out of tolerance {where} (the error appears, then disappears);"
+            " the answer comes from the verified scan of every earlier tensor"
+        )
     return largest
 
 
