@@ -273,3 +273,50 @@ def describe(path: str, show: set[str] | frozenset[str] = frozenset(), options: 
             stats = "" if arr is None or arr.size == 0 else f" | mean={float(arr.astype(np.float64).mean()):.4g} min={arr.min()} max={arr.max()}"
             lines.append(f"    {init.name}: {dtype_of(init.data_type)}{list(init.dims)}{stats}")
     return "\n".join(lines)
+
+
+class MissingKernelError(ModelError):
+    """onnxruntime (CPU) has no kernel for an op at the types the model uses; ``op_type`` names it."""
+
+    def __init__(self, message: str, op_type: str) -> None:
+        super().__init__(message)
+        self.op_type = op_type
+
+
+def validate(model: onnx.ModelProto | bytes, what: str = "the model", onnxruntime: bool = True, missing_kernels_ok: bool = False) -> None:
+    """The final check of every model writer: ``onnx.checker.check_model(full_check=True)``, then a load in
+    onnxruntime's CPU provider (graph optimizations off, so only validity is tested). Raises a one-line
+    :class:`ModelError` (exit 3) naming what failed, or :class:`MissingKernelError` for an op type the CPU
+    provider has no kernel for (unless ``missing_kernels_ok``). Pass the serialized bytes when you have them:
+    nothing is serialized twice."""
+    import re
+
+    import onnx
+
+    def flat(text: str) -> str:
+        return " ".join(text.split())[:300]
+
+    data = model if isinstance(model, bytes) else model.SerializeToString()
+    try:
+        onnx.checker.check_model(data, full_check=True)
+    except Exception as exc:  # ValidationError, InferenceError
+        raise ModelError(f"{what} fails onnx.checker (full check): {flat(str(exc))}") from None
+    if not onnxruntime:
+        return
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        ort.InferenceSession(data, sess_options=options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's pybind exceptions
+        text = str(exc)
+        found = re.search(r"Could not find an implementation for (\w+)\(\d+\)", text)
+        if found:
+            if missing_kernels_ok:
+                return
+            raise MissingKernelError(f"{what} does not load in onnxruntime (CPU): no kernel for {found.group(1)} at these types", found.group(1)) from None
+        raise ModelError(f"{what} does not load in onnxruntime (CPU): {flat(text.split(' failed:', 1)[-1])}") from None

@@ -64,7 +64,6 @@ def sanitize_cmd(
       parity surgeon sanitize model.onnx -o static.onnx --override-input-shapes x:[1,3,224,224] --fold-constants
     """
     from parity.data.parse import parse_shapes
-    from parity_surgeon import graph as g
     from parity_surgeon.sanitizer import sanitize
 
     _check_model(model, output)
@@ -74,11 +73,22 @@ def sanitize_cmd(
     )
     if not (fold_constants or cleanup or toposort or shapes):
         echo("parity: note: no --fold-constants/--cleanup/--toposort/--override-input-shapes given: only shape inference ran", err=True)
-    g.save(result, output, model)
+    _save_validated(result, output, model, "the sanitized model")
     for line in report.lines():
         echo(line)
     echo(f"wrote {output}")
     return 0
+
+
+def _save_validated(model: Any, output: str, source: str, what: str) -> None:
+    """Write ``model`` only if it passes ``parity.onnx_models.validate`` (checker full check + onnxruntime load)."""
+    from parity.onnx_models import validate
+    from parity.util.fs import write_bytes_atomic
+
+    refuse_overwrite(source, output)
+    data = _serialize(model)
+    validate(data, f"{what} (not written)")
+    write_bytes_atomic(output, data)
 
 
 # --- surgeon extract --------------------------------------------------------------------------------
@@ -173,21 +183,30 @@ def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool) -> int:
 
 
 def convert_fp16(request: Any) -> None:
-    from parity_surgeon import graph as g
+    from parity.util.fs import write_bytes_atomic
     from parity_surgeon.fp16 import convert_to_fp16
 
     if not request.get("fp_to_fp16"):
         raise UsageError("writing an .onnx model needs a conversion: add --fp-to-fp16 (or pick --convert-to)")
+    refuse_overwrite(request.model, request.output)
     model, report = convert_to_fp16(
         request.model,
-        keep_io_types=bool(request.get("keep_io_types")),
+        keep_io_types=request.get("keep_io_types") is not False,
         op_block_list=list(request.get("op_block_list", ())),
         node_block_list=list(request.get("node_block_list", ())),
         check_onnxruntime=not request.get("no_ort_check"),
-    )
-    g.save(model, request.output, request.model)
+        keep_out_of_range=not request.get("clamp_out_of_range"),
+    )  # validated: checker full check and an onnxruntime load, or a ModelError (exit 3)
+    write_bytes_atomic(request.output, report.serialized or _serialize(model))
     for line in report.lines():
         echo(line)
+
+
+def _serialize(model: Any) -> bytes:
+    try:
+        return model.SerializeToString()
+    except ValueError as exc:  # protobuf's 2 GiB limit
+        raise ModelError(f"the model is over protobuf's 2 GiB limit and cannot be written as one file ({exc})") from None
 
 
 # --- debug localize ---------------------------------------------------------------------------------

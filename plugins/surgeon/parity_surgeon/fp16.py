@@ -1,244 +1,561 @@
-"""fp32 -> fp16 conversion of ONNX models (``parity convert --fp-to-fp16``), without onnxconverter-common.
+"""fp32 -> fp16 (or bfloat16) conversion of ONNX models: ``parity convert --fp-to-fp16`` and, through
+:class:`Fp16Converter`, every candidate of ``parity debug precision`` (one conversion for both).
 
-Rule: every float32 tensor gets a *home* precision, fp16 unless it is produced by a blocked node (kept
-fp32), is a graph input kept fp32 (``keep_io_types``), or is a weight read only by blocked nodes. Every use
-whose wanted precision differs from the tensor's home gets one shared ``Cast``. Blocked nodes are the user's
-op types and node names, nodes whose ONNX schema does not accept float16 on a float input, nodes of custom
-domains, and (when onnxruntime is installed) op types onnxruntime reports having no fp16 kernel for: the
-model is loaded and each such op type is blocked until it loads. Names of computed tensors are kept, so a
-layerwise comparison against the fp32 model matches tensors by name.
+Rule: every float32 tensor gets a *home* precision. Each input of a node that is not kept fp32 wants the
+low precision where the op's ONNX schema allows it for that input (``Resize`` scales stay float32); a kept
+node wants float32 everywhere. A node's float outputs are low where it is converted and the schema allows
+it. A weight (initializer or ``Constant``) is low when some converted node wants it so. Every use whose
+wanted precision differs from the tensor's home reads one shared ``Cast``. Kept fp32: the user's op types
+and node names, custom-domain and unknown ops, op types onnxruntime's CPU provider has no kernel for at
+the low type (found by loading the result), and (by default) the readers of weights beyond the fp16 range.
+
+Control flow (``If``, ``Loop``, ``Scan``) is converted inside its bodies by the same rule: body inputs,
+outputs and loop-carried values are low, the node's float inputs and outputs too; a tensor of an outer
+scope read by name inside a body gets its ``Cast`` inside that body when its home differs (recursively,
+for nested bodies). A kept control-flow node keeps its whole body fp32. Names of computed tensors are
+kept, so a layerwise comparison against the fp32 model matches tensors by name.
 """
 
 from __future__ import annotations
 
-import re
+from collections import ChainMap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from parity_surgeon import graph as g
 
 FP16_MAX = 65504.0
-CONTROL_FLOW = {"If", "Loop", "Scan"}  # bodies see outer-scope tensors by name: keep them fp32
-_NO_KERNEL = re.compile(r"Could not find an implementation for (\w+)\(\d+\)")
+CONTROL_FLOW = {"If", "Loop", "Scan"}
+# Ops that pass weight values on unchanged: readers of an out-of-range weight through them stay fp32 too.
+_MOVES = {"Identity", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Transpose", "Expand", "Tile", "Gather", "Concat", "Slice", "Split", "Cast"}
+_SMALL = 1024  # bytes: tensors this small keep their data in the type-inference skeleton
+_LOW = {"float16": ("tensor(float16)", 10), "bfloat16": ("tensor(bfloat16)", 16)}  # schema type, TensorProto enum
+FLOAT = 1
+
+
+def _short(names: list[str], k: int = 3) -> str:
+    head = ", ".join(names[:k])
+    return f"{head}, ... ({len(names)} in all)" if len(names) > k else head
 
 
 @dataclass
 class Fp16Report:
     converted_tensors: int = 0
     casts_added: int = 0
-    blocked_nodes: list[str] = field(default_factory=list)
+    blocked_nodes: list[str] = field(default_factory=list)  # nodes whose float tensors all stay fp32
     auto_blocked_ops: list[str] = field(default_factory=list)  # op types onnxruntime could not run in fp16
-    clamped_weights: dict[str, int] = field(default_factory=dict)  # weight -> values clamped to +-65504
+    out_of_range: dict[str, int] = field(default_factory=dict)  # weight -> values beyond +-65504
+    range_kept_nodes: list[str] = field(default_factory=list)  # nodes kept fp32 because they read those weights
+    clamped: bool = False  # out-of-range values were clamped (keep_out_of_range=False) instead of kept fp32
+    bodies: int = 0  # control-flow bodies converted
+    serialized: bytes | None = field(default=None, repr=False)  # the validated bytes, when validated
 
     def lines(self) -> list[str]:
         out = [f"fp16: {self.converted_tensors} tensors converted, {self.casts_added} Cast nodes added, {len(self.blocked_nodes)} nodes kept fp32"]
+        if self.bodies:
+            out.append(f"control flow: {self.bodies} If/Loop/Scan bodies converted with their outer scope")
         if self.auto_blocked_ops:
             out.append(f"kept fp32 because onnxruntime has no fp16 kernel: {', '.join(self.auto_blocked_ops)}")
-        if self.clamped_weights:
-            out.append("weights clamped to the fp16 range: " + ", ".join(f"{k} ({v})" for k, v in self.clamped_weights.items()))
+        if self.out_of_range:
+            names = list(self.out_of_range)
+            values = sum(self.out_of_range.values())
+            if self.clamped:
+                out.append(f"clamped to +-65504: {values} value(s) in {len(names)} weight(s): {_short(names)}")
+            else:
+                out.append(
+                    f"kept fp32: {len(names)} weight(s) beyond +-65504 ({values} values: {_short(names)}) and their "
+                    f"{len(self.range_kept_nodes)} reader(s); --clamp-out-of-range clamps them instead"
+                )
         return out
 
 
-def convert_to_fp16(
-    model: Any,
-    keep_io_types: bool = False,
-    op_block_list: Iterable[str] = (),
-    node_block_list: Iterable[str] = (),
-    check_onnxruntime: bool = True,
-) -> tuple[Any, Fp16Report]:
-    """Return an fp16 copy of ``model`` (path or ModelProto) and a report; ``model`` is not modified."""
-    from parity.plugins import module_available
+@cache
+def _formals(op_type: str, domain: str, opset: int, low: str) -> tuple[tuple[bool, ...], tuple[bool, ...], bool, bool] | None:
+    """Per formal input/output: does it allow the low type; whether the last input/output is variadic.
+    None for an op with no ONNX schema (custom domains, unknown ops)."""
+    import onnx
 
-    original = g.load(model)
-    ops = set(op_block_list)
-    names = set(node_block_list)
-    known_nodes = {n.name for n in original.graph.node}
-    unknown = sorted(names - known_nodes)
-    if unknown:
-        from parity.errors import UsageError
-        from parity.util.text import did_you_mean
-
-        raise UsageError(f"--node-block-list: the model has no node '{unknown[0]}'{did_you_mean(unknown[0], known_nodes)}")
-    auto: list[str] = []
-    for _ in range(32):
-        converted, report = _convert(original, keep_io_types, ops, names)
-        if not check_onnxruntime or not module_available("onnxruntime"):
-            break
-        missing = _ort_missing_kernel(converted)
-        if not missing or missing in ops:
-            break
-        ops.add(missing)
-        auto.append(missing)
-    report.auto_blocked_ops = auto
-    return converted, report
-
-
-def _ort_missing_kernel(model: Any) -> str | None:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 4
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if domain not in ("", "ai.onnx"):
+        return None
     try:
-        ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # onnxruntime's pybind exceptions
-        found = _NO_KERNEL.search(str(exc))
-        return found.group(1) if found else None
-    return None
+        schema = onnx.defs.get_schema(op_type, opset, domain)
+    except Exception:  # unknown op
+        return None
+    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+    want = _LOW[low][0]
+
+    def ok(param: Any) -> bool:
+        return want in allowed.get(param.type_str, {param.type_str})
+
+    var = onnx.defs.OpSchema.FormalParameterOption.Variadic
+    ins, outs = list(schema.inputs), list(schema.outputs)
+    return (tuple(ok(p) for p in ins), tuple(ok(p) for p in outs), bool(ins) and ins[-1].option == var, bool(outs) and outs[-1].option == var)
 
 
-def _schema_blocks(node: Any, float_inputs: list[int], opset: int) -> bool:
-    """Whether the op's schema refuses float16 on an input that is float32 now."""
+def _formal(flags: tuple[bool, ...], variadic: bool, k: int) -> bool:
+    if k < len(flags):
+        return flags[k]
+    return bool(flags) and variadic and flags[-1]
+
+
+def _subgraphs(node: Any) -> list[tuple[Any, Any]]:
     import onnx
 
-    if node.domain not in ("", "ai.onnx"):
-        return True
-    if node.op_type in CONTROL_FLOW:
-        return True
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
-    except Exception:  # unknown op: leave it as it is
-        return True
-    constraints = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
-    formal = list(schema.inputs)
-    for i in float_inputs:
-        if not formal:
-            return True
-        param = formal[min(i, len(formal) - 1)]  # variadic inputs repeat the last formal input
-        allowed = constraints.get(param.type_str, {param.type_str})
-        if "tensor(float16)" not in allowed:
-            return True
-    return False
+    out = []
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            out.append((attr.name, attr.g))
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            out.extend((attr.name, sub) for sub in attr.graphs)
+    return out
 
 
-def _convert(original: Any, keep_io: bool, block_ops: set[str], block_names: set[str]) -> tuple[Any, Fp16Report]:
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    FLOAT, HALF = TensorProto.FLOAT, TensorProto.FLOAT16
-    report = Fp16Report()
-    inferred, _ = g.infer_shapes(original, data_prop=False)
-    types = g.value_types(inferred)
-    model = onnx.ModelProto()
-    model.CopyFrom(original)
-    graph = model.graph
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
-
-    def is_float(t: str) -> bool:
-        return bool(t) and types.get(t, (0, None))[0] == FLOAT
-
-    blocked: set[int] = set()
-    for i, node in enumerate(graph.node):
-        floats = [k for k, t in enumerate(node.input) if is_float(t)]
-        has_float = floats or any(is_float(t) for t in node.output)
-        if node.op_type in block_ops or node.name in block_names or (has_float and _schema_blocks(node, floats, opset)):
-            blocked.add(i)
-            report.blocked_nodes.append(node.name or f"{node.op_type}_{i}")
-
-    consumers: dict[str, list[int]] = {}
-    for i, node in enumerate(graph.node):
-        for t in node.input:
-            consumers.setdefault(t, []).append(i)
-
-    # home precision of every float tensor (True = fp16)
-    home: dict[str, bool] = {}
-    for vi in graph.input:
-        if is_float(vi.name):
-            home[vi.name] = not keep_io
-    for init in graph.initializer:
-        if init.data_type == FLOAT:
-            users = consumers.get(init.name, [])
-            home[init.name] = not users or any(u not in blocked for u in users)
-    for i, node in enumerate(graph.node):
-        for t in node.output:
-            if is_float(t):
-                home[t] = i not in blocked
-
-    # rewrite weights, constants and dtype attributes of unblocked nodes
-    for init in graph.initializer:
-        if home.get(init.name):
-            arr = numpy_helper.to_array(init)
-            clipped = int(np.count_nonzero(np.abs(arr) > FP16_MAX))
-            if clipped:
-                report.clamped_weights[init.name] = clipped
-            init.CopyFrom(numpy_helper.from_array(np.clip(arr, -FP16_MAX, FP16_MAX).astype(np.float16), init.name))
-    for i, node in enumerate(graph.node):
-        if i in blocked:
-            continue
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type == FLOAT:
-                arr = numpy_helper.to_array(attr.t)
-                attr.t.CopyFrom(numpy_helper.from_array(np.clip(arr, -FP16_MAX, FP16_MAX).astype(np.float16), attr.t.name))
-            elif attr.name in ("to", "dtype") and attr.type == onnx.AttributeProto.INT and attr.i == FLOAT:
-                attr.i = HALF
-
-    # graph outputs whose home differs from what the caller gets: rename the internal tensor, cast at the end
-    tail: list[Any] = []
-    for out in graph.output:
-        if out.name not in home:
-            continue
-        want16 = not keep_io
-        if home[out.name] != want16:
-            inner = f"{out.name}__{'fp16' if home[out.name] else 'fp32'}"
-            _rename(graph, out.name, inner)
-            home[inner] = home.pop(out.name)
-            tail.append(helper.make_node("Cast", [inner], [out.name], name=f"{out.name}__cast_out", to=HALF if want16 else FLOAT))
-        out.type.tensor_type.elem_type = HALF if want16 else FLOAT
-    for vi in graph.input:
-        if vi.name in home and home[vi.name]:
-            vi.type.tensor_type.elem_type = HALF
-
-    # one shared Cast per tensor and wanted precision, placed right after the tensor is available
-    casts: dict[tuple[str, bool], str] = {}
-    new_nodes: list[Any] = []
-
-    def cast_of(t: str, want16: bool) -> str:
-        key = (t, want16)
-        if key not in casts:
-            casts[key] = f"{t}__{'fp16' if want16 else 'fp32'}"
-            pending.append(helper.make_node("Cast", [t], [casts[key]], name=f"{casts[key]}__cast", to=HALF if want16 else FLOAT))
-        return casts[key]
-
-    pending: list[Any] = []
-    for i, node in enumerate(graph.node):
-        want16 = i not in blocked
-        for k, t in enumerate(node.input):
-            if t in home and home[t] != want16:
-                node.input[k] = cast_of(t, want16)
-        new_nodes.extend(pending)  # a cast must precede its consumer; producers come earlier in a sorted graph
-        pending.clear()
-        new_nodes.append(node)
-    new_nodes.extend(tail)
-    report.casts_added = len(casts) + len(tail)
-    report.converted_tensors += sum(1 for v in home.values() if v)
-    del graph.node[:]
-    graph.node.extend(g.topo_nodes(_graph_with(new_nodes, graph)))
-    del graph.value_info[:]
-    model, _ = g.infer_shapes(model, data_prop=False)
-    return g.keep_header(model, original), report
-
-
-def _graph_with(nodes: list[Any], graph: Any) -> Any:
-    import onnx
-
-    tmp = onnx.GraphProto()
-    tmp.node.extend(nodes)
-    return tmp
-
-
-def _rename(graph: Any, old: str, new: str) -> None:
+def _walk(graph: Any) -> Iterable[Any]:
+    yield graph
     for node in graph.node:
+        for _, sub in _subgraphs(node):
+            yield from _walk(sub)
+
+
+def _weight_tensors(graph: Any) -> Iterable[tuple[str, Any]]:
+    """(name, TensorProto) of float initializers and Constant values of one graph."""
+    for init in graph.initializer:
+        yield init.name, init
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            for attr in node.attribute:
+                if attr.name == "value":
+                    yield node.output[0], attr.t
+
+
+def _array(t: Any) -> Any:
+    import numpy as np
+    from onnx import numpy_helper
+
+    if t.data_type == FLOAT and t.raw_data and not t.external_data:
+        return np.frombuffer(t.raw_data, dtype=np.float32)
+    return numpy_helper.to_array(t).reshape(-1)
+
+
+def _skeleton(model: Any) -> Any:
+    """A copy of ``model`` for type inference without the data of large float weights (dims and types
+    kept), so inference does not serialize and copy the weights twice."""
+    import onnx
+
+    def strip(graph: Any) -> Any:
+        out = onnx.GraphProto()
+        out.name = graph.name
+        out.input.extend(graph.input)
+        out.output.extend(graph.output)
+        out.value_info.extend(graph.value_info)
+        for init in graph.initializer:
+            out.initializer.append(_bare(init))
+        for node in graph.node:
+            copy = out.node.add()
+            copy.name, copy.op_type, copy.domain = node.name, node.op_type, node.domain
+            copy.input.extend(node.input)
+            copy.output.extend(node.output)
+            for attr in node.attribute:
+                a = copy.attribute.add()
+                if attr.type == onnx.AttributeProto.TENSOR:
+                    a.name, a.type = attr.name, attr.type
+                    a.t.CopyFrom(_bare(attr.t))
+                elif attr.type == onnx.AttributeProto.GRAPH:
+                    a.name, a.type = attr.name, attr.type
+                    a.g.CopyFrom(strip(attr.g))
+                elif attr.type == onnx.AttributeProto.GRAPHS:
+                    a.name, a.type = attr.name, attr.type
+                    a.graphs.extend(strip(s) for s in attr.graphs)
+                else:
+                    a.CopyFrom(attr)
+        return out
+
+    skel = onnx.ModelProto()
+    skel.ir_version = model.ir_version
+    skel.opset_import.extend(model.opset_import)
+    skel.functions.extend(model.functions)
+    skel.graph.CopyFrom(strip(model.graph))
+    return skel
+
+
+def _bare(t: Any) -> Any:
+    import onnx
+
+    if t.data_type != FLOAT or t.ByteSize() <= _SMALL:
+        return t
+    out = onnx.TensorProto()
+    out.name, out.data_type = t.name, t.data_type
+    out.dims.extend(t.dims)
+    return out
+
+
+def _types(model: Any) -> dict[str, int]:
+    """tensor name -> ONNX elem type, for every graph (bodies included), from one shape inference of a
+    skeleton of the model."""
+    import onnx
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(_skeleton(model), check_type=False, strict_mode=False, data_prop=False)
+    except Exception:  # inference failed outright: use what the model declares
+        inferred = model
+    types: dict[str, int] = {}
+    for graph in _walk(inferred.graph):
+        for vi in [*graph.input, *graph.value_info, *graph.output]:
+            if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+                types[vi.name] = vi.type.tensor_type.elem_type
+        for name, t in _weight_tensors(graph):
+            types[name] = t.data_type
+        for node in graph.node:
+            if node.op_type == "Constant" and node.output:
+                for attr in node.attribute:
+                    if attr.name in ("value_float", "value_floats"):
+                        types[node.output[0]] = FLOAT
+    return types
+
+
+class Fp16Converter:
+    """Analyses a model once (types, weights beyond the fp16 range) and builds converted copies with any
+    extra set of nodes kept fp32: ``convert --fp-to-fp16`` builds one, ``debug precision`` one per check."""
+
+    def __init__(
+        self,
+        model: Any,
+        keep_io_types: bool = True,
+        op_block_list: Iterable[str] = (),
+        node_block_list: Iterable[str] = (),
+        keep_out_of_range: bool = True,
+        low: str = "float16",
+    ) -> None:
+        import numpy as np
+
+        from parity.errors import UsageError
+
+        if low not in _LOW:
+            raise UsageError(f"--precision: expected one of {', '.join(_LOW)}, got '{low}'")
+        self.source = model
+        self.model = g.load(model)
+        self.low, self.low_type = low, _LOW[low][1]
+        self.keep_io, self.keep_range = keep_io_types, keep_out_of_range
+        self.block_ops = set(op_block_list)
+        self.block_names = set(node_block_list)
+        known = {n.name for graph in _walk(self.model.graph) for n in graph.node}
+        unknown = sorted(self.block_names - known)
+        if unknown:
+            from parity.util.text import did_you_mean
+
+            raise UsageError(f"--node-block-list: the model has no node '{unknown[0]}'{did_you_mean(unknown[0], known)}")
+        self.opset = next((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), 17)
+        self.types = _types(self.model)
+        self.out_of_range: dict[str, int] = {}
+        if low == "float16":
+            for graph in _walk(self.model.graph):
+                for name, t in _weight_tensors(graph):
+                    if t.data_type == FLOAT:
+                        arr = _array(t)
+                        if arr.size:
+                            n = int(np.count_nonzero(np.abs(arr) > FP16_MAX))  # inf stays inf: not a clamp
+                            n -= int(np.count_nonzero(np.isinf(arr)))
+                            if n > 0:
+                                self.out_of_range[name] = n
+        self.auto_ops: list[str] = []
+
+    # which nodes are kept fp32 with a given extra block set (names); decided per graph during the build
+    def build(self, keep_fp32: Iterable[str] = (), in_place: bool = False) -> tuple[Any, Fp16Report]:
+        """A converted model with the nodes named in ``keep_fp32`` also kept fp32. ``in_place`` converts the
+        analysed model itself (no copy: for a single conversion; the converter cannot build again)."""
+        import onnx
+
+        if in_place:
+            model = self.model
+        else:
+            model = onnx.ModelProto()
+            model.CopyFrom(self.model)
+        report = Fp16Report(auto_blocked_ops=list(self.auto_ops), clamped=not self.keep_range and bool(self.out_of_range))
+        report.out_of_range = dict(self.out_of_range)
+        names = {t for graph in _walk(model.graph) for n in graph.node for t in (*n.input, *n.output)}
+        names.update(i.name for graph in _walk(model.graph) for i in [*graph.input, *graph.initializer])
+        state = _Build(self, report, names, self.block_names | set(keep_fp32), set(self.block_ops) | set(self.auto_ops))
+        state.graph(model.graph, ChainMap(), main=True, fp32=False)
+        report.range_kept_nodes = sorted(set(report.range_kept_nodes))
+        return model, report
+
+    def candidates(self) -> list[str]:
+        """Names of the nodes a default build converts (the search space of ``debug precision``)."""
+        model, report = self.build()
+        kept = set(report.blocked_nodes)
+        floats = {t for t, ty in self.types.items() if ty == FLOAT}
+        return [n.name for n in model.graph.node if n.name and n.name not in kept and not n.name.endswith("__cast") and any(t in floats for t in (*n.input, *n.output))]
+
+
+class _Build:
+    """One conversion pass over a model copy (recursive over control-flow bodies)."""
+
+    def __init__(self, conv: Fp16Converter, report: Fp16Report, taken: set[str], block_names: set[str], block_ops: set[str]) -> None:
+        self.c, self.report, self.taken = conv, report, taken
+        self.block_names, self.block_ops = block_names, block_ops
+
+    def unique(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def is_float(self, t: str) -> bool:
+        return bool(t) and self.c.types.get(t) == FLOAT
+
+    def graph(self, graph: Any, outer: ChainMap, main: bool, fp32: bool, in_low: bool = False, out_low: bool | None = None) -> None:
+        """Convert ``graph`` in place. ``outer``: home precision (True = low) of enclosing scopes' tensors.
+        ``fp32``: keep every node (a kept control-flow node's body). Subgraph inputs are low when
+        ``in_low``; subgraph outputs are cast to low when ``out_low``."""
+        import onnx
+        from onnx import helper
+
+        c, report, low = self.c, self.report, self.c.low_type
+        nodes = list(graph.node)
+        # --- which nodes are kept fp32, and what each input wants (True = low)
+        kept: set[int] = set()
+        wants: list[list[bool]] = []
+        out_homes: list[list[bool]] = []
+        for i, node in enumerate(nodes):
+            floats_in = [self.is_float(t) for t in node.input]
+            floats_out = [self.is_float(t) for t in node.output]
+            formals = None if node.op_type in CONTROL_FLOW else _formals(node.op_type, node.domain, c.opset, c.low)
+            block = fp32 or node.op_type in self.block_ops or node.name in self.block_names
+            if not block and node.op_type not in CONTROL_FLOW and formals is None and (any(floats_in) or any(floats_out)):
+                block = True  # custom domain or unknown op: leave it as it is
+            if node.op_type == "Constant" and node.output and node.output[0] in c.out_of_range and c.keep_range:
+                block = True
+            if block:
+                kept.add(i)
+            if node.op_type in CONTROL_FLOW:
+                wants.append([f and not block for f in floats_in])
+                out_homes.append([f and not block for f in floats_out])
+            elif block or formals is None:
+                wants.append([False] * len(node.input))
+                out_homes.append([False] * len(node.output))
+            else:
+                fin, fout, vin, vout = formals
+                wants.append([f and _formal(fin, vin, k) for k, f in enumerate(floats_in)])
+                out_homes.append([f and _formal(fout, vout, k) for k, f in enumerate(floats_out)])
+        # readers of out-of-range weights stay fp32 (through ops that only move the values)
+        if c.keep_range and c.out_of_range and not fp32:
+            hot = {t for t in c.out_of_range}
+            changed = True
+            while changed:
+                changed = False
+                for i, node in enumerate(nodes):
+                    reads = set(node.input) | set(_captured(node))
+                    if reads & hot and i not in kept:
+                        kept.add(i)
+                        wants[i] = [False] * len(node.input)
+                        out_homes[i] = [False] * len(node.output)
+                        report.range_kept_nodes.append(node.name or f"{node.op_type}_{i}")
+                        changed = True
+                    if reads & hot and node.op_type in _MOVES and not set(node.output) <= hot:
+                        hot.update(t for t in node.output if t)
+                        changed = True
+        # --- home precision of the tensors this graph defines
+        home: dict[str, bool] = {}
+        scope = outer.new_child(home)
+        for vi in graph.input:
+            if self.is_float(vi.name):
+                home[vi.name] = (not c.keep_io) if main else in_low
+        readers: dict[str, list[tuple[int, bool]]] = {}
+        for i, node in enumerate(nodes):
+            for k, t in enumerate(node.input):
+                readers.setdefault(t, []).append((i, wants[i][k]))
+            if node.op_type in CONTROL_FLOW:
+                for t in _captured(node):
+                    readers.setdefault(t, []).append((i, i not in kept))
+        main_outputs = {o.name for o in graph.output} if main else set()
+        for init in graph.initializer:
+            if init.data_type == FLOAT:
+                users = readers.get(init.name, [])
+                if init.name in main_outputs:
+                    home[init.name] = not c.keep_io
+                else:
+                    home[init.name] = (not users or any(w for _, w in users)) and not (c.keep_range and init.name in c.out_of_range) and not fp32
+        for i, node in enumerate(nodes):
+            for k, t in enumerate(node.output):
+                if self.is_float(t):
+                    home[t] = out_homes[i][k]
+        for i in sorted(kept):
+            if any(self.is_float(t) for t in (*nodes[i].input, *nodes[i].output)):
+                report.blocked_nodes.append(nodes[i].name or f"{nodes[i].op_type}_{i}")
+        # --- weights and attributes
+        for init in graph.initializer:
+            if home.get(init.name):
+                self.lower(init)
+        for i, node in enumerate(nodes):
+            if node.op_type in CONTROL_FLOW:
+                self.body(node, scope, i in kept)
+                continue
+            if i in kept:
+                continue
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type == FLOAT:
+                    self.lower(attr.t, node.output[0] if node.op_type == "Constant" and node.output else "")
+                elif attr.name in ("to", "dtype") and attr.type == onnx.AttributeProto.INT and attr.i == FLOAT:
+                    attr.i = low
+            if node.op_type == "Constant":
+                for attr in list(node.attribute):
+                    if attr.name in ("value_float", "value_floats"):
+                        import numpy as np
+                        from onnx import numpy_helper
+
+                        arr = np.asarray(attr.f if attr.name == "value_float" else list(attr.floats), dtype=np.float32)
+                        node.attribute.remove(attr)
+                        t = numpy_helper.from_array(arr)
+                        self.lower(t)
+                        node.attribute.append(helper.make_attribute("value", t))
+        report.converted_tensors += sum(1 for v in home.values() if v)
+        # --- casts: one per tensor and wanted precision in this graph, placed before its first reader
+        casts: dict[tuple[str, bool], str] = {}
+        pending: list[Any] = []
+
+        def cast_of(t: str, want: bool) -> str:
+            key = (t, want)
+            if key not in casts:
+                casts[key] = self.unique(f"{t}__{self.tag(want)}")
+                pending.append(helper.make_node("Cast", [t], [casts[key]], name=self.unique(f"{casts[key]}__cast"), to=low if want else FLOAT))
+            return casts[key]
+
+        new_nodes: list[Any] = []
+        for i, node in enumerate(nodes):
+            for k, t in enumerate(node.input):
+                if t in scope and scope[t] != wants[i][k]:
+                    node.input[k] = cast_of(t, wants[i][k])
+            new_nodes.extend(pending)
+            pending.clear()
+            new_nodes.append(node)
+        # --- outputs
+        tail: list[Any] = []
+        for out in graph.output:
+            if out.name not in scope:
+                continue
+            want = (not c.keep_io) if main else bool(out_low)
+            if scope[out.name] != want:
+                if main and out.name in home and any(out.name in n.output for n in new_nodes):
+                    inner = self.unique(f"{out.name}__{self.tag(scope[out.name])}")
+                    _rename(new_nodes, out.name, inner)
+                    home[inner] = home.pop(out.name)
+                    tail.append(helper.make_node("Cast", [inner], [out.name], name=self.unique(f"{out.name}__cast_out"), to=low if want else FLOAT))
+                elif not main:
+                    new = cast_of(out.name, want)
+                    tail.extend(pending)
+                    pending.clear()
+                    out.name = new
+            out.type.tensor_type.elem_type = low if want else FLOAT
+        for vi in graph.input:
+            if home.get(vi.name):
+                vi.type.tensor_type.elem_type = low
+        for vi in graph.value_info:
+            if vi.name in home and vi.type.tensor_type.elem_type == FLOAT and home[vi.name]:
+                vi.type.tensor_type.elem_type = low
+        report.casts_added += len(casts) + sum(1 for n in tail if n.op_type == "Cast" and n.name.endswith("__cast_out"))
+        del graph.node[:]
+        graph.node.extend(new_nodes)
+        graph.node.extend(tail)
+
+    def body(self, node: Any, scope: ChainMap, kept: bool) -> None:
+        self.report.bodies += 0 if kept else len(_subgraphs(node))
+        for _, sub in _subgraphs(node):
+            self.graph(sub, scope, main=False, fp32=kept, in_low=not kept, out_low=not kept)
+
+    def tag(self, low: bool) -> str:
+        return ("fp16" if self.c.low == "float16" else "bf16") if low else "fp32"
+
+    def lower(self, t: Any, name: str = "") -> None:
+        """Convert a float32 TensorProto to the low type in place (fp16: finite values beyond +-65504
+        clamped, which only happens for weights kept in range or under --clamp-out-of-range)."""
+        import numpy as np
+
+        arr = _array(t)
+        if self.c.low == "float16":
+            if (name or t.name) in self.c.out_of_range:
+                arr = np.where(np.isinf(arr), arr, np.clip(arr, -FP16_MAX, FP16_MAX))
+            data = arr.astype(np.float16)
+        else:
+            import ml_dtypes
+
+            data = arr.astype(ml_dtypes.bfloat16)
+        t.ClearField("float_data")
+        t.data_type = self.c.low_type
+        t.raw_data = data.tobytes()
+
+
+def _captured(node: Any) -> list[str]:
+    """Outer-scope names read inside a node's bodies."""
+    from parity.onnx_models import node_inputs
+
+    if not _subgraphs(node):
+        return []
+    direct = set(node.input)
+    return [t for t in node_inputs(node) if t not in direct]
+
+
+def _rename(nodes: list[Any], old: str, new: str) -> None:
+    """Rename a tensor's producer and readers, including reads inside bodies (which see it by name)."""
+    for node in nodes:
         for k, t in enumerate(node.output):
             if t == old:
                 node.output[k] = new
         for k, t in enumerate(node.input):
             if t == old:
                 node.input[k] = new
-    for init in graph.initializer:
-        if init.name == old:
-            init.name = new
+        for _, sub in _subgraphs(node):
+            if old not in {i.name for i in sub.input} | {i.name for i in sub.initializer}:
+                _rename(list(sub.node), old, new)
+
+
+def convert_to_fp16(
+    model: Any,
+    keep_io_types: bool = True,
+    op_block_list: Iterable[str] = (),
+    node_block_list: Iterable[str] = (),
+    check_onnxruntime: bool = True,
+    keep_out_of_range: bool = True,
+    validate: bool = True,
+) -> tuple[Any, Fp16Report]:
+    """Return an fp16 model (from a path or ModelProto; a given ModelProto is not modified) and a report.
+
+    With ``check_onnxruntime``, op types onnxruntime's CPU provider has no kernel for at fp16 are kept fp32
+    (found by loading the result). With ``validate`` the result must pass ``onnx.checker`` (full check) and
+    load in onnxruntime, or a one-line :class:`parity.errors.ModelError` says why."""
+    from parity.errors import ModelError
+    from parity.onnx_models import MissingKernelError
+    from parity.onnx_models import validate as validate_model
+
+    path = isinstance(model, (str, Path))
+    conv = Fp16Converter(model, keep_io_types, op_block_list, node_block_list, keep_out_of_range)
+    while True:
+        converted, report = conv.build(in_place=path)
+        if not validate and not check_onnxruntime:
+            return converted, report
+        try:
+            data = converted.SerializeToString()
+        except ValueError as exc:  # protobuf's 2 GiB limit
+            raise ModelError(f"the fp16 model is over protobuf's 2 GiB limit and cannot be written as one file ({exc})") from None
+        try:
+            validate_model(data, "the fp16 model", missing_kernels_ok=not check_onnxruntime)
+        except MissingKernelError as exc:
+            if exc.op_type in conv.block_ops or exc.op_type in conv.auto_ops:
+                raise
+            auto = [*conv.auto_ops, exc.op_type]
+            if path:  # the analysed model was converted in place: analyse a fresh one
+                conv = Fp16Converter(model, keep_io_types, op_block_list, node_block_list, keep_out_of_range)
+            conv.auto_ops = auto
+            continue
+        except ModelError:
+            if validate:
+                raise
+        report.serialized = data  # what was validated: write these bytes, do not serialize again
+        return converted, report
 
 
 class Fp16FromOnnx:

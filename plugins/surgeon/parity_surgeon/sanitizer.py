@@ -89,7 +89,9 @@ def _graphsurgeon_passes(work, original, report, fold, cleanup, toposort, size_t
         count = len(graph.nodes)
         for _ in range(max_passes):
             report.passes += 1
-            graph.fold_constants(fold_shapes=fold_shapes, size_threshold=size_threshold or None, error_ok=True).cleanup()
+            # flatten_subgraphs=False: graphsurgeon's inlining of an If with a constant condition left readers
+            # of the If's outputs dangling (silero-vad: the folded model did not load)
+            graph.fold_constants(fold_shapes=fold_shapes, size_threshold=size_threshold or None, error_ok=True, flatten_subgraphs=False).cleanup()
             if len(graph.nodes) == count:
                 break
             count = len(graph.nodes)

@@ -10,16 +10,16 @@ import onnxruntime as ort
 
 def test_fp16_convert_runs_against_fp32_golden(cli, capsys, mlp, tmp_path):
     out = tmp_path / "mlp16.onnx"
-    code, text, _ = cli(capsys, "convert", "--fp-to-fp16", mlp, "-o", out)
+    code, text, _ = cli(capsys, "convert", "--fp-to-fp16", "--fp16-io", mlp, "-o", out)
     assert code == 0, text
     model = onnx.load(str(out))
     assert model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
     assert all(i.data_type == onnx.TensorProto.FLOAT16 for i in model.graph.initializer)
     inputs, golden = tmp_path / "in.npz", tmp_path / "gold.npz"
     assert cli(capsys, "run", mlp, "--onnxrt", "--save-inputs", inputs, "--save-outputs", golden)[0] == 0
-    # with --keep-io-types the fp16 model takes the saved fp32 inputs as they are
+    # by default (--keep-io-types) the fp16 model takes the saved fp32 inputs as they are
     io32 = tmp_path / "mlp16_io32.onnx"
-    assert cli(capsys, "convert", "--fp-to-fp16", "--keep-io-types", mlp, "-o", io32)[0] == 0
+    assert cli(capsys, "convert", "--fp-to-fp16", mlp, "-o", io32)[0] == 0
     code, text, _ = cli(capsys, "run", "--onnxrt", io32, "--load-inputs", inputs, "--load-outputs", golden, "--tolerance-preset", "fp16")
     assert code == 0, text
 
