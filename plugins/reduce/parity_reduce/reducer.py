@@ -51,7 +51,13 @@ class ReduceResult:
         return self.summary.total
 
     def save(self, path: str | Path) -> None:
-        write_bytes_atomic(path, self.model.SerializeToString())
+        """Write the minimal model atomically, after it passes the full checker and loads in onnxruntime
+        (a minimal model the user cannot open answers nothing: that is a ModelError, exit 3)."""
+        from parity.onnx_models import validate
+
+        data = self.model.SerializeToString()
+        validate(data, f"the minimal model ({len(self.nodes)} nodes; not written to {path})", missing_kernels_ok=True)
+        write_bytes_atomic(path, data)
 
     def inputs(self) -> list[dict[str, np.ndarray]]:
         """Per-sample feeds for the reduced model's inputs, from the reference run."""
