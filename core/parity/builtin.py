@@ -67,6 +67,6 @@ def parity_register_data_loaders(register):
 
 @hookimpl
 def parity_register_model_kinds(register):
-    from parity import onnx_models
+    from parity import onnx_inspect, onnx_models
 
-    register(ModelKind("onnx", (".onnx",), onnx_models.read_inputs, onnx_models.describe, onnx_models.is_onnx))
+    register(ModelKind("onnx", (".onnx",), onnx_models.read_inputs, onnx_inspect.describe, onnx_models.is_onnx))

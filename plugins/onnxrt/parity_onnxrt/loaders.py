@@ -9,7 +9,7 @@ from parity import onnx_models
 from parity.backend.base import BaseLoader, invoke_if_callable
 from parity.errors import BackendError, ModelError
 from parity.util.fs import check_model_path
-from parity.util.text import first_line
+from parity_onnxrt.messages import default_log_severity, reason
 
 MARK_ALL = onnx_models.MARK_ALL
 
@@ -65,11 +65,21 @@ def resolve_providers(requested: Sequence[str] | None) -> list[str]:
 class SessionFromOnnx(BaseLoader):
     """Builds an ``onnxruntime.InferenceSession`` from a path, bytes, a ModelProto or a loader of one."""
 
-    def __init__(self, model: Any, providers: Sequence[str] | None = None, graph_optimization_level: str | None = None, intra_op_num_threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        providers: Sequence[str] | None = None,
+        graph_optimization_level: str | None = None,
+        intra_op_num_threads: int | None = None,
+        log_severity_level: int | None = None,
+    ) -> None:
+        """``log_severity_level``: onnxruntime's logger threshold (0 verbose ... 4 fatal); default: its warnings
+        only with ``parity -v``, else none (errors still arrive as the exception's text)."""
         self.model = model
         self.providers = providers
         self.graph_optimization_level = graph_optimization_level
         self.intra_op_num_threads = intra_op_num_threads
+        self.log_severity_level = log_severity_level
 
     def __call__(self) -> Any:
         try:
@@ -84,8 +94,10 @@ class SessionFromOnnx(BaseLoader):
             check_model_path(model)
         elif not isinstance(model, (bytes, bytearray)):
             source = _serialize(model)
+        severity = default_log_severity() if self.log_severity_level is None else self.log_severity_level
+        ort.set_default_logger_severity(severity)  # the process-wide logger (environment, providers)
         options = ort.SessionOptions()
-        options.log_severity_level = 3
+        options.log_severity_level = severity  # this session's logger, also used while it runs
         if self.graph_optimization_level:
             options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[self.graph_optimization_level])
         if self.intra_op_num_threads:
@@ -112,10 +124,16 @@ def _session_error(exc: Exception, model: Any) -> ModelError:
         found = re.search(r"IR version:?\s*(\d+)", text)
         version = f" {found.group(1)}" if found else ""
         return ModelError(f"{where}: onnxruntime cannot load IR version{version}; fix: {onnx_models.IR_FIX}")
-    if "Protobuf parsing failed" in text or "Load model" in text and "failed" in text:
-        return ModelError(f"{where}: not a valid ONNX model (onnxruntime could not parse it)")
-    return ModelError(f"onnxruntime could not load {where}: {first_line(exc, 300)}")
+    if "Protobuf parsing failed" in text:
+        return ModelError(f"{where}: not a valid ONNX model (onnxruntime: {reason(exc, 200)})")
+    return ModelError(f"onnxruntime could not load {where}: {reason(exc)}")
 
 
-def session_from_onnx(model: Any, providers: Sequence[str] | None = None, graph_optimization_level: str | None = None, intra_op_num_threads: int | None = None) -> Any:
-    return SessionFromOnnx(model, providers, graph_optimization_level, intra_op_num_threads)()
+def session_from_onnx(
+    model: Any,
+    providers: Sequence[str] | None = None,
+    graph_optimization_level: str | None = None,
+    intra_op_num_threads: int | None = None,
+    log_severity_level: int | None = None,
+) -> Any:
+    return SessionFromOnnx(model, providers, graph_optimization_level, intra_op_num_threads, log_severity_level)()

@@ -9,7 +9,7 @@ import numpy as np
 from parity.backend.base import BaseRunner, invoke_if_callable
 from parity.data.meta import TensorMeta
 from parity.errors import BackendError
-from parity.util.text import first_line
+from parity_onnxrt.messages import reason
 
 _ORT_TYPES = {
     "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
@@ -47,5 +47,5 @@ class OnnxrtRunner(BaseRunner):
         try:
             values = self.session.run(names, feed_dict)
         except Exception as exc:  # onnxruntime's pybind errors
-            raise BackendError(f"{self.name}: inference failed: {first_line(exc, 300)}") from None
+            raise BackendError(f"{self.name}: inference failed: {reason(exc)}") from None
         return dict(zip(names, values))
