@@ -82,6 +82,13 @@ def add_commands(cli: click.Group) -> None:
         click.Option(["--save-nodes"], metavar="PATH", help="Write the fp32 node names as JSON."),
         click.Option(["--mode"], default="dichotomic", show_default=True, help=f"Search strategy: {', '.join(_modes('precision'))}."),
         click.Option(["--precision", "-p"], type=click.Choice(["float16", "bfloat16"]), default="float16", show_default=True, help="The lower precision."),
+        click.Option(
+            ["--clamp-out-of-range"],
+            is_flag=True,
+            help="As convert --fp-to-fp16: clamp weights beyond +-65504 instead of keeping them and their readers fp32 (they become search candidates).",
+        ),
+        GreedyOption(["--model-input-shapes"], metavar="NAME:[D0,...]", help="Input shapes for the generated inputs (dynamic dims), e.g. x:[1,3,224,224]."),
+        *opts.data_options(),
         *debug_options("parity_debug.onnx"),
     ]
     command = ParityCommand(
@@ -161,8 +168,14 @@ def precision_command(model: str, output: str, **params: Any) -> int:
     refuse_overwrite(model, output, params.get("save_nodes"), params.get("iter_artifact"))
     if params.get("mode") not in _modes("precision"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")
+    if params.get("save_inputs"):  # the data options make the inputs the check reads, as in debug reduce
+        from parity.data.parse import parse_shapes
+        from parity.results.files import save_inputs
+
+        save_inputs(_feeds(model, params, parse_shapes(params.get("model_input_shapes") or (), "--model-input-shapes")), params["save_inputs"])
     session = session_from_options(params, label="precision", fingerprint={"model": file_fingerprint(model)})
-    result = PrecisionSearch(model, session=session, mode=params["mode"], low=params["precision"]).run()
+    search = PrecisionSearch(model, session=session, mode=params["mode"], low=params["precision"], keep_out_of_range=not params.get("clamp_out_of_range"))
+    result = search.run()
     result.save(output)
     if params.get("save_nodes"):
         write_text_atomic(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from parity.debug import DebugSession, PredicateCheck, Summary
 from parity.errors import ExitCode, ParityError
@@ -25,33 +25,6 @@ from parity_reduce.reducer import Search, load_model
 from parity_reduce.strategies import DEFAULT_MODE, STRATEGIES
 
 LOW = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
-# Ops whose float inputs are not all "data" of one type T (scales, ROIs, dtypes in attributes), or that
-# only move data: leave them as they are.
-SKIP_OPS = {
-    "Cast",
-    "CastLike",
-    "Shape",
-    "Size",
-    "Resize",
-    "Upsample",
-    "ConstantOfShape",
-    "Constant",
-    "Range",
-    "RandomNormal",
-    "RandomUniform",
-    "RandomNormalLike",
-    "RandomUniformLike",
-    "QuantizeLinear",
-    "DequantizeLinear",
-    "DynamicQuantizeLinear",
-    "NonMaxSuppression",
-    "If",
-    "Loop",
-    "Scan",
-    "Identity",
-    "EyeLike",
-    "Multinomial",
-}
 
 
 class AlwaysFails(ParityError):
@@ -71,77 +44,36 @@ class PrecisionResult:
         return self.summary.total
 
     def save(self, path: str | Path) -> None:
-        write_bytes_atomic(path, self.model.SerializeToString())
+        """Write the model if it passes ``parity.onnx_models.validate`` (checker full check, onnxruntime load)."""
+        from parity.onnx_models import validate
 
-
-def tensor_types(model: onnx.ModelProto) -> dict[str, int]:
-    inferred = onnx.shape_inference.infer_shapes(model)
-    types = {i.name: i.data_type for i in model.graph.initializer}
-    for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
-        if vi.type.tensor_type.elem_type:
-            types[vi.name] = vi.type.tensor_type.elem_type
-    return types
+        data = self.model.SerializeToString()
+        validate(data, f"the mixed-precision model (not written to {path})", missing_kernels_ok=True)
+        write_bytes_atomic(path, data)
 
 
 class MixedPrecision:
-    """Builds the model with a chosen set of nodes kept in fp32 and the other candidates in ``low``."""
+    """Builds the model with a chosen set of nodes kept in fp32 and the other candidates in ``low``, with the
+    converter of ``parity convert --fp-to-fp16`` (``parity_surgeon.fp16.Fp16Converter``, same defaults:
+    fp32 graph inputs and outputs, out-of-range weights and their readers kept fp32, op types onnxruntime
+    cannot run in fp16 kept fp32). So a search result with no node kept fp32 is exactly convert's model."""
 
-    def __init__(self, model: onnx.ModelProto, low: str = "float16") -> None:
+    def __init__(self, model: onnx.ModelProto, low: str = "float16", keep_out_of_range: bool = True) -> None:
+        try:
+            from parity_surgeon.fp16 import Fp16Converter
+        except ImportError:
+            raise ParityError("debug precision converts with parity-surgeon's fp16 converter: pip install -e plugins/surgeon") from None
         self.model = model
-        self.low = LOW[low]
-        self.types = tensor_types(model)
-        self.candidates = [i for i, n in enumerate(model.graph.node) if self._castable(n)]
-
-    def _castable(self, node: onnx.NodeProto) -> bool:
-        if node.op_type in SKIP_OPS or node.domain not in ("", "ai.onnx"):
-            return False
-        floats = [t for t in [*node.input, *node.output] if t and self.types.get(t) == TensorProto.FLOAT]
-        outs = [self.types.get(o) for o in node.output if o]
-        return bool(floats) and all(t == TensorProto.FLOAT for t in outs if t in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE))
+        self.converter = Fp16Converter(model, keep_io_types=True, keep_out_of_range=keep_out_of_range, low=low)
+        self.converter.probe_onnxruntime()
+        self.names = self.converter.candidates()
+        self.candidates = list(range(len(self.names)))
 
     def name(self, i: int) -> str:
-        node = self.model.graph.node[i]
-        return node.name or f"{node.op_type}_{i}"
+        return self.names[i]
 
     def build(self, keep_fp32: frozenset[int] | set[int]) -> onnx.ModelProto:
-        low_nodes = set(self.candidates) - set(keep_fp32)
-        graph = self.model.graph
-        low_name: dict[str, str] = {}  # fp32 tensor -> its low-precision twin
-        consumers_fp32 = set()  # tensors read in fp32 somewhere (fp32 node or graph output)
-        for i, node in enumerate(graph.node):
-            if i not in low_nodes:
-                consumers_fp32.update(t for t in node.input if t)
-        consumers_fp32.update(o.name for o in graph.output)
-        nodes: list[onnx.NodeProto] = []
-        for i, node in enumerate(graph.node):
-            if i not in low_nodes:
-                nodes.append(node)
-                continue
-            new = onnx.NodeProto()
-            new.CopyFrom(node)
-            for k, t in enumerate(node.input):
-                if not t or self.types.get(t) != TensorProto.FLOAT:
-                    continue
-                if t not in low_name:
-                    low_name[t] = f"{t}__low"
-                    nodes.append(helper.make_node("Cast", [t], [low_name[t]], name=f"{t}__cast_low", to=self.low))
-                new.input[k] = low_name[t]
-            back = []
-            for k, o in enumerate(node.output):
-                if not o or self.types.get(o) != TensorProto.FLOAT:
-                    continue
-                low_name[o] = f"{o}__low"
-                new.output[k] = low_name[o]
-                if o in consumers_fp32:
-                    back.append(helper.make_node("Cast", [low_name[o]], [o], name=f"{o}__cast_fp32", to=TensorProto.FLOAT))
-            nodes.append(new)
-            nodes.extend(back)
-        out = onnx.ModelProto()
-        out.CopyFrom(self.model)
-        del out.graph.node[:]
-        out.graph.node.extend(nodes)
-        del out.graph.value_info[:]  # the types of retyped tensors changed
-        return out
+        return self.converter.build({self.names[i] for i in keep_fp32})[0]
 
 
 class PrecisionSearch:
@@ -159,6 +91,7 @@ class PrecisionSearch:
         session: DebugSession | None = None,
         mode: str = DEFAULT_MODE,
         low: str = "float16",
+        keep_out_of_range: bool = True,
     ) -> None:
         from parity.errors import UsageError
 
@@ -166,7 +99,7 @@ class PrecisionSearch:
             raise UsageError("give PrecisionSearch either a predicate or a DebugSession")
         if low not in LOW:
             raise UsageError(f"--precision: expected one of {', '.join(LOW)}, got '{low}'")
-        self.mixed = MixedPrecision(load_model(model), low)
+        self.mixed = MixedPrecision(load_model(model), low, keep_out_of_range)
         # A Python predicate says "passes"; the session's verdict is "bad", so invert it there.
         self.session = session or DebugSession(PredicateCheck(lambda it: not predicate(it.payload)))  # type: ignore[misc]
         self.mode = mode

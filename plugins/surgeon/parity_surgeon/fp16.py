@@ -282,6 +282,23 @@ class Fp16Converter:
         report.range_kept_nodes = sorted(set(report.range_kept_nodes))
         return model, report
 
+    def probe_onnxruntime(self) -> None:
+        """Keep fp32 the op types onnxruntime's CPU provider has no kernel for at the low type, found by
+        loading default builds (what ``convert_to_fp16`` does), so later builds load."""
+        from parity.onnx_models import MissingKernelError, validate
+
+        while True:
+            model, _ = self.build()
+            try:
+                validate(model.SerializeToString(), "the fp16 model")
+                return
+            except MissingKernelError as exc:
+                if exc.op_type in self.block_ops or exc.op_type in self.auto_ops:
+                    return
+                self.auto_ops.append(exc.op_type)
+            except Exception:  # other problems surface when the built model is checked or written
+                return
+
     def candidates(self) -> list[str]:
         """Names of the nodes a default build converts (the search space of ``debug precision``)."""
         model, report = self.build()
