@@ -184,12 +184,12 @@ def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool) -> int:
 
 def convert_fp16(request: Any) -> None:
     from parity.util.fs import write_bytes_atomic
-    from parity_surgeon.fp16 import convert_to_fp16
+    from parity_surgeon.fp16 import convert_to_fp16_bytes
 
     if not request.get("fp_to_fp16"):
         raise UsageError("writing an .onnx model needs a conversion: add --fp-to-fp16 (or pick --convert-to)")
     refuse_overwrite(request.model, request.output)
-    model, report = convert_to_fp16(
+    data, report = convert_to_fp16_bytes(
         request.model,
         keep_io_types=request.get("keep_io_types") is not False,
         op_block_list=list(request.get("op_block_list", ())),
@@ -197,7 +197,7 @@ def convert_fp16(request: Any) -> None:
         check_onnxruntime=not request.get("no_ort_check"),
         keep_out_of_range=not request.get("clamp_out_of_range"),
     )  # validated: checker full check and an onnxruntime load, or a ModelError (exit 3)
-    write_bytes_atomic(request.output, report.serialized or _serialize(model))
+    write_bytes_atomic(request.output, data)
     for line in report.lines():
         echo(line)
 

@@ -544,13 +544,40 @@ def convert_to_fp16(
     With ``check_onnxruntime``, op types onnxruntime's CPU provider has no kernel for at fp16 are kept fp32
     (found by loading the result). With ``validate`` the result must pass ``onnx.checker`` (full check) and
     load in onnxruntime, or a one-line :class:`parity.errors.ModelError` says why."""
+
+    converted, report = _convert_validated(model, keep_io_types, op_block_list, node_block_list, check_onnxruntime, keep_out_of_range, validate, keep_model=True)
+    return converted, report
+
+
+def convert_to_fp16_bytes(model: str | Path, **options: Any) -> tuple[bytes, Fp16Report]:
+    """:func:`convert_to_fp16` for a model file, returning the validated serialized model: the converted
+    ModelProto is freed before the onnxruntime load, so peak memory holds one copy of the model less."""
+    options.setdefault("validate", True)
+    options.setdefault("check_onnxruntime", True)
+    _, report = _convert_validated(model, keep_model=False, **options)
+    data, report.serialized = report.serialized, None
+    return data or b"", report
+
+
+def _convert_validated(
+    model: Any,
+    keep_io_types: bool = True,
+    op_block_list: Iterable[str] = (),
+    node_block_list: Iterable[str] = (),
+    check_onnxruntime: bool = True,
+    keep_out_of_range: bool = True,
+    validate: bool = True,
+    keep_model: bool = True,
+) -> tuple[Any, Fp16Report]:
     from parity.errors import ModelError
     from parity.onnx_models import MissingKernelError
     from parity.onnx_models import validate as validate_model
 
     path = isinstance(model, (str, Path))
-    conv = Fp16Converter(model, keep_io_types, op_block_list, node_block_list, keep_out_of_range)
+    auto: list[str] = []
     while True:
+        conv = Fp16Converter(model, keep_io_types, op_block_list, node_block_list, keep_out_of_range)
+        conv.auto_ops = list(auto)
         converted, report = conv.build(in_place=path)
         if not validate and not check_onnxruntime:
             return converted, report
@@ -558,15 +585,15 @@ def convert_to_fp16(
             data = converted.SerializeToString()
         except ValueError as exc:  # protobuf's 2 GiB limit
             raise ModelError(f"the fp16 model is over protobuf's 2 GiB limit and cannot be written as one file ({exc})") from None
+        if not keep_model:
+            del conv, converted
+            converted = None
         try:
             validate_model(data, "the fp16 model", missing_kernels_ok=not check_onnxruntime)
         except MissingKernelError as exc:
-            if exc.op_type in conv.block_ops or exc.op_type in conv.auto_ops:
+            if exc.op_type in set(op_block_list) or exc.op_type in auto:
                 raise
-            auto = [*conv.auto_ops, exc.op_type]
-            if path:  # the analysed model was converted in place: analyse a fresh one
-                conv = Fp16Converter(model, keep_io_types, op_block_list, node_block_list, keep_out_of_range)
-            conv.auto_ops = auto
+            auto.append(exc.op_type)
             continue
         except ModelError:
             if validate:
