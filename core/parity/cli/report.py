@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -30,7 +31,19 @@ def write_report(path: str, summary: Any, code: int, layerwise: Sequence[Any] | 
     }
     if layerwise is not None:
         report["layerwise"] = [r.to_json() for r in layerwise]
-    write_text_atomic(path, json.dumps(report, indent=1, default=_json_default, allow_nan=False))
+    write_text_atomic(path, json.dumps(_strict(report), indent=1, default=_json_default, allow_nan=False))
+
+
+def _strict(value: Any) -> Any:
+    """NaN/Inf become null, so the report is strict JSON (an empty tensor has no max error, a NaN output no
+    cosine; the check's message or ``cosine_undefined`` says why)."""
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _json_default(value: Any) -> Any:
@@ -87,13 +100,20 @@ def _g(value: float) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def _cosine(values: Any) -> str:
+    cosine = values.get("cosine")
+    if cosine is None or cosine != cosine:  # undefined (None) or NaN from a metric that predates the rule
+        return f"cosine n/a ({values.get('cosine_undefined') or 'undefined'})"
+    return f"cosine {cosine:.6f}"
+
+
 def format_check(check: Any) -> str:
     verdict = "PASSED" if check.passed else "FAILED"
     v, t = check.values, check.thresholds
     if check.metric == "simple" and v:
         text = (
             f"{check.name}: {verdict} | max abs {_g(v['max_abs'])} (atol {_g(t['atol'])}) | max rel {_g(v['max_rel'])} (rtol {_g(t['rtol'])})"
-            f" | cosine {v['cosine']:.6f} | passes with atol>={_g(v['min_atol'])} or rtol>={_g(v['min_rtol'])}"
+            f" | {_cosine(v)} | passes with atol>={_g(v['min_atol'])} or rtol>={_g(v['min_rtol'])}"
         )
         if t.get("check_error_stat", "elemwise") != "elemwise":
             text += f" | checked: {t['check_error_stat']} error"

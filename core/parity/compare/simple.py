@@ -73,14 +73,14 @@ class SimpleCompare:
             err.fill_rel(scratch)
             rel_s.percentiles = stats.percentiles_of(scratch, scratch, rel_s)
         abs_hist = err.histogram
-        values: dict[str, float] = {
+        values: dict[str, Any] = {
             "max_abs": abs_s.max,
             "mean_abs": abs_s.mean,
             "median_abs": abs_s.median,
             "max_rel": rel_s.max,
             "mean_rel": rel_s.mean,
             "median_rel": rel_s.median,
-            "cosine": err.cosine(),
+            "cosine": err.cosine(),  # None when undefined; then "cosine_undefined" says why
             "mismatches": float(err.mismatches),
             "nan_actual": float(err.nan_a),
             "nan_reference": float(err.nan_b),
@@ -89,6 +89,10 @@ class SimpleCompare:
             "min_atol": err.needed_atol,
             "min_rtol": err.needed_rtol,
         }
+        why_no_cosine = stats.cosine_undefined(err.dots[1], err.dots[2], a.size, atol)
+        if why_no_cosine:
+            values["cosine"] = None
+            values["cosine_undefined"] = why_no_cosine
         if stat == "elemwise":
             passed = err.mismatches == 0
             why = f"{err.mismatches} of {a.size} elements exceed atol={atol:g} and rtol={rtol:g}"

@@ -260,8 +260,33 @@ def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
     return cosine_from_dots(xy, na, nb)
 
 
+def cosine_undefined(xx: float, yy: float, size: int, atol: float = 0.0) -> str | None:
+    """Why the cosine similarity of an actual tensor (``xx`` = x.x) with a reference (``yy`` = y.y, ``size``
+    elements) means nothing, or ``None`` when it is meaningful.
+
+    A cosine measures whether two tensors point the same way, so it needs a reference with a direction above
+    the comparison's own resolution: it is undefined for an empty tensor, with NaN/Inf, for an all-zero
+    reference, and for a reference whose root mean square is at most ``atol``. The last is the principled
+    "~0": the absolute tolerance is the size of error the check declares irrelevant, so a reference whose
+    typical element is within ``atol`` of zero cannot be told from zero by this comparison, and its direction
+    is rounding noise (PP-OCR det's probability map is ~1e-8 on random inputs, where two onnxruntime
+    configurations have cosine 0.73 and pass).
+    """
+    if size == 0:
+        return "empty tensor"
+    if not (math.isfinite(xx) and math.isfinite(yy)):
+        return "NaN or Inf in the tensors"
+    if yy == 0:
+        return "reference is all zero"
+    rms = math.sqrt(yy / size)
+    if rms <= atol:
+        return f"reference ~0: rms {rms:.3g} <= atol {atol:g}"
+    return None
+
+
 def cosine_from_dots(xy: float, xx: float, yy: float) -> float:
-    """x.y / (|x| |y|) from the three dot products; 1.0 if both are all zero, 0.0 if one is."""
+    """x.y / (|x| |y|) from the three dot products; 1.0 if both are all zero, 0.0 if one is (whether that
+    number means anything: :func:`cosine_undefined`)."""
     if xx == 0 and yy == 0:
         return 1.0
     if xx == 0 or yy == 0:
