@@ -89,6 +89,8 @@ class NodeVerdict:
     full: TensorError | None  # error at this tensor in the full run
     own: TensorError | None  # error of the node alone, fed the reference's inputs
     overflowed: tuple[str, ...] = ()  # inputs whose reference values do not fit the node's input dtype
+    rounded: tuple[str, ...] = ()  # inputs whose reference values were rounded to the node's dtype; then the
+    # reference's output is recomputed from the rounded values too, so both sides see exactly the same inputs
 
     @property
     def verdict(self) -> str:
@@ -139,6 +141,8 @@ class LocalizeResult:
             if v.own is None:
                 continue
             own = f"max abs {_num(v.own.max_abs)}, max rel {_num(v.own.max_rel)}"
+            if v.rounded:
+                own += f"; both runners fed the same values, {list(v.rounded)} rounded to the node's dtype"
             if v.verdict == "introduces":
                 out.append(f"Node '{v.node}' ({v.op_type}) INTRODUCES the error: run alone on the reference's inputs it is still out of tolerance ({own})")
             elif v.verdict == "input overflow":
@@ -219,6 +223,7 @@ class _Session:
         else:
             self.ref_tensors = None
         self.proto = proto  # kept for cutting single nodes out; weights are shared with nothing else
+        self._ref_proto: Any = None  # the reference model, loaded when a node's inputs had to be rounded
 
     # --- runners --------------------------------------------------------------------------------------
     def _runner(self, side: int, outputs: Sequence[str], model: str | None = None) -> Any:
@@ -294,10 +299,30 @@ class _Session:
                     cast, overflowed = _cast_inputs(feed, {t: types[t][0] for t in inputs})
                     got = self.infer(0, [], feed=cast, model=str(path))
                     tensor = next(t for t in outs if t in ref)
-                    own = self._error(tensor, got[tensor], ref[tensor]) if tensor in got else None
-                    verdicts.append(NodeVerdict(node_name, node.op_type, tensor, full.get(tensor), own, overflowed))
+                    rounded = () if overflowed else _rounded(feed, cast)
+                    expected = self._reference_on(node_name, feed, cast, Path(tmp)) if rounded else None
+                    if expected is None or tensor not in expected:
+                        expected, rounded = ref, ()
+                    own = self._error(tensor, got[tensor], expected[tensor]) if tensor in got else None
+                    verdicts.append(NodeVerdict(node_name, node.op_type, tensor, full.get(tensor), own, overflowed, rounded))
             del ref
         return verdicts
+
+    def _reference_on(self, node_name: str, feed: Mapping[str, Any], cast: Mapping[str, Any], tmp: Path) -> dict[str, Any] | None:
+        """The reference runner's node alone on the values the actual node got (rounded to its dtype, then
+        back to the reference's): "with exact inputs" means both sides compute from the same numbers."""
+        from parity_surgeon.extractor import extract_node
+
+        if self._ref_proto is None:
+            ref_model = self.specs[1].model
+            self._ref_proto = self.proto if ref_model == self.model else onnx_models.load(ref_model)
+        if node_name not in {n.name for n in self._ref_proto.graph.node}:
+            return None
+        values = {t: cast[t].astype(feed[t].dtype, copy=False) for t in feed}
+        path = tmp / "reference_node.onnx"
+        g.save(extract_node(self._ref_proto, node_name, {t: (v.dtype, tuple(v.shape)) for t, v in values.items()}), path)
+        self.single_runs += 1
+        return self.infer(1, [], feed=values, model=str(path))
 
     def _in_reference(self, t: str) -> bool:
         return self.ref_tensors is None or t in self.ref_tensors
@@ -321,6 +346,20 @@ def _cast_inputs(feed: Mapping[str, Any], dtypes: Mapping[str, Any]) -> tuple[di
             overflowed.append(name)
         out[name] = cast
     return out, tuple(overflowed)
+
+
+def _rounded(feed: Mapping[str, Any], cast: Mapping[str, Any]) -> tuple[str, ...]:
+    """Floating inputs whose values changed when cast to the node's dtype (fp32 -> fp16 rounding)."""
+    import numpy as np
+
+    out = []
+    for name, value in feed.items():
+        new = cast[name]
+        if new is value or new.dtype == value.dtype or not np.issubdtype(value.dtype, np.floating):
+            continue
+        if not np.array_equal(new.astype(value.dtype), value, equal_nan=True):
+            out.append(name)
+    return tuple(out)
 
 
 def _fit(feed: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
