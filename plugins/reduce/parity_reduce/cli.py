@@ -145,9 +145,12 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
         if result.min_good is None:
             warn("no passing candidate was checked; --min-good not written")
         else:
+            from parity.onnx_models import validate
             from parity.util.fs import write_bytes_atomic
 
-            write_bytes_atomic(params["min_good"], result.min_good.SerializeToString())
+            data = result.min_good.SerializeToString()
+            validate(data, f"the largest passing model (not written to {params['min_good']})", missing_kernels_ok=True)
+            write_bytes_atomic(params["min_good"], data)
     echo(session.summary.line())
     echo(f"Minimum bad model: {len(result.nodes)} of {total} nodes -> {output}")
     echo("  nodes: " + ", ".join(result.nodes[:20]) + (f", ... ({len(result.nodes) - 20} more)" if len(result.nodes) > 20 else ""))

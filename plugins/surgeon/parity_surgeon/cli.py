@@ -64,6 +64,7 @@ def sanitize_cmd(
       parity surgeon sanitize model.onnx -o static.onnx --override-input-shapes x:[1,3,224,224] --fold-constants
     """
     from parity.data.parse import parse_shapes
+    from parity_surgeon import graph as g
     from parity_surgeon.sanitizer import sanitize
 
     _check_model(model, output)
@@ -73,22 +74,11 @@ def sanitize_cmd(
     )
     if not (fold_constants or cleanup or toposort or shapes):
         echo("parity: note: no --fold-constants/--cleanup/--toposort/--override-input-shapes given: only shape inference ran", err=True)
-    _save_validated(result, output, model, "the sanitized model")
+    g.save(result, output, model, "the sanitized model")
     for line in report.lines():
         echo(line)
     echo(f"wrote {output}")
     return 0
-
-
-def _save_validated(model: Any, output: str, source: str, what: str) -> None:
-    """Write ``model`` only if it passes ``parity.onnx_models.validate`` (checker full check + onnxruntime load)."""
-    from parity.onnx_models import validate
-    from parity.util.fs import write_bytes_atomic
-
-    refuse_overwrite(source, output)
-    data = _serialize(model)
-    validate(data, f"{what} (not written)")
-    write_bytes_atomic(output, data)
 
 
 # --- surgeon extract --------------------------------------------------------------------------------
@@ -97,7 +87,10 @@ def _save_validated(model: Any, output: str, source: str, what: str) -> None:
 @click.command("extract", cls=ParityCommand, short_help="Cut out the subgraph between given tensors.")
 @click.argument("model")
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the subgraph.")
-@click.option("--inputs", cls=GreedyOption, metavar="NAME:SHAPE:DTYPE", help="Subgraph inputs; shape and dtype may be auto: x:auto:auto, x:[1,64]:float32.")
+@click.option(
+    "--inputs", cls=GreedyOption, metavar="NAME:SHAPE:DTYPE",
+    help="Subgraph inputs; shape and dtype may be auto: x:auto:auto, x:[1,64]:float32 (default: the model's inputs the subgraph reads).",
+)  # fmt: skip
 @click.option("--outputs", cls=GreedyOption, metavar="NAME:DTYPE", help="Subgraph outputs; dtype may be auto: y:auto or y.")
 @verbosity_options
 def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple[str, ...]) -> int:
@@ -114,7 +107,7 @@ def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple
     if not outputs:
         raise UsageError("--outputs: name at least one output tensor, e.g. --outputs y:auto")
     result = extract(model, [parse_input_spec(t) for t in inputs], [parse_output_spec(t) for t in outputs])
-    g.save(result, output, model)
+    g.save(result, output, model, "the subgraph")
     echo(f"subgraph: {len(result.graph.node)} node(s), inputs {[i.name for i in result.graph.input]}, outputs {[o.name for o in result.graph.output]}")
     echo(f"wrote {output}")
     return 0
@@ -200,13 +193,6 @@ def convert_fp16(request: Any) -> None:
     write_bytes_atomic(request.output, data)
     for line in report.lines():
         echo(line)
-
-
-def _serialize(model: Any) -> bytes:
-    try:
-        return model.SerializeToString()
-    except ValueError as exc:  # protobuf's 2 GiB limit
-        raise ModelError(f"the model is over protobuf's 2 GiB limit and cannot be written as one file ({exc})") from None
 
 
 # --- debug localize ---------------------------------------------------------------------------------

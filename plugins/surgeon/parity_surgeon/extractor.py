@@ -223,8 +223,20 @@ def extract_node(model: Any, node_name: str, input_types: Mapping[str, tuple[Any
             graph_inputs.append(helper.make_tensor_value_info(t, elem or onnx.TensorProto.FLOAT, None if shape is None else list(shape)))
     outputs = [helper.make_empty_tensor_value_info(t) for t in node.output if t]
     graph = helper.make_graph([*kept_nodes, node], f"{_safe_name(node_name)}_alone", graph_inputs, outputs, list(kept_inits))
-    out = helper.make_model(graph)
-    return g.keep_header(out, proto)
+    out = g.keep_header(helper.make_model(graph), proto)
+    _type_outputs(out, types)
+    return out
+
+
+def _type_outputs(model: Any, known: Mapping[str, tuple]) -> None:
+    """Graph outputs must carry a type: infer it on the one-node model (cheap), else take the full model's."""
+    from onnx import TensorProto, helper
+
+    inferred, _ = g.infer_shapes(model, data_prop=False)
+    found = {**known, **g.value_types(inferred)}
+    for vi in model.graph.output:
+        elem, shape = found.get(vi.name, (0, None))
+        vi.CopyFrom(helper.make_tensor_value_info(vi.name, elem or TensorProto.FLOAT, None if shape is None else list(shape)))
 
 
 def _safe_name(name: str) -> str:

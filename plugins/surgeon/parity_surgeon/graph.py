@@ -25,15 +25,21 @@ def load(model: Any) -> Any:
     return model
 
 
-def save(model: Any, path: str | Path, source: str | Path | None = None) -> None:
-    """Write ``model`` atomically; refuse to overwrite the model we were given."""
+def save(model: Any, path: str | Path, source: str | Path | None = None, what: str = "the model") -> None:
+    """Write ``model`` atomically, only after it passes the full checker and loads in onnxruntime (a missing
+    CPU kernel is allowed: the model may be meant for another backend); refuse to overwrite ``source``."""
     if source is not None:
         refuse_overwrite(source, path)
+    data = serialize(model)
+    onnx_models.validate(data, f"{what} (not written to {path})", missing_kernels_ok=True)
+    write_bytes_atomic(path, data)
+
+
+def serialize(model: Any) -> bytes:
     try:
-        data = model.SerializeToString()
+        return model.SerializeToString()
     except ValueError as exc:  # protobuf's 2 GiB limit
         raise ModelError(f"the model is over protobuf's 2 GiB limit and cannot be written as one file ({exc})") from None
-    write_bytes_atomic(path, data)
 
 
 def keep_header(model: Any, original: Any) -> Any:
