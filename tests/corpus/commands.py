@@ -67,6 +67,7 @@ COMMANDS: dict[str, Command] = {
     for c in [
         Command("inspect model", lambda m, p, w: ["inspect", "model", str(p), "--show", "layers", "attrs"]),
         Command("run onnxrt x2", lambda m, p, w: ["run", str(p), *ORT_PAIR, *m.run_args]),
+        Command("localize x2", lambda m, p, w: ["debug", "localize", str(p), *ORT_PAIR, *m.run_args, "--extract-to", str(w / "node.onnx")], ok_codes=(0, 1)),
         Command("check lint", lambda m, p, w: ["check", "lint", str(p)], ok_codes=(0, 1)),
         Command("convert fp16", lambda m, p, w: ["convert", "--fp-to-fp16", str(p), "-o", str(w / "fp16.onnx")], ("fp16.onnx",)),
         Command("sanitize fold", lambda m, p, w: ["surgeon", "sanitize", "--fold-constants", str(p), "-o", str(w / "folded.onnx")], ("folded.onnx",)),
