@@ -216,6 +216,214 @@ def _types(model: Any) -> dict[str, int]:
     return types
 
 
+def _varint(buf: Any, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _encode(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _wire(buf: Any, start: int, end: int) -> Iterable[tuple[int, int, int, int, int]]:
+    """Protobuf fields of ``buf[start:end]``: (number, wire type, field start, value start, field end);
+    the value of a length-delimited field is ``buf[value start:field end]``."""
+    pos = start
+    while pos < end:
+        head = pos
+        key, pos = _varint(buf, pos)
+        wire = key & 7
+        if wire == 0:
+            value = pos
+            _, pos = _varint(buf, pos)
+        elif wire == 1:
+            value, pos = pos, pos + 8
+        elif wire == 5:
+            value, pos = pos, pos + 4
+        elif wire == 2:
+            length, value = _varint(buf, pos)
+            pos = value + length
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+        yield key >> 3, wire, head, value, pos
+    if pos != end:
+        raise ValueError("truncated protobuf field")
+
+
+# onnx.proto field numbers: ModelProto.graph; GraphProto.initializer; TensorProto data_type, name, raw_data,
+# data_location
+_M_GRAPH, _G_INIT, _T_TYPE, _T_NAME, _T_RAW, _T_LOCATION = 7, 5, 2, 8, 9, 14
+
+
+class _FileWeights:
+    """The raw data of a model file's large float32 main-graph initializers, left in the file.
+
+    :meth:`load` parses the model without it (weights keep name, type and dims), so the fp32 weights are
+    never held by the ModelProto: protobuf (upb) keeps a message's old field data until the whole message
+    is freed, so converting them in place held fp32 and fp16 copies together. :meth:`assemble` writes the
+    converted model's bytes with each weight read back from the file, converted when the build lowered it."""
+
+    def __init__(self, path: Path, spans: dict[str, tuple[int, int]]) -> None:
+        self.path = path
+        self.spans = spans  # initializer name -> (offset, length) of its raw_data in the file
+        self.lowered: set[str] = set()
+
+    @classmethod
+    def load(cls, path: str | Path) -> tuple[Any, _FileWeights] | None:
+        """(model without the stored data, store), or None where the file is anything but a plain model
+        with embedded weights (the caller loads it as usual, with its clean errors)."""
+        import mmap
+
+        import onnx
+
+        p = Path(path)
+        try:
+            if not p.is_file() or p.stat().st_size == 0:
+                return None
+            spans: dict[str, tuple[int, int]] = {}
+            parts: list[bytes] = []
+            with open(p, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+                for number, wire, head, value, end in _wire(buf, 0, len(buf)):
+                    if number != _M_GRAPH or wire != 2:
+                        parts.append(buf[head:end])
+                        continue
+                    graph: list[bytes] = []
+                    for gnum, gwire, ghead, gvalue, gend in _wire(buf, value, end):
+                        kept = cls._strip(buf, gvalue, gend, spans) if gnum == _G_INIT and gwire == 2 else None
+                        if kept is None:
+                            graph.append(buf[ghead:gend])
+                        else:
+                            graph.append(_encode(_G_INIT << 3 | 2) + _encode(len(kept)) + kept)
+                    body = b"".join(graph)
+                    parts.append(_encode(_M_GRAPH << 3 | 2) + _encode(len(body)) + body)
+            if not spans:
+                return None
+            model = onnx.ModelProto.FromString(b"".join(parts))
+        except Exception:  # noqa: BLE001 - anything unusual: the ordinary load and its errors
+            return None
+        if not model.graph.node and not model.graph.output:
+            return None
+        names = [i.name for i in model.graph.initializer]
+        if len(set(names)) != len(names) or any(t.data_location == onnx.TensorProto.EXTERNAL for gr in _walk(model.graph) for _, t in _weight_tensors(gr)):
+            return None
+        return model, cls(p, spans)
+
+    @staticmethod
+    def _strip(buf: Any, start: int, end: int, spans: dict[str, tuple[int, int]]) -> bytes | None:
+        """A TensorProto's bytes without its raw_data when it is a large float32 tensor with one raw_data and
+        a name not seen before (its span recorded in ``spans``); None to keep it as it is."""
+        fields = list(_wire(buf, start, end))
+        raw = [f for f in fields if f[0] == _T_RAW and f[1] == 2]
+        types = [_varint(buf, f[3])[0] for f in fields if f[0] == _T_TYPE and f[1] == 0]
+        names = [bytes(buf[f[3] : f[4]]) for f in fields if f[0] == _T_NAME and f[1] == 2]
+        location = [f for f in fields if f[0] == _T_LOCATION]
+        if len(raw) != 1 or types[-1:] != [FLOAT] or len(names) != 1 or location or raw[0][4] - raw[0][3] <= _SMALL or (raw[0][4] - raw[0][3]) % 4:
+            return None
+        name = names[0].decode()
+        if name in spans:
+            return None
+        spans[name] = (raw[0][3], raw[0][4] - raw[0][3])
+        return b"".join(buf[f[2] : f[4]] for f in fields if f is not raw[0])
+
+    def holds(self, t: Any) -> bool:
+        """Whether ``t`` (a main-graph initializer of the loaded model) has its data here."""
+        import math
+
+        if t.name not in self.spans or t.raw_data or t.float_data or t.data_type != FLOAT:
+            return False
+        return math.prod(t.dims) * 4 == self.spans[t.name][1]
+
+    def _read(self, name: str, fh: Any) -> Any:
+        import numpy as np
+
+        offset, length = self.spans[name]
+        fh.seek(offset)
+        data = fh.read(length)
+        if len(data) != length:
+            raise ValueError(f"{self.path} changed while it was converted")
+        return np.frombuffer(data, dtype=np.float32)
+
+    def array(self, name: str) -> Any:
+        with open(self.path, "rb") as fh:
+            return self._read(name, fh)
+
+    def assemble(self, light: bytes, low: str, out_of_range: dict[str, int]) -> bytes:
+        """The serialized model: ``light`` (the converted model, serialized without the stored data) with
+        each stored initializer's raw_data put back, converted to ``low`` where the build lowered it (fp16:
+        finite values beyond +-65504 clamped, as :meth:`_Build.lower` does)."""
+        import io
+
+        import numpy as np
+
+        def raw_size(name: str) -> int:
+            return self.spans[name][1] // (2 if name in self.lowered else 1)
+
+        def size(piece: bytes | str) -> int:
+            return len(piece) if isinstance(piece, bytes) else raw_size(piece)
+
+        pieces: list[bytes | str] = []  # bytes, or the name of a weight whose raw_data goes there
+        for number, wire, head, value, end in _wire(light, 0, len(light)):
+            if number != _M_GRAPH or wire != 2:
+                pieces.append(light[head:end])
+                continue
+            graph: list[bytes | str] = []
+            for gnum, gwire, ghead, gvalue, gend in _wire(light, value, end):
+                name = None
+                if gnum == _G_INIT and gwire == 2:
+                    fields = list(_wire(light, gvalue, gend))
+                    names = [light[f[3] : f[4]].decode() for f in fields if f[0] == _T_NAME and f[1] == 2]
+                    name = names[0] if len(names) == 1 and names[0] in self.spans and not any(f[0] == _T_RAW for f in fields) else None
+                if name is None:
+                    graph.append(light[ghead:gend])
+                    continue
+                # the raw_data field goes in field-number order, as protobuf writes it
+                at = next((f[2] for f in fields if f[0] > _T_RAW), gend)
+                head_raw = _encode(_T_RAW << 3 | 2) + _encode(raw_size(name))
+                tensor = (gend - gvalue) + len(head_raw) + raw_size(name)
+                graph += [_encode(_G_INIT << 3 | 2) + _encode(tensor) + light[gvalue:at] + head_raw, name, light[at:gend]]
+            pieces.append(_encode(_M_GRAPH << 3 | 2) + _encode(sum(size(p) for p in graph)))
+            pieces += graph
+        total = sum(size(p) for p in pieces)
+        if total >= 2**31:
+            from parity.errors import ModelError
+
+            raise ModelError(f"the fp16 model is over protobuf's 2 GiB limit ({total} bytes) and cannot be written as one file")
+        out = io.BytesIO()
+        with open(self.path, "rb") as fh:
+            for p in pieces:
+                if isinstance(p, bytes):
+                    out.write(p)
+                    continue
+                arr = self._read(p, fh)
+                if p in self.lowered:
+                    if low == "float16":
+                        if p in out_of_range:
+                            arr = np.where(np.isinf(arr), arr, np.clip(arr, -FP16_MAX, FP16_MAX))
+                        arr = arr.astype(np.float16)
+                    else:
+                        import ml_dtypes
+
+                        arr = arr.astype(ml_dtypes.bfloat16)
+                out.write(arr.data)
+                del arr
+        data = out.getvalue()  # the buffer itself (no copy): nothing else refers to it
+        if len(data) != total:
+            raise AssertionError(f"assembled {len(data)} bytes, expected {total}")
+        return data
+
+
 class Fp16Converter:
     """Analyses a model once (types, weights beyond the fp16 range) and builds converted copies with any
     extra set of nodes kept fp32: ``convert --fp-to-fp16`` builds one, ``debug precision`` one per check."""
@@ -228,6 +436,7 @@ class Fp16Converter:
         node_block_list: Iterable[str] = (),
         keep_out_of_range: bool = True,
         low: str = "float16",
+        weights: _FileWeights | None = None,
     ) -> None:
         import numpy as np
 
@@ -236,6 +445,9 @@ class Fp16Converter:
         if low not in _LOW:
             raise UsageError(f"--precision: expected one of {', '.join(_LOW)}, got '{low}'")
         self.source = model
+        # weights: the model was parsed without the data of its large float32 main-graph initializers, which
+        # stay in the file (see _FileWeights); the build marks them and _FileWeights.assemble writes them
+        self.weights = weights
         self.model = g.load(model)
         self.low, self.low_type = low, _LOW[low][1]
         self.keep_io, self.keep_range = keep_io_types, keep_out_of_range
@@ -251,10 +463,11 @@ class Fp16Converter:
         self.types = _types(self.model)
         self.out_of_range: dict[str, int] = {}
         if low == "float16":
-            for graph in _walk(self.model.graph):
+            for depth, graph in enumerate(_walk(self.model.graph)):
                 for name, t in _weight_tensors(graph):
                     if t.data_type == FLOAT:
-                        arr = _array(t)
+                        stored = weights is not None and depth == 0 and weights.holds(t)
+                        arr = weights.array(t.name) if stored else _array(t)
                         if arr.size:
                             n = int(np.count_nonzero(np.abs(arr) > FP16_MAX))  # inf stays inf: not a clamp
                             n -= int(np.count_nonzero(np.isinf(arr)))
@@ -407,7 +620,11 @@ class _Build:
         # --- weights and attributes
         for init in graph.initializer:
             if home.get(init.name):
-                self.lower(init)
+                if main and c.weights is not None and c.weights.holds(init):
+                    c.weights.lowered.add(init.name)  # converted as it is written (_FileWeights.assemble)
+                    init.data_type = low
+                else:
+                    self.lower(init)
         for i, node in enumerate(nodes):
             if node.op_type in CONTROL_FLOW:
                 self.body(node, scope, i in kept)
@@ -550,8 +767,10 @@ def convert_to_fp16(
 
 
 def convert_to_fp16_bytes(model: str | Path, **options: Any) -> tuple[bytes, Fp16Report]:
-    """:func:`convert_to_fp16` for a model file, returning the validated serialized model: the converted
-    ModelProto is freed before the onnxruntime load, so peak memory holds one copy of the model less."""
+    """:func:`convert_to_fp16` for a model file, returning the validated serialized model. The file is parsed
+    without the data of its large float32 weights (:class:`_FileWeights`), each weight is read back and
+    converted as the bytes are written, and the converted ModelProto is freed before validation: the fp32
+    weights are never held whole, and never beside their fp16 copies."""
     options.setdefault("validate", True)
     options.setdefault("check_onnxruntime", True)
     _, report = _convert_validated(model, keep_model=False, **options)
@@ -576,7 +795,11 @@ def _convert_validated(
     path = isinstance(model, (str, Path))
     auto: list[str] = []
     while True:
-        conv = Fp16Converter(model, keep_io_types, op_block_list, node_block_list, keep_out_of_range)
+        # bytes only, from a file: parse it without its large weights, which are converted as they are written
+        light = _FileWeights.load(model) if path and not keep_model and (validate or check_onnxruntime) else None
+        weights = light[1] if light else None
+        conv = Fp16Converter(light[0] if light else model, keep_io_types, op_block_list, node_block_list, keep_out_of_range, weights=weights)
+        del light
         conv.auto_ops = list(auto)
         converted, report = conv.build(in_place=path)
         if not validate and not check_onnxruntime:
@@ -586,8 +809,11 @@ def _convert_validated(
         except ValueError as exc:  # protobuf's 2 GiB limit
             raise ModelError(f"the fp16 model is over protobuf's 2 GiB limit and cannot be written as one file ({exc})") from None
         if not keep_model:
+            out_of_range = conv.out_of_range
             del conv, converted
             converted = None
+            if weights is not None:
+                data = weights.assemble(data, "float16", out_of_range)
         try:
             validate_model(data, "the fp16 model", missing_kernels_ok=not check_onnxruntime)
         except MissingKernelError as exc:
