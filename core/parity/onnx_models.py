@@ -237,42 +237,11 @@ def is_onnx(head: bytes) -> bool:
 
 
 def describe(path: str, show: set[str] | frozenset[str] = frozenset(), options: object = None) -> str:
-    """The text of ``parity inspect model`` for an ONNX file."""
-    model = load(path, load_external_data=False)
-    graph = model.graph
-    opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
-    lines = [
-        f"ONNX model: {path}",
-        f"  IR version {model.ir_version} | opsets: {opsets} | producer: {model.producer_name or '?'} {model.producer_version}".rstrip(),
-        f"  {len(graph.node)} nodes, {len(graph.initializer)} initializers",
-        "  inputs:",
-    ]
-    lines += [f"    {name}: {meta}" for name, meta in graph_inputs(model).items()]
-    lines.append("  outputs:")
-    lines += [f"    {name}: {meta}" for name, meta in graph_outputs(model).items()]
-    if "layers" in show or "attrs" in show:
-        lines.append("  nodes:")
-        for i, node in enumerate(graph.node):
-            lines.append(f"    [{i}] {node.name or '<unnamed>'} ({node.op_type}): {list(node.input)} -> {list(node.output)}")
-            if "attrs" in show:
-                import onnx
+    """The text of ``parity inspect model`` for an ONNX file; rendered by :mod:`parity.onnx_inspect` (subgraphs,
+    Constant values)."""
+    from parity.onnx_inspect import describe as render
 
-                for attr in node.attribute:
-                    value = onnx.helper.get_attribute_value(attr)
-                    if isinstance(value, bytes):
-                        value = value.decode(errors="replace")
-                    text = repr(value) if not hasattr(value, "dims") else f"tensor{list(value.dims)}"
-                    lines.append(f"        {attr.name} = {text[:120]}")
-    if "weights" in show:
-        import numpy as np
-        import onnx.numpy_helper as nh
-
-        lines.append("  initializers:")
-        for init in graph.initializer:
-            arr = nh.to_array(init) if not init.external_data else None
-            stats = "" if arr is None or arr.size == 0 else f" | mean={float(arr.astype(np.float64).mean()):.4g} min={arr.min()} max={arr.max()}"
-            lines.append(f"    {init.name}: {dtype_of(init.data_type)}{list(init.dims)}{stats}")
-    return "\n".join(lines)
+    return render(path, show, options)
 
 
 class MissingKernelError(ModelError):
