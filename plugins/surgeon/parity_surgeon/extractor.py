@@ -208,6 +208,9 @@ def extract_node(model: Any, node_name: str, input_types: Mapping[str, tuple[Any
     inits = {i.name: i for i in proto.graph.initializer}
     consts = {n.output[0]: n for n in proto.graph.node if n.op_type == "Constant"}
     types = g.value_types(proto)
+    computed = [t for t in onnx_models.node_inputs(node) if t not in inits and t not in consts and not (input_types and t in input_types)]
+    if any(types.get(t, (0, None))[1] is None for t in computed):  # the model carries no shape for an input: infer once
+        types = g.value_types(g.infer_shapes(proto, data_prop=False)[0])
     graph_inputs, kept_inits, kept_nodes = [], [], []
     for t in dict.fromkeys(onnx_models.node_inputs(node)):
         if t in inits:
