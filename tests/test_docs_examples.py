@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "docs" / "cli.md"]
+PAGES = [ROOT / "docs" / "cli.md", ROOT / "docs" / "real-models.md"]
+CORPUS_MODELS = ("silero_vad", "ppocr_det")  # copied next to the examples as NAME.onnx
 
 
 def commands(page: Path) -> list[tuple[str, int]]:
@@ -28,9 +29,11 @@ def commands(page: Path) -> list[tuple[str, int]]:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_documented_commands_run(page, tmp_path):
+def test_documented_commands_run(page, tmp_path, corpus_model):
     for model in (ROOT / "examples" / "models").glob("*.onnx"):
         shutil.copy(model, tmp_path)
+    for name in CORPUS_MODELS:
+        shutil.copy(corpus_model(name), tmp_path / f"{name}.onnx")
     found = commands(page)
     assert found, f"no sh examples in {page}"
     for line, expected in found:
