@@ -20,7 +20,7 @@ from parity.compare.result import AccuracyResult, IterationComparison, PairCompa
 from parity.errors import UsageError
 from parity.results.files import ArchiveWriter
 from parity.results.model import IterationResult, RunResults
-from parity.util.fs import atomic_write
+from parity.util.fs import atomic_write, refuse_overwrite
 from parity.util.text import unique_labels
 
 
@@ -84,11 +84,17 @@ class _Streamer:
     def finish(self, ok: bool) -> None:
         if not self._writer or not self._ctx:
             return
+        try:
+            if ok:
+                if self.kind == "inputs":
+                    self._writer.close({"kind": "inputs", "iterations": self._iterations})
+                else:
+                    self._writer.close({"kind": "outputs", "runs": [{"runner": r, "iterations": i} for r, i in self._runs.items()]})
+        except BaseException as exc:  # e.g. disk full while closing: the temporary goes, the error stays
+            self._writer.discard()
+            self._ctx.__exit__(type(exc), exc, exc.__traceback__)
+            raise
         if ok:
-            if self.kind == "inputs":
-                self._writer.close({"kind": "inputs", "iterations": self._iterations})
-            else:
-                self._writer.close({"kind": "outputs", "runs": [{"runner": r, "iterations": i} for r, i in self._runs.items()]})
             self._ctx.__exit__(None, None, None)
         else:
             self._writer.discard()
@@ -107,6 +113,7 @@ def run(
     on_iteration: Callable[[int, list[PairComparison]], None] | None = None,
 ) -> RunSummary:
     """Run ``runners`` on the data, compare each with the next, then the last with each golden run."""
+    refuse_overwrite(None, save_inputs=save_inputs, save_outputs=save_outputs)  # one file cannot hold both
     funcs = resolve_compare_funcs(compare_func)
     golden = golden or RunResults()
     live = runner_labels(runners)
@@ -117,9 +124,12 @@ def run(
         pairs += [(live[-1], g) for g in golden_labels]
     summary = RunSummary(AccuracyResult(PairComparison(a, b) for a, b in pairs), validated=do_validate)
     started = time.perf_counter()
-    inputs_out, outputs_out = _Streamer(save_inputs, "inputs"), _Streamer(save_outputs, "outputs")
+    inputs_out = outputs_out = None
     ok = False
     try:
+        # inside the try: if the second file cannot be opened, the first one's temporary is removed
+        inputs_out = _Streamer(save_inputs, "inputs")
+        outputs_out = _Streamer(save_outputs, "outputs")
         if not runners:
             summary.accuracy = Comparator.compare_accuracy(golden, funcs, fail_fast=fail_fast)
             summary.iterations = max((len(i) for _, i in golden), default=0)
@@ -150,8 +160,12 @@ def run(
         ok = True
         return summary
     finally:
-        inputs_out.finish(ok)
-        outputs_out.finish(ok)
+        try:
+            if inputs_out:
+                inputs_out.finish(ok)
+        finally:
+            if outputs_out:
+                outputs_out.finish(ok)
         summary.seconds = time.perf_counter() - started
 
 

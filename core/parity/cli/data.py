@@ -7,6 +7,7 @@ import click
 from parity.cli.common import echo, verbosity_options
 from parity.cli.parsing import ParityCommand
 from parity.errors import UsageError
+from parity.util.fs import refuse_overwrite
 from parity.util.text import names_preview
 
 
@@ -33,6 +34,7 @@ def concat(paths: tuple[str, ...], output: str) -> int:
     from parity.results.files import file_kind, load_inputs, load_results, save_inputs, save_results
     from parity.results.model import RunResults
 
+    refuse_overwrite({"the input file": paths}, **{"-o": output})  # before reading anything
     kinds = {file_kind(p) for p in paths}
     if len(kinds) != 1:
         raise UsageError("data concat: give only input files or only output files")
@@ -54,6 +56,7 @@ def concat(paths: tuple[str, ...], output: str) -> int:
 def merge(paths: tuple[str, ...], output: str) -> int:
     from parity.results.files import file_kind, load_inputs, load_results, save_inputs
 
+    refuse_overwrite({"the input file": paths}, **{"-o": output})  # before reading anything
     sources: list[list[dict]] = []
     for p in paths:
         if file_kind(p) == "inputs":

@@ -14,7 +14,7 @@ from parity.cli.parsing import ParityCommand
 from parity.errors import ExitCode, UsageError
 from parity.plugins import get_registry
 from parity.registry import Backend, Registry, RunnerRequest
-from parity.util.fs import check_model_path
+from parity.util.fs import check_model_path, refuse_overwrite
 from parity.util.text import names_preview
 
 
@@ -194,11 +194,28 @@ def make_compare_funcs(params: Mapping[str, Any], registry: Registry) -> list:
 
 # --- the command -----------------------------------------------------------------------------------
 
+def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any]) -> None:
+    """Before any work: no file ``run`` writes is the model or a file it reads, and no two are one file."""
+    script = params.get("data_loader_script")
+    if script and not Path(script).exists() and ":" in script:
+        script = script.rsplit(":", 1)[0]  # FILE.py:FUNC
+    refuse_overwrite(
+        {
+            "the model": model,
+            "the --load-inputs file": params.get("load_inputs"),
+            "the --load-outputs file": params.get("load_outputs"),
+            "the --data-loader-script": script,
+        },
+        **{"--save-inputs": params.get("save_inputs"), "--save-outputs": params.get("save_outputs"), "--report": params.get("report")},
+    )
+
+
 def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:
     from parity import runflow
     from parity.results.files import load_results
     from parity.results.model import RunResults
 
+    refuse_overwrite_inputs(model, params)
     registry = get_registry()
     if not ctx.meta.get("parity.runners") and not params.get("load_outputs"):
         flags = " ".join(b.cli_flag for b in registry.backends.values())

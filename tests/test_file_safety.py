@@ -1,0 +1,214 @@
+"""Parity never overwrites what the user passed in, writes files with the mode the umask gives, and leaves no
+temporary file behind, even when killed (``kill -9``) in the middle of a write."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import core_models
+import pytest
+
+PY = sys.executable
+
+
+def one_line_error(err: str) -> str:
+    lines = [line for line in err.strip().splitlines() if line.startswith("parity: error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch, main):
+    """A model, its saved inputs and outputs, in the current directory."""
+    monkeypatch.chdir(tmp_path)
+    core_models.affine(tmp_path / "m.onnx")
+    code, _, err = main("run", "m.onnx", "--onnxrt", "--save-inputs", "in.npz", "--save-outputs", "golden.npz")
+    assert code == 0, err
+    return tmp_path
+
+
+# --- item: outputs onto inputs are refused before any work ------------------------------------------------------
+
+RUN_CASES = {
+    "save-outputs onto the model": (["--onnxrt", "--save-outputs", "m.onnx"], "m.onnx", "m.onnx"),
+    "report onto the model (symlink)": (["--onnxrt", "--report", "link.onnx"], "m.onnx", "link.onnx"),
+    "save-inputs onto the model (./ path)": (["--onnxrt", "--save-inputs", "./m.onnx"], "m.onnx", "./m.onnx"),
+    "save-inputs onto load-inputs": (["--onnxrt", "--load-inputs", "in.npz", "--save-inputs", "in.npz"], "in.npz", "in.npz"),
+    "save-inputs onto load-inputs (hard link)": (["--onnxrt", "--load-inputs", "in.npz", "--save-inputs", "hard.npz"], "in.npz", "hard.npz"),
+    "save-outputs onto load-outputs": (["--onnxrt", "--load-outputs", "golden.npz", "--save-outputs", "golden.npz"], "golden.npz", "golden.npz"),
+    "report onto load-outputs (absolute)": (["--load-outputs", "golden.npz", "--report", "{abs}/golden.npz"], "golden.npz", "/golden.npz"),
+    "save-outputs onto load-inputs": (["--onnxrt", "--load-inputs", "in.npz", "--save-outputs", "sub/../in.npz"], "in.npz", "sub/../in.npz"),
+    "save-inputs and save-outputs one file": (["--onnxrt", "--save-inputs", "x.npz", "--save-outputs", "x.npz"], "x.npz", "x.npz"),
+}
+
+
+@pytest.mark.parametrize("case", RUN_CASES, ids=list(RUN_CASES))
+def test_run_refuses_to_write_onto_its_inputs(work, main, case):
+    args, first, second = RUN_CASES[case]
+    (work / "sub").mkdir()
+    os.symlink("m.onnx", work / "link.onnx")
+    os.link(work / "in.npz", work / "hard.npz")
+    before = {p.name: digest(p) for p in work.iterdir() if p.is_file()}
+    code, out, err = main("run", "m.onnx", *[a.replace("{abs}", str(work)) for a in args])
+    line = one_line_error(err)
+    assert code == 2
+    assert first in line and second in line, line  # names both paths
+    assert "PASSED" not in out and "iteration" not in out  # refused before any work
+    assert {p.name: digest(p) for p in work.iterdir() if p.is_file()} == before
+    assert not [p for p in work.iterdir() if p.name.endswith(".part")]
+
+
+@pytest.mark.parametrize("command", ["concat", "merge"])
+@pytest.mark.parametrize("output", ["in.npz", "./in.npz", "hard.npz"])
+def test_data_refuses_to_write_onto_an_input_file(work, main, command, output):
+    os.link(work / "in.npz", work / "hard.npz")
+    before = digest(work / "in.npz")
+    code, out, err = main("data", command, "in.npz", "golden.npz", "-o", output)
+    line = one_line_error(err)
+    assert code == 2 and "in.npz" in line and output in line and "wrote" not in out
+    assert digest(work / "in.npz") == before
+
+
+def test_refusal_does_not_stop_legitimate_outputs(work, main):
+    code, _, err = main("run", "m.onnx", "--onnxrt", "--load-inputs", "in.npz", "--load-outputs", "golden.npz", "--save-outputs", "new.npz", "--report", "r.json")
+    assert code == 0, err
+    assert main("data", "concat", "in.npz", "in.npz", "-o", "two.npz")[0] == 0
+
+
+# --- item: modes -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_new_files_get_the_mode_the_umask_gives(work, main, umask):
+    old = os.umask(umask)
+    try:
+        code, _, err = main("run", "m.onnx", "--onnxrt", "--save-inputs", "i2.npz", "--save-outputs", "o2.npz", "--report", "r.json")
+        assert code == 0, err
+        assert main("data", "concat", "in.npz", "in.npz", "-o", "c.npz")[0] == 0
+    finally:
+        os.umask(old)
+    for name in ("i2.npz", "o2.npz", "r.json", "c.npz"):
+        assert stat.S_IMODE((work / name).stat().st_mode) == 0o666 & ~umask, name
+
+
+def test_replacing_a_file_keeps_its_mode(work, main):
+    os.chmod(work / "golden.npz", 0o640)
+    os.chmod(work / "in.npz", 0o604)
+    before = digest(work / "golden.npz")
+    code, _, err = main("run", "m.onnx", "--onnxrt", "--seed", "7", "--save-inputs", "in.npz", "--save-outputs", "golden.npz")
+    assert code == 0, err
+    assert digest(work / "golden.npz") != before  # replaced
+    assert stat.S_IMODE((work / "golden.npz").stat().st_mode) == 0o640
+    assert stat.S_IMODE((work / "in.npz").stat().st_mode) == 0o604
+
+
+# --- item: kill -9 mid-write leaves nothing behind ---------------------------------------------------------------
+
+SLOW_LOADER = """
+import time
+from pathlib import Path
+import numpy as np
+
+def load_data():
+    for k in range(3):
+        yield {"x": np.full((1, 4), k, np.float32)}
+        Path("ready").touch()  # the first iteration is in the outputs file by now
+        time.sleep(120)
+"""
+
+NO_TMPFILE = "import parity.util.fs as fs; fs._open_unnamed = lambda directory: None\n"
+
+
+def _kill_mid_run(work: Path, prelude: str = "") -> int:
+    (work / "slow_loader.py").write_text(SLOW_LOADER)
+    code = prelude + "import sys\nfrom parity.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    argv = ["run", "m.onnx", "--onnxrt", "--data-loader-script", "slow_loader.py", "--save-outputs", "golden.npz", "--save-inputs", "out/in2.npz"]
+    proc = subprocess.Popen([PY, "-c", code, *argv], cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (work / "ready").exists():
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    if proc.stderr:
+        proc.stderr.close()
+    (work / "ready").unlink()
+    return proc.pid
+
+
+def _listing(directory: Path) -> set[str]:
+    return {p.name for p in directory.iterdir()}
+
+
+def test_kill_9_during_save_outputs_leaves_no_temporary_file(work):
+    before = digest(work / "golden.npz")
+    files = _listing(work)
+    _kill_mid_run(work)
+    assert _listing(work) == files | {"out", "slow_loader.py"}  # nothing new: the unnamed (O_TMPFILE) files went with the process
+    assert _listing(work / "out") == set()
+    assert digest(work / "golden.npz") == before  # the previous file is untouched
+
+
+def test_without_o_tmpfile_the_next_write_removes_stale_parts(work, main):
+    """Where O_TMPFILE is unsupported the temporary has a name; the next write in that directory removes the
+    parts of dead processes (and only those)."""
+    before = digest(work / "golden.npz")
+    pid = _kill_mid_run(work, NO_TMPFILE)
+    stale = [p.name for p in work.iterdir() if p.name.endswith(".part")]
+    assert len(stale) == 1 and stale[0].startswith(f".parity-{pid}-"), stale
+    assert digest(work / "golden.npz") == before
+    assert [p.name for p in (work / "out").iterdir()][0].startswith(f".parity-{pid}-")
+    # a part of a live process stays
+    alive = subprocess.Popen([PY, "-c", "import time; time.sleep(60)"])
+    try:
+        live_part = work / stale[0].replace(f".parity-{pid}-", f".parity-{alive.pid}-")
+        live_part.write_bytes(b"in progress")
+        code, _, err = main("run", "m.onnx", "--onnxrt", "--report", "r.json")
+        assert code == 0, err
+        assert _listing(work) >= {"r.json", live_part.name} and stale[0] not in _listing(work)
+    finally:
+        alive.kill()
+        alive.wait()
+    assert len(list((work / "out").iterdir())) == 1  # another directory is cleaned by a write there
+    assert main("data", "concat", "in.npz", "-o", "out/c.npz")[0] == 0
+    assert _listing(work / "out") == {"c.npz"}
+
+
+def test_named_fallback_writes_the_same_files_with_the_same_modes(tmp_path):
+    script = NO_TMPFILE + textwrap.dedent(
+        f"""
+        import os
+        from parity.util.fs import write_text_atomic
+        os.umask(0o027)
+        write_text_atomic({str(tmp_path / 'a.txt')!r}, "one")
+        os.chmod({str(tmp_path / 'a.txt')!r}, 0o604)
+        write_text_atomic({str(tmp_path / 'a.txt')!r}, "two")
+        write_text_atomic({str(tmp_path / 'b.txt')!r}, "new")
+        """
+    )
+    subprocess.run([PY, "-c", script], check=True)
+    assert (tmp_path / "a.txt").read_text() == "two" and _listing(tmp_path) == {"a.txt", "b.txt"}
+    assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == 0o604
+    assert stat.S_IMODE((tmp_path / "b.txt").stat().st_mode) == 0o640
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
+    from parity.util.fs import atomic_write, write_text_atomic
+
+    write_text_atomic(tmp_path / "a.txt", "old")
+    with pytest.raises(RuntimeError), atomic_write(tmp_path / "a.txt", "w") as handle:
+        handle.write("new")
+        raise RuntimeError("interrupted")
+    assert (tmp_path / "a.txt").read_text() == "old" and _listing(tmp_path) == {"a.txt"}
