@@ -4,22 +4,124 @@
     <dir>/inputs.npz       the inputs that trigger the failure (one entry per sample; Parity's input format)
     <dir>/expected.npz     what its outputs were in the full model (reference run; Parity's results format)
     <dir>/check.sh         the exact check command, pointed at the files above
-    <dir>/README.md        what was reduced, the node list, how to run it
+    <dir>/README.md        what was reduced, the node list, how to run it, every file copied in
 
-The folder is written beside its final place and renamed into it, so it is complete or absent.
+Safety: the folder is never replaced and nothing in it is overwritten. An existing non-empty ``<dir>`` is
+refused by the command (:func:`check_target`, called before the search so no check is wasted); a new one is
+built beside its place and renamed into it (complete or absent); an existing one is filled file by file,
+replacing nothing (a clash leaves it as it was).
+
+The bundle copies only what the check needs and the user gave Parity as such: the check's own script
+(``check.py`` in ``--check python check.py ...``) and the user's ``--load-inputs`` files named in the check.
+The iteration's files (``parity_debug.onnx``, ``parity_debug_inputs.npz``) are the bundle's ``model.onnx`` and
+``inputs.npz``. Any other file the check names (a token file, a config, golden outputs of the full model) is
+not copied: ``check.sh`` refers to it where it is, and the README lists it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
-import tempfile
+import stat
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import onnx
+
+MAX_COPY = 64 << 20
+SCRIPT_SUFFIXES = {".py", ".sh", ".bash"}
+INTERPRETERS = {"python", "python3", "sh", "bash", "dash", "zsh"}
+ITERATION_FILES = ("polygraphy_debug.onnx",)  # Polygraphy's name for the iteration's model, as the checks use it
+
+
+def check_target(directory: str | Path, option: str = "--repro") -> Path:
+    """The bundle's folder, refused (exit 2) if something non-empty is there: Parity never replaces a folder."""
+    from parity.errors import UsageError
+
+    target = Path(directory)
+    if target.is_symlink() or target.exists():
+        if not target.is_dir():
+            raise UsageError(f"{option} {directory}: a file of that name exists; choose a new folder (or --no-repro)")
+        if any(target.iterdir()):
+            raise UsageError(
+                f"{option} {directory}: the folder exists and is not empty; Parity never replaces a folder: "
+                "choose a new or empty folder (or --no-repro)"
+            )
+    return target
+
+
+class _Copies:
+    """Files of the check copied into the bundle: name in the bundle -> (source, why)."""
+
+    def __init__(self, folder: Path, load_inputs: Sequence[str]) -> None:
+        self.folder = folder
+        self.load_inputs = [p for p in load_inputs if Path(p).is_file()]
+        self.copied: dict[str, tuple[Path, str]] = {}
+        self.outside: list[tuple[str, str]] = []  # (path as check.sh names it, why it was not copied)
+
+    def _is_load_input(self, path: Path) -> bool:
+        from parity.util.fs import same_file
+
+        return any(same_file(path, p) for p in self.load_inputs)
+
+    def token(self, command: Sequence[str], k: int, value: str) -> str:
+        """``value`` (a check argument, or the path in ``--opt=path``) as check.sh should name it."""
+        path = Path(value)
+        try:
+            is_file = path.is_file()
+        except OSError:
+            return value
+        if not is_file:
+            return value
+        if self._is_load_input(path):
+            why = "your --load-inputs data"
+        elif path.suffix in SCRIPT_SUFFIXES and (k == 0 or (k == 1 and _interpreter(command[0]))):
+            why = "the check's script"
+        else:
+            return self._outside(path, "named in the check; not copied")
+        size = path.stat().st_size
+        if size > MAX_COPY:
+            return self._outside(path, f"{why}, {size >> 20} MiB; too large to copy")
+        for name, (src, _) in self.copied.items():
+            if src.resolve() == path.resolve():
+                return name
+        name = _free_name(path.name, self.copied)
+        shutil.copyfile(path, self.folder / name)  # the content only; the file gets the umask's mode
+        if os.access(path, os.X_OK):
+            _make_executable(self.folder / name)
+        self.copied[name] = (path.resolve(), why)
+        return name
+
+    def _outside(self, path: Path, why: str) -> str:
+        named = str(path if path.is_absolute() else path.resolve())  # check.sh runs in the bundle's folder
+        if (named, why) not in self.outside:
+            self.outside.append((named, why))
+        return named
+
+
+def _interpreter(program: str) -> bool:
+    name = Path(program).name
+    return name in INTERPRETERS or program == sys.executable or (name.startswith("python") and name[6:].replace(".", "").isdigit())
+
+
+def _free_name(name: str, taken: Mapping[str, object]) -> str:
+    reserved = {"model.onnx", "inputs.npz", "expected.npz", "check.sh", "README.md"}
+    stem, suffix = Path(name).stem, Path(name).suffix
+    candidate, n = name, 1
+    while candidate in taken or candidate in reserved:
+        n += 1
+        candidate = f"{stem}-{n}{suffix}"
+    return candidate
+
+
+def _make_executable(path: Path) -> None:
+    """``chmod +x`` as the umask allows: execute bits where the file is readable."""
+    mode = stat.S_IMODE(path.stat().st_mode)
+    os.chmod(path, mode | ((mode & 0o444) >> 2))
 
 
 def write_bundle(
@@ -32,41 +134,81 @@ def write_bundle(
     substitutions: Mapping[str, str],
     source: str,
     checks: int,
+    load_inputs: Sequence[str] = (),
 ) -> Path:
-    from parity.results.files import save_inputs, save_results
-    from parity.results.model import IterationResult, RunResults
+    from parity.errors import UsageError
+    from parity.util.fs import part_path
 
     target = Path(directory)
+    if (target.exists() or target.is_symlink()) and not target.is_dir():
+        raise UsageError(f"--repro {directory}: a file of that name exists; the bundle was not written")
+    existing = target.is_dir()  # the command refused it before the search if it was not empty then
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    tmp = part_path(target if existing else target.parent)
+    os.mkdir(tmp)  # mode 0777 less the umask, as mkdir(1)
     try:
-        (tmp / "model.onnx").write_bytes(model.SerializeToString())
-        if inputs:
-            save_inputs(inputs, tmp / "inputs.npz")
-        if expected:
-            save_results(RunResults([("reference", [IterationResult(dict(e)) for e in expected])]), tmp / "expected.npz")
-        command = [substitutions.get(tok, tok) for tok in check] if check else None
-        if command:  # copy files the check reads (scripts, golden outputs) so the folder stands alone
-            for k, tok in enumerate(command):
-                src = Path(tok)
-                if k > 0 and tok not in substitutions.values() and src.is_file() and src.stat().st_size < (64 << 20) and not (tmp / src.name).exists():
-                    shutil.copy2(src, tmp / src.name)
-                    command[k] = src.name
-        script = '#!/bin/sh\n# Exit code non-zero (or the --fail-regex output) means the failure reproduces.\ncd "$(dirname "$0")"\n'
-        script += (shlex.join(command) if command else "parity run model.onnx --onnxrt" + (" --load-inputs inputs.npz" if inputs else "")) + "\n"
-        (tmp / "check.sh").write_text(script)
-        os.chmod(tmp / "check.sh", 0o755)
-        (tmp / "README.md").write_text(_readme(source, nodes, model, bool(inputs), bool(expected), checks))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+        _fill(tmp, model, nodes, inputs, expected, check, substitutions, source, checks, load_inputs)
+        if existing:
+            _move_into(tmp, target)
+        else:
+            os.rename(tmp, target)  # fails rather than replace a folder that appeared meanwhile with files in it
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
 
 
-def _readme(source: str, nodes: Sequence[str], model: onnx.ModelProto, inputs: bool, expected: bool, checks: int) -> str:
+def _move_into(tmp: Path, target: Path) -> None:
+    """Each file of ``tmp`` into the existing folder ``target``, replacing nothing (link, then unlink)."""
+    from parity.errors import UsageError
+
+    moved = []
+    try:
+        for entry in sorted(tmp.iterdir()):
+            try:
+                os.link(entry, target / entry.name)
+            except FileExistsError:
+                raise UsageError(f"--repro {target}: {entry.name} appeared there during the search; the bundle was not written") from None
+            moved.append(target / entry.name)
+    except BaseException:
+        for path in moved:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        raise
+    shutil.rmtree(tmp)
+
+
+def _fill(tmp, model, nodes, inputs, expected, check, substitutions, source, checks, load_inputs) -> None:
+    from parity.results.files import save_inputs, save_results
+    from parity.results.model import IterationResult, RunResults
+    from parity.util.fs import write_bytes_atomic, write_text_atomic
+
+    write_bytes_atomic(tmp / "model.onnx", model.SerializeToString())
+    if inputs:
+        save_inputs(inputs, tmp / "inputs.npz")
+    if expected:
+        save_results(RunResults([("reference", [IterationResult(dict(e)) for e in expected])]), tmp / "expected.npz")
+    subs = {name: "model.onnx" for name in ITERATION_FILES} | dict(substitutions)
+    copies = _Copies(tmp, load_inputs)
+    command = None
+    if check:
+        command = []
+        for k, tok in enumerate(check):
+            if tok in subs:  # the iteration's files are the bundle's model.onnx and inputs.npz
+                command.append(subs[tok])
+            elif tok.startswith("-") and "=" in tok and tok.split("=", 1)[1]:
+                opt, value = tok.split("=", 1)
+                command.append(f"{opt}={subs.get(value) or copies.token(check, k, value)}")
+            else:
+                command.append(copies.token(check, k, tok))
+    script = '#!/bin/sh\n# Exit code non-zero (or the --fail-regex output) means the failure reproduces.\ncd "$(dirname "$0")"\n'
+    script += (shlex.join(command) if command else "parity run model.onnx --onnxrt" + (" --load-inputs inputs.npz" if inputs else "")) + "\n"
+    write_text_atomic(tmp / "check.sh", script)
+    _make_executable(tmp / "check.sh")
+    write_text_atomic(tmp / "README.md", _readme(source, nodes, model, bool(inputs), bool(expected), checks, copies))
+
+
+def _readme(source: str, nodes: Sequence[str], model: onnx.ModelProto, inputs: bool, expected: bool, checks: int, copies: _Copies) -> str:
     ins = ", ".join(i.name for i in model.graph.input) or "(none)"
     outs = ", ".join(o.name for o in model.graph.output)
     lines = [
@@ -83,6 +225,16 @@ def _readme(source: str, nodes: Sequence[str], model: onnx.ModelProto, inputs: b
         + (", `expected.npz` (the outputs' values in the full model)" if expected else "")
         + ", `check.sh` (the check; run `./check.sh`).",
         "",
+    ]
+    if copies.copied:
+        lines += ["Copied from the check (nothing else was copied):", ""]
+        lines += [f"- `{name}`: {why} (`{src}`)" for name, (src, why) in copies.copied.items()]
+        lines.append("")
+    if copies.outside:
+        lines += ["The check also names these files, which are **not** in this folder (`check.sh` refers to them where they were):", ""]
+        lines += [f"- `{path}`: {why}" for path, why in copies.outside]
+        lines.append("")
+    lines += [
         "Compare a backend against the expected values: `parity run model.onnx --onnxrt"
         + (" --load-inputs inputs.npz" if inputs else "")
         + (" --load-outputs expected.npz" if expected else "")

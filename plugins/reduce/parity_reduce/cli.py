@@ -109,12 +109,17 @@ def _feeds(model: str, params: dict[str, Any], shapes: dict) -> list[dict]:
 
 def reduce_command(model: str, output: str, **params: Any) -> int:
     from parity.data.parse import parse_shapes
-    from parity_reduce.bundle import write_bundle
+    from parity_reduce.bundle import check_target, write_bundle
     from parity_reduce.reducer import Reducer
 
     check_model_path(model)
     repro = None if params["no_repro"] else (params.get("repro") or str(Path(output).with_suffix("")) + "_repro")
-    refuse_overwrite(model, output, params.get("min_good"), params.get("iter_artifact"))
+    refuse_overwrite(
+        {"the input model": model, "the --load-inputs file": params.get("load_inputs")},
+        **{"-o": output, "--min-good": params.get("min_good"), "--iter-artifact": params.get("iter_artifact"), "--save-inputs": params.get("save_inputs")},
+    )
+    if repro:
+        check_target(repro)  # before the search: an existing non-empty folder is refused, never replaced
     if params.get("mode") not in _modes("reduce"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('reduce'))}")
     shapes = parse_shapes(params.get("model_input_shapes") or (), "--model-input-shapes")
@@ -156,7 +161,9 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
     echo("  nodes: " + ", ".join(result.nodes[:20]) + (f", ... ({len(result.nodes) - 20} more)" if len(result.nodes) > 20 else ""))
     if repro:
         subs = {params["iter_artifact"]: "model.onnx", "{artifact}": "model.onnx", params["iter_inputs"]: "inputs.npz"}
-        write_bundle(repro, result.model, result.nodes, result.inputs(), result.expected(), check or None, subs, model, result.checks)
+        write_bundle(
+            repro, result.model, result.nodes, result.inputs(), result.expected(), check or None, subs, model, result.checks, params.get("load_inputs") or ()
+        )
         echo(f"Repro bundle: {repro}")
     return int(ExitCode.PASSED)
 
