@@ -31,11 +31,36 @@ def load(path: str | Path, load_external_data: bool = True) -> onnx.ModelProto:
         raise ModelError(f"{p}: empty file, not an ONNX model")
     try:
         model = onnx.load(str(p), load_external_data=load_external_data)
+    except onnx.checker.ValidationError as exc:  # raised for external data that is missing or out of bounds
+        raise _external_data_error(p, exc) from None
     except (DecodeError, RuntimeError, ValueError, OSError) as exc:
+        if load_external_data and isinstance(exc, OSError):
+            raise _external_data_error(p, exc) from None
         raise ModelError(f"{p}: not a valid ONNX model ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'corrupt'})") from None
     if not model.graph.node and not model.graph.output:
         raise ModelError(f"{p}: not a valid ONNX model (no graph)")
     return model
+
+
+def _external_data_error(path: Path, exc: Exception) -> ModelError:
+    """One line for a model whose external data cannot be read: the first tensor whose file is absent, by name."""
+    import onnx
+    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors, uses_external_data
+
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:  # noqa: BLE001 - the model itself is unreadable: say what the first load said
+        return ModelError(f"{path}: not a valid ONNX model ({type(exc).__name__}: {detail})")
+    for tensor in _get_all_tensors(model):
+        if uses_external_data(tensor):
+            location = ExternalDataInfo(tensor).location
+            if not (path.parent / location).is_file():
+                return ModelError(
+                    f"{path}: external data file '{location}' of tensor '{tensor.name}' is missing "
+                    f"(looked for {path.parent / location}); keep the model's data files beside it"
+                )
+    return ModelError(f"{path}: cannot read the model's external data ({detail})")
 
 
 def dtype_of(elem_type: int) -> np.dtype | None:

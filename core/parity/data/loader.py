@@ -162,13 +162,60 @@ def load_script_loader(spec: str) -> Iterable[dict[str, np.ndarray]]:
     loader: Callable | None = getattr(module, func, None)
     if not callable(loader):
         raise UsageError(f"--data-loader-script: {path} has no function '{func}'{did_you_mean(func, dir(module))}")
-    data = loader()
+    where = f"--data-loader-script: {path}: {func}()"
+    try:
+        data = loader()
+    except Exception as exc:  # the user's code: its failure is bad input, named with the script
+        raise UsageError(f"{where} raised {_exc_line(exc)}") from exc
     if isinstance(data, Mapping):
         data = [data]
-    return data
+    if isinstance(data, (str, bytes)) or not isinstance(data, Iterable):
+        raise UsageError(f"{where} returned {_kind(data)}, not an iterable of feed dicts (input name -> array)")
+    return ScriptData(data, where)
+
+
+def _kind(value: object) -> str:
+    name = type(value).__name__
+    return "None" if value is None else f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _exc_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:300]}" if text else type(exc).__name__
+
+
+class ScriptData:
+    """The feeds a data loader script returned; an exception while iterating them (a generator's own failure) is a
+    one-line usage error naming the script and the iteration."""
+
+    def __init__(self, data: Iterable, where: str) -> None:
+        self.data = data
+        self.where = where
+
+    def __iter__(self) -> Iterator:
+        index = 0
+        try:
+            iterator = iter(self.data)
+        except Exception as exc:
+            raise UsageError(f"{self.where}: iterating its result raised {_exc_line(exc)}") from exc
+        while True:
+            try:
+                item = next(iterator)
+            except StopIteration:
+                return
+            except Exception as exc:
+                raise UsageError(f"{self.where} raised {_exc_line(exc)} while producing iteration {index}") from exc
+            yield item
+            index += 1
 
 
 def as_feed(item: object, index: int) -> dict[str, np.ndarray]:
     if not isinstance(item, Mapping):
         raise UsageError(f"data loader item {index} is a {type(item).__name__}, not a dict of input name -> array")
-    return {str(k): np.asarray(v) for k, v in item.items()}
+    feed = {}
+    for key, value in item.items():
+        try:
+            feed[str(key)] = np.asarray(value)
+        except Exception as exc:  # a ragged list, an object numpy cannot convert
+            raise UsageError(f"data loader item {index}: '{key}' is not an array ({_exc_line(exc)})") from None
+    return feed

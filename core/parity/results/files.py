@@ -19,16 +19,18 @@ Manifest (``parity.json``)::
 from __future__ import annotations
 
 import contextlib
-import io
 import json
+import os
 import struct
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 
 from parity.errors import UsageError
+from parity.results import npy
 from parity.results.model import IterationResult, RunResults
 from parity.util.fs import atomic_write
 
@@ -66,8 +68,23 @@ class ArchiveWriter:
         self._zip.close()
 
 
+def check_output_path(path: str | Path, option: str = "output") -> Path:
+    """A file path Parity can create or replace, or a one-line usage error naming it, before any work:
+    not a directory, and not under a regular file (``notes.txt/out.npz``)."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{option} {p}: is a directory; give a file path, e.g. {p / 'outputs.npz'}")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"{option} {p}: cannot create it, {parent} is a file, not a directory")
+            break
+    return p
+
+
 @contextlib.contextmanager
 def _archive(path: str | Path) -> Iterator[ArchiveWriter]:
+    check_output_path(path)
     with atomic_write(path) as handle:
         writer = ArchiveWriter(handle)
         try:
@@ -96,48 +113,132 @@ def save_inputs(feeds: Iterable[Mapping[str, np.ndarray]], path: str | Path) -> 
 
 # --- reading ------------------------------------------------------------------------------------------
 
+# what a hostile or damaged zip makes zipfile raise: corrupt deflate data (zlib.error), an unknown compression
+# method (NotImplementedError), an encrypted entry (RuntimeError), a bad CRC (BadZipFile), short reads (EOFError)
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError, OSError, ValueError, struct.error, OverflowError)
+
+
 def _open_archive(path: Path) -> tuple[zipfile.ZipFile, dict]:
     try:
         archive = zipfile.ZipFile(path)
-        manifest = json.loads(archive.read(MANIFEST))
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
-        raise UsageError(f"{path}: truncated or not a Parity results file ({exc})") from None
+        raw = archive.read(MANIFEST)
+    except KeyError:
+        raise UsageError(f"{path}: not a Parity results file (a zip without {MANIFEST}), or truncated") from None
+    except NotImplementedError as exc:
+        raise UsageError(f"{path}: {MANIFEST} uses a zip feature Parity does not read ({exc})") from None
+    except _ZIP_ERRORS as exc:
+        raise UsageError(f"{path}: truncated or not a Parity results file ({_describe(exc)})") from None
+    try:
+        manifest = json.loads(raw)
+    except RecursionError:
+        raise UsageError(f"{path}: broken {MANIFEST} (JSON nested too deeply)") from None
+    except ValueError as exc:
+        raise UsageError(f"{path}: broken {MANIFEST} ({_one_line(exc)})") from None
+    if not isinstance(manifest, dict):
+        raise UsageError(f"{path}: malformed Parity manifest ({MANIFEST} holds {_a(manifest)}, not an object)")
     if manifest.get("format") != FORMAT:
-        raise UsageError(f"{path}: not a Parity results file (format {manifest.get('format')!r})")
-    if manifest.get("version", 0) > VERSION:
-        raise UsageError(f"{path}: written by a newer Parity (format version {manifest['version']}); upgrade Parity")
+        raise UsageError(f"{path}: not a Parity results file (format {manifest.get('format')!r:.60})")
+    version = manifest.get("version", 0)
+    if type(version) is not int:
+        raise UsageError(f"{path}: malformed Parity manifest (version {version!r:.60} is not an integer)")
+    if version > VERSION:
+        raise UsageError(f"{path}: written by a newer Parity (format version {version}); upgrade Parity")
     return archive, manifest
 
 
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, zlib.error):
+        return f"corrupt compressed data: {_one_line(exc)}"
+    return f"{type(exc).__name__}: {_one_line(exc)}"
+
+
+def _a(value: object) -> str:
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
 def _read_array(archive: zipfile.ZipFile, path: Path, name: str) -> np.ndarray:
-    """Memory-map a stored ``.npy`` entry (zero copy); fall back to reading it."""
+    """Memory-map a stored ``.npy`` entry (zero copy); read other entries. The header is checked first:
+    nothing is allocated or mapped beyond the bytes the file holds."""
+    where = f"{path}: array {name}"
     try:
         info = archive.getinfo(name)
     except KeyError:
         raise UsageError(f"{path}: truncated: missing array {name}") from None
-    if info.compress_type == zipfile.ZIP_STORED:
-        with open(path, "rb") as fh:
-            fh.seek(info.header_offset)
-            local = fh.read(30)
-            if len(local) == 30 and local[:4] == b"PK\x03\x04":
+    try:
+        if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
+            with open(path, "rb") as fh:
+                fh.seek(info.header_offset)
+                local = fh.read(30)
+                if len(local) != 30 or local[:4] != b"PK\x03\x04":
+                    raise UsageError(f"{where}: corrupt zip entry (no local header)")
                 name_len, extra_len = struct.unpack("<HH", local[26:30])
                 start = info.header_offset + 30 + name_len + extra_len
                 fh.seek(start)
-                try:
-                    version = np.lib.format.read_magic(fh)
-                    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-                    shape, fortran, dtype = read_header(fh)
-                except ValueError as exc:
-                    raise UsageError(f"{path}: corrupt array {name} ({exc})") from None
-                if not dtype.hasobject:
-                    data_start = fh.tell()
-                    if data_start - start + dtype.itemsize * int(np.prod(shape)) > info.file_size:
-                        raise UsageError(f"{path}: truncated array {name}")
-                    if int(np.prod(shape)) == 0:
-                        return np.zeros(shape, dtype)
-                    return np.memmap(path, dtype=dtype, mode="r", offset=data_start, shape=shape, order="F" if fortran else "C")
-    with archive.open(name) as entry:
-        return np.lib.format.read_array(io.BufferedReader(entry), allow_pickle=False)
+                shape, fortran, dtype = npy.read_header(fh, where)
+                data_start = fh.tell()
+                present = min(info.file_size - (data_start - start), os.fstat(fh.fileno()).st_size - data_start)
+                if npy.check_size(shape, dtype, present, where) == 0:
+                    return np.zeros(shape, dtype, order="F" if fortran else "C")
+            return np.memmap(path, dtype=dtype, mode="r", offset=data_start, shape=shape, order="F" if fortran else "C")
+        with archive.open(name) as entry:
+            return npy.from_stream(entry, info.file_size, where)
+    except UsageError:
+        raise
+    except NotImplementedError as exc:
+        raise UsageError(f"{where}: uses a zip feature Parity does not read ({exc})") from None
+    except (*_ZIP_ERRORS, MemoryError) as exc:
+        raise UsageError(f"{where}: corrupt ({_describe(exc)})") from None
+
+
+def _malformed(path: Path, what: str) -> UsageError:
+    return UsageError(f"{path}: malformed Parity manifest ({what})")
+
+
+def _entries(value: object, path: Path, where: str) -> dict[str, str]:
+    """``{tensor name: archive entry}`` of one iteration, checked."""
+    if not isinstance(value, dict):
+        raise _malformed(path, f"{where} is {_a(value)}, not an object of tensor name -> entry")
+    for key, entry in value.items():
+        if not isinstance(entry, str):
+            raise _malformed(path, f"{where}[{key!r:.60}] is {_a(entry)}, not an archive entry name")
+    return value
+
+
+def _list(value: object, path: Path, where: str) -> list:
+    if not isinstance(value, list):
+        raise _malformed(path, f"{where} is {'missing' if value is None else _a(value)}, not a list")
+    return value
+
+
+def _runs(manifest: dict, path: Path) -> list[tuple[str, list[tuple[float | None, dict[str, str]]]]]:
+    """The runs of an outputs manifest, every field checked: ``[(runner, [(runtime, entries), ...]), ...]``."""
+    runs = []
+    seen: set[str] = set()
+    for i, run in enumerate(_list(manifest.get("runs"), path, "runs")):
+        if not isinstance(run, dict):
+            raise _malformed(path, f"runs[{i}] is {_a(run)}, not an object")
+        runner = run.get("runner")
+        if not isinstance(runner, str):
+            raise _malformed(path, f"runs[{i}].runner is {runner!r:.60}, not a name")
+        if runner in seen:
+            raise UsageError(f"{path}: runner '{runner}' appears twice; each runner's outputs must be one run")
+        seen.add(runner)
+        iterations = []
+        for j, it in enumerate(_list(run.get("iterations"), path, f"runs[{i}].iterations")):
+            if not isinstance(it, dict):
+                raise _malformed(path, f"runs[{i}].iterations[{j}] is {_a(it)}, not an object")
+            runtime = it.get("runtime")
+            if runtime is not None and (type(runtime) not in (int, float)):
+                raise _malformed(path, f"runs[{i}].iterations[{j}].runtime is {runtime!r:.60}, not a number of seconds")
+            iterations.append((runtime, _entries(it.get("outputs"), path, f"runs[{i}].iterations[{j}].outputs")))
+        runs.append((runner, iterations))
+    return runs
 
 
 def _kind(path: Path) -> str:
@@ -174,17 +275,10 @@ def load_results(path: str | Path) -> RunResults:
         return polygraphy.load_results(p)
     archive, manifest = _open_archive(p)
     if manifest.get("kind") != "outputs":
-        raise UsageError(f"{p}: holds {manifest.get('kind')}, not outputs (use it with --load-inputs)")
+        raise UsageError(f"{p}: holds {manifest.get('kind')!s:.60}, not outputs (use it with --load-inputs)")
     results = RunResults()
-    try:
-        for run in manifest["runs"]:
-            iters = [
-                IterationResult({k: _read_array(archive, p, v) for k, v in it["outputs"].items()}, it.get("runtime"), run["runner"])
-                for it in run["iterations"]
-            ]
-            results.add(run["runner"], iters)
-    except (KeyError, TypeError) as exc:
-        raise UsageError(f"{p}: malformed Parity manifest ({exc})") from None
+    for runner, iterations in _runs(manifest, p):
+        results.add(runner, [IterationResult({k: _read_array(archive, p, v) for k, v in entries.items()}, runtime, runner) for runtime, entries in iterations])
     return results
 
 
@@ -198,11 +292,10 @@ def load_inputs(path: str | Path) -> list[dict[str, np.ndarray]]:
         return polygraphy.load_inputs(p)
     archive, manifest = _open_archive(p)
     if manifest.get("kind") != "inputs":
-        raise UsageError(f"{p}: holds {manifest.get('kind')}, not inputs (use it with --load-outputs)")
-    try:
-        return [{k: _read_array(archive, p, v) for k, v in it.items()} for it in manifest["iterations"]]
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise UsageError(f"{p}: malformed Parity manifest ({exc})") from None
+        raise UsageError(f"{p}: holds {manifest.get('kind')!s:.60}, not inputs (use it with --load-outputs)")
+    iterations = _list(manifest.get("iterations"), p, "iterations")
+    checked = [_entries(it, p, f"iterations[{i}]") for i, it in enumerate(iterations)]
+    return [{k: _read_array(archive, p, v) for k, v in it.items()} for it in checked]
 
 
 def file_kind(path: str | Path) -> str:

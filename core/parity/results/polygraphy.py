@@ -1,8 +1,9 @@
 """Reader for the JSON files Polygraphy writes (``--save-inputs``, ``--save-outputs``), never unpickling.
 
 Arrays are ``{"array": base64(.npy bytes), "polygraphy_class": "ndarray"}``; ``.npy`` and ``.npz`` payloads
-are decoded with ``allow_pickle=False``, so an object-array payload fails with a clear error instead of
-running code. Torch tensors are refused (their payload is a pickle).
+are read by :mod:`parity.results.npy`, which checks the header before allocating anything and refuses object
+dtypes, so a pickled payload fails with a clear error instead of running code. Torch tensors are refused (their
+payload is a pickle). Every problem in a file is a one-line :class:`parity.errors.UsageError` naming it.
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ import base64
 import binascii
 import io
 import json
+import struct
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from parity.errors import UsageError
+from parity.results import npy
 from parity.results.model import IterationResult, RunResults
 
 MARKER = "polygraphy_class"
@@ -24,33 +29,60 @@ MARKER = "polygraphy_class"
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: broken JSON (not UTF-8 text: {exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
         raise UsageError(f"{path}: broken JSON ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deeply to be a Polygraphy file") from None
 
 
 def decode_array(obj: Any, where: str) -> np.ndarray:
-    if not isinstance(obj, dict):
-        raise UsageError(f"{where}: expected an encoded array, found {type(obj).__name__}")
-    cls = obj.get(MARKER) or obj.get("polygraphy_serialized_json_type")
-    if cls in ("LazyArray", "LazyNumpyArray"):
-        return decode_array(obj.get("values"), where)
+    for _ in range(8):  # LazyArray wraps an array once; a deeper chain is not a file Polygraphy wrote
+        if not isinstance(obj, dict):
+            raise UsageError(f"{where}: expected an encoded array, found {type(obj).__name__}")
+        cls = obj.get(MARKER) or obj.get("polygraphy_serialized_json_type")
+        if cls not in ("LazyArray", "LazyNumpyArray"):
+            break
+        obj = obj.get("values")
+    else:
+        raise UsageError(f"{where}: LazyArray nested too deeply")
     if cls == "Tensor":
         raise UsageError(f"{where}: holds a torch tensor, which only unpickling can read; re-save it as numpy")
     payload = obj.get("array")
     if not isinstance(payload, str):
-        raise UsageError(f"{where}: not a Polygraphy array (class {cls!r})")
+        raise UsageError(f"{where}: not a Polygraphy array (class {cls!r:.60})")
     try:
-        raw = base64.b64decode(payload.encode(), validate=True)
-    except (binascii.Error, ValueError):
-        raw = payload.encode("latin-1")  # very old files stored the .npy bytes as a latin-1 string
+        raw = base64.b64decode(payload.encode("ascii"), validate=True)
+    except (binascii.Error, ValueError, UnicodeEncodeError):
+        try:
+            raw = payload.encode("latin-1")  # very old files stored the .npy bytes as a latin-1 string
+        except UnicodeEncodeError:
+            raise UsageError(f"{where}: undecodable array payload (neither base64 nor latin-1 .npy bytes)") from None
     try:
-        loaded = np.load(io.BytesIO(raw), allow_pickle=False)
-        if isinstance(loaded, np.lib.npyio.NpzFile):
-            loaded = loaded[loaded.files[0]]
-        return np.asarray(loaded)
-    except (ValueError, OSError, EOFError) as exc:
-        raise UsageError(f"{where}: undecodable array payload ({exc})") from None
+        return _from_npz(raw, where) if raw.startswith(b"PK") else npy.from_bytes(raw, where)
+    except npy.NpyError as exc:
+        raise UsageError(f"{exc.where}: undecodable array payload ({exc.reason})") from None
+
+
+def _from_npz(raw: bytes, where: str) -> np.ndarray:
+    """The first array of an ``.npz`` payload (old Polygraphy files), checked as any ``.npy``."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            members = [info for info in archive.infolist() if info.filename.endswith(".npy")]
+            if not members:
+                raise UsageError(f"{where}: undecodable array payload (a zip holding no .npy array)")
+            with archive.open(members[0]) as entry:
+                return npy.from_stream(entry, members[0].file_size, f"{where} ({members[0].filename})")
+    except UsageError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError, OSError, ValueError, struct.error, OverflowError, MemoryError) as exc:
+        raise UsageError(f"{where}: undecodable array payload (broken .npz: {type(exc).__name__})") from None
 
 
 def _is_class(obj: Any, name: str) -> bool:
@@ -66,7 +98,11 @@ def _feed(obj: Any, where: str) -> dict[str, np.ndarray]:
 def _iteration(obj: Any, where: str) -> IterationResult:
     if _is_class(obj, "IterationResult"):
         outs = obj.get("outputs", {})
-        return IterationResult(_feed(outs, where), obj.get("runtime"), obj.get("runner_name", ""))
+        runtime = obj.get("runtime")
+        if runtime is not None and type(runtime) not in (int, float):
+            raise UsageError(f"{where}: runtime {runtime!r:.60} is not a number of seconds")
+        name = obj.get("runner_name", "")
+        return IterationResult(_feed(outs, where), runtime, name if isinstance(name, str) else str(name))
     return IterationResult(_feed(obj, where))
 
 
@@ -78,7 +114,11 @@ def _results(data: Any, path: Path) -> RunResults:
         if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], list)):
             raise UsageError(f"{path}: malformed runner entry {i}")
         name, iterations = entry
-        results.add(str(name), [_iteration(it, f"{path}: {name}[{j}]") for j, it in enumerate(iterations)])
+        if not isinstance(name, str):
+            raise UsageError(f"{path}: malformed runner entry {i} (the runner name is a {type(name).__name__}, not a string)")
+        if name in results:
+            raise UsageError(f"{path}: runner '{name}' appears twice; each runner's outputs must be one entry")
+        results.add(name, [_iteration(it, f"{path}: {name}[{j}]") for j, it in enumerate(iterations)])
     return results
 
 
