@@ -1,4 +1,4 @@
-"""Running one ``--check`` and turning what it did into a verdict (good or bad).
+"""Running one ``--check`` and turning what it did into a verdict: good, bad or unresolved.
 
 Three kinds of check, all callables ``check(iteration) -> Outcome``:
 
@@ -8,6 +8,13 @@ Three kinds of check, all callables ``check(iteration) -> Outcome``:
   process group, so ``--check-timeout`` kills the check *and* everything it started.
 * :class:`InteractiveCheck`: no ``--check`` given: ask at the terminal.
 * :class:`PredicateCheck`: the Python API: a function of the iteration (e.g. of the candidate model).
+
+Verdicts (see :meth:`CommandCheck.judge`): *bad* only when the check fails the way the original model
+failed (its failure signature: the exit code and, with ``--fail-regex``, the matched text; or a timeout
+when the original timed out); *good* when it exits 0 (or with an ``--ignore-fail-code``) and shows no
+``--fail-regex`` match; anything else is *unresolved*: a check that crashed, timed out, could not find
+its input or failed differently. Strategies never take a reduction step on an unresolved candidate and
+never count it as passing (as in Zeller's ddmin).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import contextlib
 import io
 import os
 import re
+import select
 import shlex
 import signal
 import subprocess
@@ -26,15 +34,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from parity.debug import procs
 from parity.errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from parity.debug.session import Iteration
 
 
+GOOD, BAD, UNRESOLVED = "good", "bad", "unresolved"
+
+
 @dataclass
 class Outcome:
-    """What one check did. ``bad`` is the verdict: the iteration still shows the failure."""
+    """What one check did. ``bad``: the iteration still shows the failure; ``unresolved``: neither good nor
+    bad (crashed, timed out, could not find its input, failed differently). ``signature`` identifies a
+    failure: ``("exit", code, matched_text)`` or ``("timeout",)``."""
 
     bad: bool
     code: int | None = None
@@ -42,6 +56,51 @@ class Outcome:
     seconds: float = 0.0
     timed_out: bool = False
     note: str = ""
+    unresolved: bool = False
+    signature: tuple | None = None
+
+    @property
+    def verdict(self) -> str:
+        return UNRESOLVED if self.unresolved else BAD if self.bad else GOOD
+
+
+def unresolved(note: str, **kw: Any) -> Outcome:
+    return Outcome(False, note=note, unresolved=True, **kw)
+
+
+def describe_signature(sig: tuple | None) -> str:
+    if not sig:
+        return "a failure"
+    if sig[0] == "timeout":
+        return "a timeout"
+    text = f"exit code {sig[1]}" if sig[1] is not None and sig[1] >= 0 else f"killed by signal {-sig[1]}" if sig[1] is not None else "a failure"
+    return text + (f" with '{sig[2]}'" if len(sig) > 2 and sig[2] else "")
+
+
+# A line of the output saying a file is missing: the check could not find its input.
+_MISSING = re.compile(r"no such file|not found|does not exist|cannot find|can't find|can't open|cannot open|could not open|NO_SUCHFILE|FileNotFoundError", re.I)
+_ALWAYS_FILE = re.compile(r"no such file|FileNotFoundError|NO_SUCHFILE|\[Errno 2\]", re.I)
+
+
+def missing_input(code: int | None, output: str, argv: Sequence[str], extra: Sequence[str] = ()) -> str | None:
+    """The output line saying the check could not find a file it was given (or the command), else None.
+
+    Exit codes 126/127 are a shell's "not executable"/"command not found"; "No such file or directory"
+    (errno 2) is always about files; other phrases ("not found", "does not exist") count only when the
+    line names a file the check command names (a missing plugin or kernel is a real failure)."""
+    if code == 0 or code is None:
+        return None
+    names = {t for t in (*argv, *extra) if t and ("." in t or "/" in t) and not t.startswith("-")}
+    names |= {Path(t).name for t in names}
+    for line in output.splitlines():
+        if not _MISSING.search(line):
+            continue
+        if _ALWAYS_FILE.search(line) or any(n in line for n in names if len(n) > 2):
+            return line.strip()[:200]
+    if code in (126, 127):
+        lines = [ln for ln in output.strip().splitlines() if ln.strip()]
+        return lines[-1].strip()[:200] if lines else f"exit code {code}: the command was not found or is not executable"
+    return None
 
 
 @dataclass
@@ -65,6 +124,26 @@ class Verdict:
         except re.error as exc:
             raise UsageError(f"--fail-regex: invalid regular expression ({exc})") from None
 
+    def match(self, output: str) -> str | None:
+        """The text the first matching ``--fail-regex`` matched (part of the failure signature)."""
+        for r in self._compiled:
+            m = r.search(output)
+            if m:
+                return m.group(0)[:200]
+        return None
+
+    def same_failure(self, sig: tuple | None, reference: tuple | None) -> bool:
+        """Is ``sig`` the original failure? With ``--fail-code`` any of those codes; else the same code;
+        with ``--fail-regex`` the same matched text; a timeout only if the original timed out."""
+        if reference is None or sig is None:
+            return True
+        if sig[0] != reference[0]:
+            return False
+        if sig[0] == "timeout":
+            return True
+        code_ok = sig[1] in self.fail_codes if self.fail_codes else sig[1] == reference[1]
+        return code_ok and sig[2] == reference[2]
+
     def is_bad(self, code: int, output: str) -> bool:
         if code in self.ignore_fail_codes:
             return False
@@ -83,10 +162,15 @@ def is_parity_run(argv: Sequence[str]) -> bool:
     return len(argv) >= 4 and Path(argv[0]).name.startswith("python") and argv[1:3] == ["-m", "parity"] and argv[3] == "run"
 
 
+# Polygraphy's guides name these files in their checks: they get the iteration's artifact too.
+POLYGRAPHY_ARTIFACTS = ("polygraphy_debug.onnx", "polygraphy_debug.engine")
+
+
 @dataclass
 class CommandCheck:
-    """The ``--check`` command. ``argv`` tokens equal to ``artifact_name`` are replaced by the iteration's
-    own artifact path, so parallel jobs each check their own file."""
+    """The ``--check`` command. ``argv`` tokens equal to ``artifact_name`` (or ``{artifact}``, or Polygraphy's
+    ``polygraphy_debug.onnx``/``.engine``) are replaced by the iteration's own artifact path, so parallel
+    jobs each check their own file."""
 
     argv: list[str]
     verdict: Verdict = field(default_factory=Verdict)
@@ -95,61 +179,172 @@ class CommandCheck:
     hide_fail_output: bool = False
     in_process: bool = True
     env: dict[str, str] = field(default_factory=dict)
+    reference: tuple | None = None  # the original failure's signature (set by the session)
+    last_output: str = ""
+    cwd: str | None = None  # where the check runs (default: here)
 
     def __post_init__(self) -> None:
         if not self.argv:
             raise UsageError("--check needs a command")
 
     def command_for(self, iteration: Iteration) -> list[str]:
-        subs = {iteration.default_artifact: iteration.artifact, "{artifact}": iteration.artifact}
+        subs = {name: iteration.artifact for name in POLYGRAPHY_ARTIFACTS if Path(name).suffix == Path(iteration.default_artifact).suffix}
+        subs.update({iteration.default_artifact: iteration.artifact, "{artifact}": iteration.artifact})
         subs.update(iteration.substitutions)
         return [subs.get(tok, tok) for tok in self.argv]
+
+    def set_reference(self, outcome: Outcome) -> None:
+        """The original model's outcome: its signature defines bad from now on."""
+        self.reference = outcome.signature
 
     def __call__(self, iteration: Iteration) -> Outcome:
         argv = self.command_for(iteration)
         start = time.perf_counter()
         if self.in_process and self.timeout is None and iteration.exclusive and is_parity_run(argv):
             code, output = _run_in_process(argv[argv.index("run") :])
-            outcome = Outcome(self.verdict.is_bad(code, output), code, output)
+            outcome = self.judge(code, output, False, argv)
         else:
             outcome = self._subprocess(argv, iteration)
         outcome.seconds = time.perf_counter() - start
+        self.last_output = outcome.output
         self._echo(outcome)
         return outcome
 
+    def judge(self, code: int | None, output: str, timed_out: bool, argv: Sequence[str] = ()) -> Outcome:
+        """Good, bad or unresolved (see the module docstring). Without a reference (no original checked:
+        ``debug repeat``/``build``) bad is Polygraphy's rule, and a timeout is bad."""
+        if timed_out:
+            sig: tuple = ("timeout",)
+            note = f"timed out after {self.timeout:g}s; killed its process group"
+            if self.reference is None or self.reference == sig:
+                return Outcome(True, code, output, timed_out=True, note=note, signature=sig)
+            return unresolved(note, code=code, output=output, timed_out=True, signature=sig)
+        missing = missing_input(code, output, argv or self.argv, POLYGRAPHY_ARTIFACTS)
+        if missing:
+            return unresolved(f"cannot find its input: {missing}", code=code, output=output)
+        assert code is not None
+        if code in self.verdict.ignore_fail_codes:
+            return Outcome(False, code, output)
+        matched = self.verdict.match(output)
+        sig = ("exit", code, matched)
+        if not self.verdict.is_bad(code, output):
+            if code == 0:
+                return Outcome(False, code, output, signature=sig)
+            return unresolved(f"{describe_signature(sig)}: not the failure (not a --fail-code / --fail-regex match)", code=code, output=output, signature=sig)
+        if self.verdict.same_failure(sig, self.reference):
+            return Outcome(True, code, output, signature=sig)
+        return unresolved(f"{describe_signature(sig)}, not the original {describe_signature(self.reference)}", code=code, output=output, signature=sig)
+
     def _subprocess(self, argv: list[str], iteration: Iteration) -> Outcome:
-        env = {**os.environ, **self.env, "PARITY_DEBUG_ITERATION": str(iteration.index), "PARITY_DEBUG_ARTIFACT": iteration.artifact}
+        marks = procs.check_env()
+        env = {**os.environ, **self.env, "PARITY_DEBUG_ITERATION": str(iteration.index), "PARITY_DEBUG_ARTIFACT": iteration.artifact, **marks}
+        procs.prepare()
         try:
             # A new session makes the check the leader of its own process group: a timeout kills the whole tree.
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=self.cwd,
+                start_new_session=True,
+                preexec_fn=procs.child_setup if sys.platform.startswith("linux") else None,
+            )
         except OSError as exc:
             raise UsageError(f"--check: cannot run '{shlex.join(argv)}' ({exc.strerror or exc})") from None
+        procs.register(proc)
         try:
-            out, _ = proc.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            kill_group(proc)
-            out, _ = proc.communicate()
-            text = out.decode(errors="replace")
-            return Outcome(True, None, text, timed_out=True, note=f"timed out after {self.timeout:g}s; killed its process group")
-        except BaseException:  # Ctrl-C: leave nothing running behind us
-            kill_group(proc)
+            out, timed_out = _collect(proc, self.timeout)
+            if timed_out:
+                procs.kill_group(proc)
+            out += _drain(proc)
+        except BaseException:  # Ctrl-C, SIGTERM: leave nothing running behind us
+            procs.kill_group(proc)
+            procs.sweep(marks["PARITY_CHECK_ID"])
+            raise
+        finally:
+            procs.unregister(proc)
             if proc.stdout:
                 proc.stdout.close()
-            raise
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):  # leftovers in its group
+            os.killpg(proc.pid, signal.SIGKILL)
+        procs.sweep(marks["PARITY_CHECK_ID"])  # ... and in other sessions (re-parented to us)
+        if procs.stopping.is_set():
+            raise KeyboardInterrupt  # Parity is being interrupted: this was killed, it is no verdict
         text = out.decode(errors="replace")
-        return Outcome(self.verdict.is_bad(proc.returncode, text), proc.returncode, text)
+        return self.judge(proc.returncode, text, timed_out, argv)
 
     def _echo(self, outcome: Outcome) -> None:
-        if outcome.output and (self.show_output or (outcome.bad and not self.hide_fail_output)):
+        if outcome.output and (self.show_output or ((outcome.bad or outcome.unresolved) and not self.hide_fail_output)):
             sys.stderr.write(_indent(outcome.output))
+
+
+GRACE = 0.5  # seconds to keep reading after the check exits (output still in flight)
+
+
+def _collect(proc: subprocess.Popen, timeout: float | None) -> tuple[bytes, bool]:
+    """Read the check's output until it exits and the pipe closes, or the deadline passes (returns
+    timed_out True), or GRACE after it exits (a leftover process holds the pipe open: stop reading)."""
+    assert proc.stdout is not None
+    if not hasattr(select, "poll"):  # pragma: no cover - not POSIX
+        try:
+            return proc.communicate(timeout=timeout)[0] or b"", False
+        except subprocess.TimeoutExpired:
+            return b"", True
+    fd = proc.stdout.fileno()
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    chunks: list[bytes] = []
+    deadline = None if timeout is None else time.monotonic() + timeout
+    exited_at: float | None = None
+    eof = False
+    while True:
+        now = time.monotonic()
+        if exited_at is None and proc.poll() is not None:
+            exited_at = now
+        if exited_at is not None and (eof or now - exited_at >= GRACE):
+            return b"".join(chunks), False
+        if deadline is not None and now >= deadline:
+            return b"".join(chunks), True
+        wait = 0.1 if exited_at is None else max(0.0, GRACE - (now - exited_at))
+        if deadline is not None:
+            wait = min(wait, max(0.0, deadline - now))
+        if eof:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=wait)
+            continue
+        if poller.poll(wait * 1000):
+            data = os.read(fd, 1 << 16)
+            if data:
+                chunks.append(data)
+            else:
+                eof = True
+
+
+def _drain(proc: subprocess.Popen) -> bytes:
+    """What is left in the pipe, without blocking (a leftover may hold it open)."""
+    if proc.stdout is None or not hasattr(select, "poll"):
+        return b""
+    fd = proc.stdout.fileno()
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    chunks = []
+    end = time.monotonic() + 0.2
+    while time.monotonic() < end and poller.poll(50):
+        try:
+            data = os.read(fd, 1 << 16)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    return b"".join(chunks)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the check's process group (children included), then reap it."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(Exception):
-        proc.wait(timeout=5)
+    procs.kill_group(proc)
 
 
 def _indent(text: str) -> str:
@@ -184,11 +379,13 @@ class InteractiveCheck:
         ask = self.prompt or (lambda text: click.prompt(text, prompt_suffix=" ", err=True))
         start = time.perf_counter()
         while True:
-            answer = str(ask(f">>> Did '{iteration.artifact}' [p]ass or [f]ail?")).strip().lower()
+            answer = str(ask(f">>> Did '{iteration.artifact}' [p]ass or [f]ail? ([u]nresolved: neither)")).strip().lower()
             if answer in ("p", "pass", "g", "good"):
                 return Outcome(False, seconds=time.perf_counter() - start)
             if answer in ("f", "fail", "b", "bad"):
                 return Outcome(True, seconds=time.perf_counter() - start)
+            if answer in ("u", "unresolved", "?"):
+                return unresolved("answered unresolved", seconds=time.perf_counter() - start)
 
 
 @dataclass

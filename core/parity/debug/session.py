@@ -6,11 +6,16 @@ result is cached) and a ``make_artifact(iteration)`` callable that writes the fi
 
 1. writes the artifact (``--iter-artifact``, default ``parity_debug.onnx`` / ``parity_debug.engine``) and the
    ``--iteration-info`` JSON, and records the key as *pending* in the state file;
-2. runs the check (command, prompt or Python predicate) and takes its verdict: bad (still failing) or good;
-3. moves the ``--artifacts`` files to ``<artifacts-dir>/{good,bad}/<name>_N<i><ext>``;
+2. runs the check (command, prompt or Python predicate) and takes its verdict: bad (still failing the way
+   the original did), good, or unresolved (crashed, timed out, could not find its input, failed otherwise);
+3. moves the ``--artifacts`` files to ``<artifacts-dir>/{good,bad,unresolved}/<name>_N<i><ext>``;
 4. records the verdict in the state file (atomically), removes the intermediate files, updates progress.
 
-Resuming: the state file maps keys to verdicts. A search strategy is deterministic, so after a crash or
+:meth:`DebugSession.original` checks the unchanged input first: its failure signature is what "bad" means
+for every later check, and a run whose original does not fail stops at once. When unresolved checks
+dominate (more than half, after a few), the session stops with :class:`UnresolvedChecks` (exit 3).
+
+Resuming: the state file maps keys to verdicts (``true`` bad, ``false`` good, ``"unresolved"``). A search strategy is deterministic, so after a crash or
 Ctrl-C the same command replays the same keys and gets the recorded verdicts without running checks,
 continuing exactly where it stopped. A check that was running when the run died is run again.
 """
@@ -30,13 +35,39 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.debug.check import Outcome
+from parity.debug import procs
+from parity.debug.check import BAD, GOOD, UNRESOLVED, Outcome, _indent
 from parity.debug.executor import Executor, SerialExecutor
-from parity.errors import UsageError
+from parity.errors import ExitCode, ParityError, UsageError
 from parity.util.fs import write_text_atomic
 from parity.util.text import warn
 
 STATE_FORMAT = "parity-debug-state"
+MIN_CHECKS_FOR_STOP = 4  # "after a few": stop on dominating unresolved checks only once this many ran
+
+
+class UnresolvedChecks(ParityError):
+    """Most checks neither reproduced the failure nor passed: the check is not testing the candidates."""
+
+    exit_code = ExitCode.FAILURE
+
+
+class OriginalNotFailing(ParityError):
+    """The unchanged input does not fail the check (or its check is unresolved): nothing to search."""
+
+    exit_code = ExitCode.USAGE
+
+
+def _decode(value: Any) -> str:
+    if value is True or value == BAD:
+        return BAD
+    if value is False or value == GOOD:
+        return GOOD
+    return UNRESOLVED
+
+
+def _encode(verdict: str) -> Any:
+    return {BAD: True, GOOD: False}.get(verdict, UNRESOLVED)
 
 
 @dataclass
@@ -82,6 +113,7 @@ class Summary:
     cached: int = 0  # repeated keys answered from memory
     bad: int = 0
     good: int = 0
+    unresolved: int = 0
     seconds: float = 0.0
     check_seconds: float = 0.0
 
@@ -92,7 +124,8 @@ class Summary:
     def line(self) -> str:
         per = f" | {self.check_seconds / self.checks:.3f}s per check" if self.checks else ""
         resumed = f" ({self.resumed} resumed from the state file)" if self.resumed else ""
-        return f"Finished {self.total} check(s){resumed} | bad: {self.bad}, good: {self.good} | {self.seconds:.2f}s{per}"
+        counts = f"bad: {self.bad}, good: {self.good}, unresolved: {self.unresolved}"
+        return f"Finished {self.total} check(s){resumed} | {counts} | {self.seconds:.2f}s{per}"
 
 
 class DebugSession:
@@ -126,8 +159,12 @@ class DebugSession:
         self.reporter = reporter or Reporter(enabled=False)
         self.label = label
         self.summary = Summary()
-        self.verdicts: dict[str, bool] = {}
-        self._recorded: dict[str, bool] = {}  # from the state file, not yet replayed
+        self.verdicts: dict[str, str] = {}  # key -> good / bad / unresolved
+        self._recorded: dict[str, str] = {}  # from the state file, not yet replayed
+        self.last_outcome: Outcome | None = None
+        self._run_unresolved = 0  # unresolved checks run by this process (for the stop rule)
+        self.reference: tuple | None = None  # the original failure's signature (see original())
+        self.repeat_verdicts: list[str] = []
         self._lock = threading.Lock()
         self._started = time.perf_counter()
         self._next_index = 0
@@ -138,6 +175,8 @@ class DebugSession:
             self._load_state()
         if not self._resuming and Path(self.iter_artifact).exists():
             raise UsageError(f"{self.iter_artifact} already exists; remove it or choose another --iter-artifact")
+        procs.stopping.clear()
+        self._restore_signals = procs.handle_termination()  # SIGTERM/SIGHUP unwind like Ctrl-C
 
     # --- state -------------------------------------------------------------------------------------
     def _load_state(self) -> None:
@@ -153,15 +192,17 @@ class DebugSession:
             self.reporter.warn(f"ignoring state file {self.state_path}: it is from a different command, model or check")
             return
         self._resuming = True
-        self._recorded = {k: bool(v) for k, v in state.get("verdicts", {}).items()}
+        self._recorded = {k: _decode(v) for k, v in state.get("verdicts", {}).items()}
         self._next_index = int(state.get("next_index", len(self._recorded)))
+        if state.get("reference"):
+            self.reference = tuple(state["reference"])
         if self._recorded:
             self.reporter.note(f"resuming from {self.state_path}: {len(self._recorded)} verdict(s) recorded")
 
     def _save_state(self) -> None:
         if not self.state_path:
             return
-        verdicts = {**self._recorded, **self.verdicts}
+        verdicts = {k: _encode(v) for k, v in {**self._recorded, **self.verdicts}.items()}
         state = {
             "format": STATE_FORMAT,
             "version": 1,
@@ -169,6 +210,7 @@ class DebugSession:
             "label": self.label,
             "next_index": self._next_index,
             "pending": sorted(self._pending),
+            "reference": list(self.reference) if self.reference else None,
             "verdicts": verdicts,
         }
         write_text_atomic(self.state_path, json.dumps(state, indent=0))
@@ -177,14 +219,15 @@ class DebugSession:
         """The run completed: print the summary and drop the state file (resume is for interrupted runs)."""
         self.summary.seconds = time.perf_counter() - self._started
         self.reporter.close()
+        self._restore_signals()
         if self.state_path:
             with contextlib.suppress(FileNotFoundError):
                 self.state_path.unlink()
         return self.summary
 
     # --- evaluation --------------------------------------------------------------------------------
-    def known(self, key: str) -> bool | None:
-        """The verdict for ``key`` if it is known without running a check."""
+    def known(self, key: str) -> str | None:
+        """The verdict (good / bad / unresolved) for ``key`` if it is known without running a check."""
         if key in self.verdicts:
             return self.verdicts[key]
         return self._recorded.get(key)
@@ -194,8 +237,41 @@ class DebugSession:
         return self.evaluate_many([Candidate(key, make_artifact, dict(info or {}), payload)])[0]
 
     def evaluate_many(self, candidates: Sequence[Candidate]) -> list[bool]:
-        """Verdicts for independent candidates, run through the executor (in parallel with ``--jobs``)."""
-        results: dict[str, bool] = {}
+        """Bad or not, for independent candidates (unresolved is not bad). See :meth:`judge_many`."""
+        return [v == BAD for v in self.judge_many(candidates)]
+
+    def judge(self, key: str, make_artifact: Callable[[Iteration], Any], info: Mapping[str, Any] | None = None, payload: Any = None) -> str:
+        """The verdict for one candidate: ``"good"``, ``"bad"`` or ``"unresolved"``."""
+        return self.judge_many([Candidate(key, make_artifact, dict(info or {}), payload)])[0]
+
+    def original(self, candidate: Candidate, what: str = "the original model", passing_ok: bool = False) -> str:
+        """Check the unchanged input first. Its failure signature defines bad for every later check.
+        If its check is unresolved, or it passes (unless ``passing_ok``: the caller reports that itself),
+        stop with :class:`OriginalNotFailing` (exit 2) saying so."""
+        before = self.summary.checks
+        verdict = self.judge_many([candidate], stop_rule=False)[0]
+        outcome = self.last_outcome if self.summary.checks > before else None  # None: replayed from the state file
+        if verdict == BAD:
+            if outcome is not None:
+                self.reference = outcome.signature
+                with self._lock:
+                    self._save_state()
+            set_reference = getattr(self.check, "set_reference", None)
+            if set_reference is not None:
+                set_reference(Outcome(True, signature=self.reference))
+            return verdict
+        if verdict == GOOD and passing_ok:
+            return verdict
+        self._show_last_output()
+        if verdict == GOOD:
+            raise OriginalNotFailing(f"{what} does not fail the check: nothing to search (check the --check command and its --fail-* options)")
+        why = outcome.note if outcome is not None and outcome.note else "recorded as unresolved"
+        raise OriginalNotFailing(f"the check of {what} is unresolved ({why}): it does not fail as a failure to search; fix the --check command")
+
+    def judge_many(self, candidates: Sequence[Candidate], stop_rule: bool = True) -> list[str]:
+        """Verdicts for independent candidates, run through the executor (in parallel with ``--jobs``).
+        Raises :class:`UnresolvedChecks` when unresolved checks dominate."""
+        results: dict[str, str] = {}
         todo: list[Candidate] = []
         for cand in candidates:
             if cand.key in results or any(c.key == cand.key for c in todo):
@@ -206,11 +282,34 @@ class DebugSession:
             else:
                 results[cand.key] = verdict
         parallel = self.executor.jobs > 1 and len(todo) > 1
-        for cand, verdict in zip(todo, self.executor.map(lambda slot, c: self._run(c, slot, parallel), todo)):
+        try:
+            judged = self.executor.map(lambda slot, c: self._run(c, slot, parallel), todo)
+        except BaseException:  # Ctrl-C / SIGTERM while other jobs run: kill their checks too
+            if parallel:
+                procs.kill_all()
+            raise
+        for cand, verdict in zip(todo, judged):
             results[cand.key] = verdict
+        if stop_rule and todo:
+            self._stop_if_unresolved_dominate()
         return [results[c.key] for c in candidates]
 
-    def _replay(self, cand: Candidate) -> bool | None:
+    def _stop_if_unresolved_dominate(self) -> None:
+        ran, unresolved = self.summary.checks, self._run_unresolved
+        if ran >= MIN_CHECKS_FOR_STOP and 2 * unresolved > ran:
+            self._show_last_output()
+            last = self.last_outcome.note if self.last_outcome is not None and self.last_outcome.note else "unresolved"
+            raise UnresolvedChecks(
+                f"{unresolved} of {ran} checks were unresolved (last: {last}); stopping: the check does not test the candidates (the state file keeps the verdicts)"
+            )
+
+    def _show_last_output(self) -> None:
+        outcome = self.last_outcome
+        if outcome is not None and outcome.output.strip():
+            lines = outcome.output.rstrip().splitlines()[-5:]
+            self.reporter.note("the check's last output:\n" + _indent("\n".join(lines)).rstrip("\n"))
+
+    def _replay(self, cand: Candidate) -> str | None:
         if cand.key in self.verdicts:
             self.summary.cached += 1
             return self.verdicts[cand.key]
@@ -220,17 +319,14 @@ class DebugSession:
             self.summary.resumed += 1
             self._count(verdict)
             self.reporter.iteration(len(self.history), verdict, 0.0, cand.info, resumed=True)
-            self.history.append((len(self.history), cand.key, verdict))
+            self.history.append((len(self.history), cand.key, verdict == BAD))
             return verdict
         return None
 
-    def _count(self, bad: bool) -> None:
-        if bad:
-            self.summary.bad += 1
-        else:
-            self.summary.good += 1
+    def _count(self, verdict: str) -> None:
+        setattr(self.summary, verdict, getattr(self.summary, verdict) + 1)
 
-    def _run(self, cand: Candidate, slot: int, parallel: bool) -> bool:
+    def _run(self, cand: Candidate, slot: int, parallel: bool) -> str:
         with self._lock:
             index = self._next_index
             self._next_index += 1
@@ -251,27 +347,31 @@ class DebugSession:
         except BaseException:  # Ctrl-C included: leave no intermediate files behind
             self._cleanup(it, info_path)
             raise
-        self._sort_artifacts(outcome.bad, index, it)
+        verdict = outcome.verdict
+        self._sort_artifacts(verdict, index, it)
         self._cleanup(it, info_path)
         with self._lock:
-            self.verdicts[cand.key] = outcome.bad
+            self.verdicts[cand.key] = verdict
             self._pending.discard(cand.key)
             self.summary.checks += 1
             self.summary.check_seconds += outcome.seconds
-            self._count(outcome.bad)
-            self.history.append((index, cand.key, outcome.bad))
+            self._count(verdict)
+            if verdict == UNRESOLVED:
+                self._run_unresolved += 1
+            self.last_outcome = outcome
+            self.history.append((index, cand.key, verdict == BAD))
             self._save_state()
-            self.reporter.iteration(index, outcome.bad, outcome.seconds, it.info, note=outcome.note)
-        return outcome.bad
+            self.reporter.iteration(index, verdict, outcome.seconds, it.info, note=outcome.note)
+        return verdict
 
-    def _sort_artifacts(self, bad: bool, index: int, it: Iteration) -> None:
+    def _sort_artifacts(self, verdict: str, index: int, it: Iteration) -> None:
         for name in self.artifacts:
             src = Path(it.substitutions.get(name, slot_path(name, it.slot, not it.exclusive)))
             if name == self.iter_artifact:
                 src = Path(it.artifact)
             if not src.exists():
                 continue
-            dest_dir = self.artifacts_dir / ("bad" if bad else "good")
+            dest_dir = self.artifacts_dir / verdict
             dest_dir.mkdir(parents=True, exist_ok=True)
             base = Path(name)
             dest = dest_dir / f"{base.stem}_N{index}{base.suffix}"
@@ -294,15 +394,20 @@ class DebugSession:
 
     # --- repeat-style loops (debug repeat / debug build) --------------------------------------------
     def repeat(self, make_artifact: Callable[[Iteration], Any], until: str | int, info: Callable[[int], Mapping[str, Any]] | None = None) -> list[bool]:
-        """Check ``until`` N iterations, or until the first ``good``/``bad`` one. Keys are ``N<i>``."""
+        """Check ``until`` N iterations, or until the first ``good``/``bad`` one. Keys are ``N<i>``.
+        True for bad; :attr:`repeat_verdicts` has the verdicts (good / bad / unresolved)."""
+        return [v == BAD for v in self.repeat_judged(make_artifact, until, info)]
+
+    def repeat_judged(self, make_artifact: Callable[[Iteration], Any], until: str | int, info: Callable[[int], Mapping[str, Any]] | None = None) -> list[str]:
         count, stop = _parse_until(until)
-        verdicts: list[bool] = []
+        verdicts: list[str] = self.repeat_verdicts
+        verdicts.clear()
         i = 0
         while count is None or i < count:
-            bad = self.evaluate(f"N{i}", make_artifact, (info(i) if info else {}) | {"label": f"iteration {i}"})
-            verdicts.append(bad)
+            verdict = self.judge(f"N{i}", make_artifact, (info(i) if info else {}) | {"label": f"iteration {i}"})
+            verdicts.append(verdict)
             i += 1
-            if stop is not None and bad == (stop == "bad"):
+            if stop is not None and verdict == stop:  # unresolved neither stops --until good nor --until bad
                 break
             if i >= 100000:  # safety stop for until good/bad that never comes
                 break
@@ -374,11 +479,11 @@ class Reporter:
             self._task = self._progress.add_task(self.label, total=None, status="")
         return self._progress
 
-    def iteration(self, index: int, bad: bool, seconds: float, info: Mapping[str, Any], resumed: bool = False, note: str = "") -> None:
+    def iteration(self, index: int, verdict: str | bool, seconds: float, info: Mapping[str, Any], resumed: bool = False, note: str = "") -> None:
         if not self.enabled:
             return
         self._count += 1
-        verdict = "bad " if bad else "good"
+        verdict = {True: "bad ", False: "good", BAD: "bad ", GOOD: "good"}.get(verdict, "unresolved")
         label = info.get("label", "")
         text = f"[N{index}] {verdict} | {'resumed' if resumed else f'{seconds:.2f}s'}" + (f" | {label}" if label else "") + (f" | {note}" if note else "")
         bar = self._bar()

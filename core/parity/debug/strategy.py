@@ -4,6 +4,11 @@ A strategy minimises a list of items (graph nodes, layers: plain ints here) with
 :class:`Oracle` that answers "is this subset still interesting?" (``reduce``: the model built from the
 subset still fails; ``precision``: the model with these nodes in fp32 passes). Strategies only see
 index subsets; the command decides what a subset means.
+
+Checks have three verdicts: good, bad and unresolved (crashed, timed out, could not find its input, failed
+differently from the original). As in Zeller's ddmin, an unresolved subset is neither: it is never
+interesting (no reduction step is taken on it) and never counted as passing (``oracle.verdict(subset)``
+tells the three apart, and ``oracle.best`` only ever holds an interesting subset).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from parity.debug.check import BAD, GOOD
 from parity.debug.session import Candidate, DebugSession
 
 
@@ -55,6 +61,7 @@ class Oracle:
         self.empty = empty
         self.best: frozenset[int] | None = None  # the smallest interesting subset seen
         self.on_result: Callable[[frozenset[int], bool], Any] | None = None
+        self.verdicts: dict[frozenset[int], str] = {}  # prepared subset -> good / bad / unresolved
 
     @property
     def jobs(self) -> int:
@@ -62,6 +69,10 @@ class Oracle:
 
     def _prepare(self, subset: Iterable[int]) -> frozenset[int]:
         return self.closure(frozenset(subset))
+
+    def verdict(self, subset: Iterable[int]) -> str | None:
+        """good / bad / unresolved for a subset already checked, else None."""
+        return self.verdicts.get(self._prepare(subset))
 
     def _note(self, subset: frozenset[int], interesting: bool) -> None:
         if interesting and (self.best is None or len(subset) < len(self.best)):
@@ -76,10 +87,12 @@ class Oracle:
         """Verdicts for independent subsets (checked in parallel with ``--jobs``)."""
         prepared = [self._prepare(s) for s in subsets]
         real = [p for p in prepared if p or self.empty is None]
-        verdicts = dict(zip(real, self.session.evaluate_many([self.candidate(p) for p in real]))) if real else {}
+        verdicts = dict(zip(real, self.session.judge_many([self.candidate(p) for p in real]))) if real else {}
+        self.verdicts.update(verdicts)
+        wanted = BAD if self.interesting_if_bad else GOOD
         out = []
         for p in prepared:
-            interesting = (verdicts[p] == self.interesting_if_bad) if p in verdicts else bool(self.empty)
+            interesting = (verdicts[p] == wanted) if p in verdicts else bool(self.empty)  # unresolved: never
             self._note(p, interesting)
             out.append(interesting)
         return out

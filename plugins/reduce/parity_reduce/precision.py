@@ -31,6 +31,12 @@ class AlwaysFails(ParityError):
     exit_code = ExitCode.MISMATCH
 
 
+class NotFailing(ParityError):
+    """The check of the model in low precision is unresolved: there is no failure to search."""
+
+    exit_code = ExitCode.USAGE
+
+
 @dataclass
 class PrecisionResult:
     model: onnx.ModelProto
@@ -92,6 +98,7 @@ class PrecisionSearch:
         mode: str = DEFAULT_MODE,
         low: str = "float16",
         keep_out_of_range: bool = True,
+        check_original: bool = True,
     ) -> None:
         from parity.errors import UsageError
 
@@ -103,6 +110,12 @@ class PrecisionSearch:
         # A Python predicate says "passes"; the session's verdict is "bad", so invert it there.
         self.session = session or DebugSession(PredicateCheck(lambda it: not predicate(it.payload)))  # type: ignore[misc]
         self.mode = mode
+        self.low = low
+        self.check_original = check_original
+
+    def _last_note(self) -> str:
+        last = self.session.last_outcome
+        return last.note if last is not None and last.note else "unresolved"
 
     def strategy(self) -> Any:
         if self.mode in STRATEGIES:
@@ -118,10 +131,27 @@ class PrecisionSearch:
         search = Search(self.session, lambda s: self.mixed.build({cands[k] for k in s}), describe=lambda s: f"{len(s)} node(s) in fp32")
         oracle = search.oracle(False, empty=None)
         full = list(range(len(cands)))
+        passes_low = False
+        if self.check_original:  # the model fully in low precision: its failure signature defines bad
+            from parity.debug.session import OriginalNotFailing
+
+            try:
+                passes_low = self.session.original(search.candidate(frozenset()), f"the {self.low} model (no node kept fp32)", passing_ok=True) == "good"
+            except OriginalNotFailing as exc:
+                raise NotFailing(str(exc)) from None
+            oracle([])
+        if passes_low:  # observed: nothing needs fp32 (convert's model passes)
+            summary = self.session.finish()
+            return PrecisionResult(self.mixed.build(set()), [], [self.mixed.name(i) for i in cands], summary, search.history)
         if not oracle(full):
+            if oracle.verdict(full) == "unresolved":
+                raise ParityError(f"the check of the model with every node in fp32 is unresolved ({self._last_note()}): precision cannot be searched")
             raise AlwaysFails("the check fails even with every node in fp32: precision is not the cause")
         keep = frozenset(strategy.minimize(full, oracle))
-        best = oracle.best if oracle.best is not None and len(oracle.best) < len(keep) else keep
+        if oracle.verdict(keep) is None:
+            oracle(keep)
+        verified = oracle.verdict(keep) == "good"  # only a checked, passing set is a result
+        best = oracle.best if oracle.best is not None and (len(oracle.best) < len(keep) or not verified) else keep
         summary = self.session.finish()
         nodes = sorted(cands[k] for k in best)
         return PrecisionResult(self.mixed.build(set(nodes)), [self.mixed.name(i) for i in nodes], [self.mixed.name(i) for i in cands], summary, search.history)

@@ -112,6 +112,7 @@ class Search:
         self.inputs_for = inputs_for
         self.describe = describe
         self.history: list[tuple[frozenset[int], bool]] = []
+        self.outcomes: dict[frozenset[int], str] = {}  # subset -> good / bad / unresolved
 
     def candidate(self, subset: frozenset[int]) -> Candidate:
         def make_artifact(it: Iteration) -> None:
@@ -130,7 +131,17 @@ class Search:
     def oracle(self, interesting_if_bad: bool, closure: Callable[[frozenset[int]], frozenset[int]] | None = None, empty: bool | None = False) -> Oracle:
         oracle = Oracle(self.session, self.candidate, interesting_if_bad=interesting_if_bad, closure=closure, empty=empty)
         oracle.on_result = lambda subset, hit: self.history.append((subset, hit))
+        self.outcomes = oracle.verdicts
         return oracle
+
+    def original(self, subset: frozenset[int], what: str) -> None:
+        """Check the unchanged input first (its failure signature defines bad); stop if it does not fail."""
+        from parity.debug.session import OriginalNotFailing
+
+        try:
+            self.session.original(self.candidate(subset), what)
+        except OriginalNotFailing as exc:
+            raise NotFailing(str(exc)) from None
 
 
 def model_inputs_of(reference: Reference | None) -> Callable[[onnx.ModelProto], list[dict[str, np.ndarray]]]:
@@ -211,22 +222,56 @@ class Reducer:
 
         oracle = search.oracle(True, closure)
         full = list(range(len(index)))
-        if self.check_full and not oracle(full):
-            raise NotFailing("the full model passes the check: nothing to reduce (check the --check command and its --fail-* options)")
+        if self.check_full:
+            search.original(closure(frozenset(full)), "the original model")
+            oracle(full)  # cached: records the full model as bad
         found = closure(frozenset(strategy.minimize(full, oracle)))
         if not found:
             found = frozenset(full)
-        best = oracle.best if oracle.best is not None and len(oracle.best) < len(found) else found
+        if self.check_full and oracle.verdict(found) != "bad":  # only a checked, bad subset is a result
+            oracle(found)
+        verified = oracle.verdict(found) == "bad" or not self.check_full
+        best = oracle.best if oracle.best is not None and (len(oracle.best) < len(found) or not verified) else found
         model = self.build(best)
         summary = self.session.finish()
-        good = _min_good(search.history, best)
+        good = _min_good(search.history, best, search.outcomes)
         return ReduceResult(model, sorted(best), index.names(best), summary, index, self.reference, self.build(good) if good else None, search.history)
 
 
-def _min_good(history: list[tuple[frozenset[int], bool]], bad: frozenset[int]) -> frozenset[int] | None:
-    """Polygraphy's --min-good: the largest passing candidate inside the result, else the closest one."""
-    goods = [s for s, hit in history if not hit and s]
+def _min_good(history: list[tuple[frozenset[int], bool]], bad: frozenset[int], outcomes: Mapping[frozenset[int], str] | None = None) -> frozenset[int] | None:
+    """Polygraphy's --min-good: the largest passing candidate inside the result, else the closest one.
+    Only candidates whose check passed count (an unresolved one is not passing)."""
+    goods = [s for s, hit in history if not hit and s and (outcomes is None or outcomes.get(s) == "good")]
     inside = [s for s in goods if s < bad]
     if inside:
         return max(inside, key=len)
     return min(goods, key=lambda s: len(s ^ bad)) if goods else None
+
+
+def prove_bundle(directory: str | Path, session: DebugSession) -> tuple[bool, str]:
+    """Run the repro bundle's ``check.sh`` once, from a copy of the bundle in a temporary directory (so it
+    must stand alone, and the bundle itself is left as written), and compare what it does with the original
+    failure's signature. Returns (reproduces, why not). A bundle is announced only when it reproduces the
+    same failure: the original's exit code (and ``--fail-regex`` match), not a crash or a missing file."""
+    import shutil
+    import tempfile
+
+    from parity.debug.check import CommandCheck
+
+    check = session.check
+    if not isinstance(check, CommandCheck):
+        return False, "no --check command to run it with"
+    if not (Path(directory) / "check.sh").is_file():
+        return False, f"{Path(directory) / 'check.sh'} is missing"
+    elsewhere = tempfile.mkdtemp(prefix="parity_repro_proof_")
+    try:
+        copy = Path(elsewhere) / Path(directory).resolve().name
+        shutil.copytree(directory, copy, symlinks=True)
+        script = str(copy / "check.sh")
+        proof = CommandCheck(["sh", script], check.verdict, check.timeout, hide_fail_output=True, in_process=False, reference=session.reference, cwd=elsewhere)
+        outcome = proof(Iteration(0, "repro", script, script))
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
+    if outcome.bad:
+        return True, ""
+    return False, outcome.note or "its check passed"
