@@ -212,3 +212,11 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
         handle.write("new")
         raise RuntimeError("interrupted")
     assert (tmp_path / "a.txt").read_text() == "old" and _listing(tmp_path) == {"a.txt"}
+
+
+def test_a_symlink_loop_among_the_paths_is_no_crash(work, main):
+    os.symlink("loop", work / "loop")
+    code, _, err = main("data", "concat", "in.npz", "-o", "loop")  # replaces the broken link, as any writer would
+    assert code == 0 and "error" not in err, err
+    code, _, err = main("data", "concat", "loop", "-o", "loop")
+    assert code == 2 and "loop" in one_line_error(err)

@@ -170,8 +170,12 @@ def check_model_path(path: PathArg) -> Path:
 def same_file(a: PathArg, b: PathArg) -> bool:
     """Whether two paths name one file: the same resolved path, or (both existing) the same inode, so a hard
     link or a symlink to a file counts as that file."""
-    if Path(a).resolve() == Path(b).resolve():
-        return True
+    try:
+        if Path(a).resolve() == Path(b).resolve():
+            return True
+    except (OSError, RuntimeError):  # a symlink loop: compare as written
+        if os.path.abspath(a) == os.path.abspath(b):
+            return True
     try:
         return os.path.samefile(a, b)
     except OSError:
