@@ -40,7 +40,8 @@ expects, so it works with any backend. The result is a set of nodes, not a prefi
 def _modes(kind: str) -> list[str]:
     from parity.plugins import get_registry
 
-    return sorted(name for name, spec in get_registry().strategies.items() if kind in spec.kinds)
+    names = {name for name, spec in get_registry().strategies.items() if kind in spec.kinds}
+    return sorted(names | ({"staged"} if kind == "reduce" else set()))  # staged: parity_reduce.strategies
 
 
 def add_commands(cli: click.Group) -> None:
@@ -53,6 +54,8 @@ def add_commands(cli: click.Group) -> None:
         click.Option(["--min-good"], metavar="PATH", help="Also write the largest passing model close to the result."),
         click.Option(["--mode"], default="dichotomic", show_default=True, help=f"Search strategy: {', '.join(_modes('reduce'))}."),
         GreedyOption(["--model-input-shapes"], metavar="NAME:[D0,...]", help="Freeze input shapes first (dynamic dims), e.g. x:[1,3,224,224]."),
+        click.Option(["--max-checks"], type=click.IntRange(min=1), metavar="N", help="Stop after N checks in all (the original's included) with the best model so far."),
+        click.Option(["--max-time"], type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Start no check after SECONDS; keep the best model so far."),
         click.Option(["--no-reduce-inputs"], is_flag=True, help="Keep the model's inputs: only remove nodes from the end."),
         click.Option(["--no-reduce-outputs"], is_flag=True, help="Keep the model's outputs: only remove nodes from the start."),
         click.Option(
@@ -142,6 +145,9 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
         reduce_outputs=not params["no_reduce_outputs"],
         iter_inputs=iter_inputs,
         warn=warn,
+        max_checks=params.get("max_checks"),
+        max_time=params.get("max_time"),
+        save_best=output,  # each smaller failing model is written at once: stopping keeps the best so far
     )
     total = len(reducer.index)
     result = reducer.run()

@@ -180,6 +180,9 @@ class Reducer:
         iter_inputs: str | None = None,
         check_full: bool = True,
         warn: Callable[[str], None] | None = None,
+        max_checks: int | None = None,
+        max_time: float | None = None,
+        save_best: str | Path | None = None,
     ) -> None:
         if (predicate is None) == (session is None):
             raise UsageError("give the Reducer either a predicate or a DebugSession")
@@ -200,9 +203,23 @@ class Reducer:
         self.reduce_outputs = reduce_outputs
         self.iter_inputs = iter_inputs
         self.check_full = check_full
+        self.budget = Budget(max_checks, max_time)
+        self.save_best = save_best
 
     def build(self, subset: frozenset[int]) -> onnx.ModelProto:
         return self.index.build(subset, self.reference, self.cut)
+
+    def _saver(self) -> Callable[[frozenset[int]], None]:
+        """Writes each improvement to ``save_best`` atomically, after the same validation as the final save."""
+
+        def save(subset: frozenset[int]) -> None:
+            from parity.onnx_models import validate
+
+            data = self.build(subset).SerializeToString()
+            validate(data, f"the failing model of {len(subset)} nodes (not written to {self.save_best})", missing_kernels_ok=True)
+            write_bytes_atomic(self.save_best, data)
+
+        return save
 
     def strategy(self) -> Any:
         options = {"graph": self.index, "no_reduce_inputs": not self.reduce_inputs, "no_reduce_outputs": not self.reduce_outputs}
@@ -221,21 +238,71 @@ class Reducer:
             return index.closure(s, up=not self.reduce_inputs, down=not self.reduce_outputs) if s else s
 
         oracle = search.oracle(True, closure)
+        self.budget.attach(oracle, self.session, self._saver() if self.save_best else None)
         full = list(range(len(index)))
         if self.check_full:
             search.original(closure(frozenset(full)), "the original model")
             oracle(full)  # cached: records the full model as bad
-        found = closure(frozenset(strategy.minimize(full, oracle)))
-        if not found:
-            found = frozenset(full)
-        if self.check_full and oracle.verdict(found) != "bad":  # only a checked, bad subset is a result
-            oracle(found)
+        try:
+            found = closure(frozenset(strategy.minimize(full, oracle)))
+            if not found:
+                found = frozenset(full)
+            if self.check_full and oracle.verdict(found) != "bad":  # only a checked, bad subset is a result
+                oracle(found)
+        except BudgetSpent as spent:  # keep the smallest failing model checked so far
+            self.warn(f"{spent}; keeping the smallest failing model found so far")
+            found = oracle.best or frozenset(full)
         verified = oracle.verdict(found) == "bad" or not self.check_full
         best = oracle.best if oracle.best is not None and (len(oracle.best) < len(found) or not verified) else found
         model = self.build(best)
         summary = self.session.finish()
         good = _min_good(search.history, best, search.outcomes)
         return ReduceResult(model, sorted(best), index.names(best), summary, index, self.reference, self.build(good) if good else None, search.history)
+
+
+class BudgetSpent(Exception):
+    """``--max-checks`` / ``--max-time`` ran out; the search stops before the next check."""
+
+
+class Budget:
+    """Stops a search before a check that ``max_checks`` (checks in all, the original's and resumed ones
+    included) or ``max_time`` (seconds since the search started; a running check is never cut) does not
+    allow, and calls ``on_improve(subset)`` whenever a failing subset smaller than every earlier one is seen
+    (the reducer writes it to ``-o`` at once, so stopping at any moment leaves the best model so far)."""
+
+    def __init__(self, max_checks: int | None = None, max_time: float | None = None) -> None:
+        if max_checks is not None and max_checks < 1:
+            raise UsageError(f"--max-checks: expected at least 1, got {max_checks}")
+        if max_time is not None and max_time <= 0:
+            raise UsageError(f"--max-time: expected a positive number of seconds, got {max_time}")
+        self.max_checks = max_checks
+        self.max_time = max_time
+
+    def attach(self, oracle: Oracle, session: DebugSession, on_improve: Callable[[frozenset[int]], None] | None = None) -> None:
+        import time
+
+        started = time.perf_counter()
+        many, noted = oracle.many, oracle.on_result
+        best: list[int] = []  # size of the last improvement reported
+
+        def budgeted_many(subsets: Sequence[Any]) -> list[bool]:
+            keys = {subset_key(p) for p in (oracle._prepare(s) for s in subsets) if p or oracle.empty is None}
+            new = sum(1 for k in keys if session.known(k) is None)  # cached and resumed verdicts cost nothing
+            if new and self.max_checks is not None and session.summary.total + new > self.max_checks:
+                raise BudgetSpent(f"--max-checks {self.max_checks} reached")
+            if new and self.max_time is not None and time.perf_counter() - started > self.max_time:
+                raise BudgetSpent(f"--max-time {self.max_time:g}s reached")
+            return many(subsets)
+
+        def on_result(subset: frozenset[int], hit: bool) -> None:
+            if noted:
+                noted(subset, hit)
+            if hit and on_improve and subset and (not best or len(subset) < best[0]):
+                best[:] = [len(subset)]
+                on_improve(subset)
+
+        oracle.many = budgeted_many  # type: ignore[method-assign]
+        oracle.on_result = on_result
 
 
 def _min_good(history: list[tuple[frozenset[int], bool]], bad: frozenset[int], outcomes: Mapping[frozenset[int], str] | None = None) -> frozenset[int] | None:

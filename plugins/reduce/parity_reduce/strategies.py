@@ -11,6 +11,9 @@ parallel with ``--jobs``). Indices are in topological order, so contiguous chunk
 * ``quickxplain``: QuickXplain (Junker 2004), divide and conquer, O(k log(n/k)) checks.
 * ``ddmin``: delta debugging (Zeller & Hildebrandt 2002) over contiguous regions; 1-minimal even when
   the failure is not monotone, at more checks; its subset/complement tests run in parallel with ``--jobs``.
+* ``staged``: a failing region first, in about as many checks as ``bisect`` (prefix search for the last
+  needed node, then its ancestors cut from the start), then ``dichotomic`` inside it; meant for a
+  ``--max-checks`` / ``--max-time`` budget, where the best model so far is what the user keeps.
 * ``bisect`` / ``linear``: Polygraphy-compatible: shrink to the ancestors of one node (outputs phase),
   then to the descendants of one node (inputs phase), by binary search or by trying every node.
 """
@@ -189,7 +192,68 @@ STRATEGIES: dict[str, tuple[Callable[[Mapping[str, Any]], Any], str]] = {
     "dichotomic": (lambda o: Dichotomic(), "binary search for each culprit node, O(k log n) checks (default)"),
     "quickxplain": (lambda o: QuickXplain(), "QuickXplain divide and conquer (Junker 2004), O(k log(n/k)) checks"),
     "ddmin": (lambda o: DeltaDebugging(), "delta debugging over graph regions (Zeller & Hildebrandt 2002); parallel with --jobs"),
+    "staged": (
+        lambda o: Staged(graph=o.get("graph"), reduce_inputs=not o.get("no_reduce_inputs"), reduce_outputs=not o.get("no_reduce_outputs")),
+        "a region in about as many checks as bisect, then dichotomic inside it (for --max-checks/--max-time)",
+    ),
     "bisect": (_polygraphy(False), "Polygraphy's bisect: ancestors then descendants of one node, binary search"),
     "linear": (_polygraphy(True), "Polygraphy's linear: try every node as the new output, then input"),
 }
 DEFAULT_MODE = "dichotomic"
+
+
+@dataclass
+class Staged:
+    """Coarse then fine, so a run stopped early (``--max-checks``, ``--max-time``, Ctrl-C) still has a small model.
+
+    Phase 1, bounded like Polygraphy's bisect (about log2(n) + log2(m) checks): a binary search over
+    topological prefixes finds the last node the failure needs, ``L`` (the smallest failing prefix ends
+    with it; for a numeric fault, the first tensor past the tolerance). The nodes it needs are among its
+    ancestors ``A``, and ``A`` fails without a check (``L``'s outputs are the prefix's failing ones). One
+    check of ``L`` alone catches single-node faults; otherwise a binary search over "descendants of node
+    j within ``A``" (Polygraphy's inputs phase) cuts the region's start. Phase 2 shrinks that region
+    toward 1-minimal with the dichotomic search, ``L`` already known necessary; every smaller failing
+    model it meets is the new best (the reducer writes it at once), so stopping at any check keeps the
+    best so far. With a graph-less list (precision) it is plain dichotomic.
+    """
+
+    name: str = "staged"
+    graph: Any = None
+    reduce_inputs: bool = True
+    reduce_outputs: bool = True
+
+    def minimize(self, items: Sequence[int], oracle: Oracle) -> list[int]:
+        items = list(items)
+        if self.graph is None or not (self.reduce_inputs and self.reduce_outputs) or not items:
+            return Dichotomic().minimize(items, oracle)
+        region, last = self.coarse(items, oracle)
+        return self.refine(region, last, oracle)
+
+    def coarse(self, items: list[int], oracle: Oracle) -> tuple[list[int], int | None]:
+        """Phase 1: (a failing region, the node it needs last, or None when no prefix narrowed it)."""
+        if oracle([]):
+            return [], None
+        hi = _first_interesting_prefix([], items, oracle)
+        last = items[hi - 1]
+        anc = self.graph.ancestors()[last]
+        region = [i for i in items[:hi] if anc >> i & 1]
+        if len(region) == 1 or oracle([last]):
+            return [last], last
+        desc = self.graph.descendants()
+        # Candidates from the smallest (node `last` alone: known to pass) to the whole region (fails).
+        cands = [[i for i in region if desc[j] >> i & 1] for j in reversed(region)]
+        lo, hi = 0, len(cands) - 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if oracle(cands[mid]):
+                hi = mid
+            else:
+                lo = mid
+        return cands[hi], last
+
+    def refine(self, region: list[int], last: int | None, oracle: Oracle) -> list[int]:
+        """Phase 2: the dichotomic search inside the region (cuts inside it change what its nodes see, so
+        ``last`` is not assumed necessary again)."""
+        if last is None or len(region) <= 1:
+            return region
+        return Dichotomic().minimize(region, oracle)
