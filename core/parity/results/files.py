@@ -303,7 +303,10 @@ def file_kind(path: str | Path) -> str:
     p = _check_exists(path)
     kind = _kind(p)
     if kind == "parity":
-        return _open_archive(p)[1].get("kind", "?")
+        held = _open_archive(p)[1].get("kind")
+        if held not in ("inputs", "outputs"):
+            raise UsageError(f"{p}: malformed Parity manifest (kind {held!r:.60}; expected 'inputs' or 'outputs')")
+        return held
     from parity.results import polygraphy
 
     return polygraphy.file_kind(p)

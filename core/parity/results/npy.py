@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import io
 import struct
+import warnings
 from typing import IO
 
 import numpy as np
@@ -52,7 +53,9 @@ def read_header(fh: IO[bytes], where: str) -> tuple[tuple[int, ...], bool, np.dt
         raise NpyError(where, "truncated .npy header")
     try:
         text = raw.decode("utf-8" if major == 3 else "latin-1")
-        header = ast.literal_eval(text)
+        with warnings.catch_warnings():  # odd escapes in a hostile header warn; the header is refused anyway
+            warnings.simplefilter("ignore")
+            header = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, UnicodeDecodeError) as exc:
         raise NpyError(where, f"unreadable .npy header ({type(exc).__name__})") from None
     if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
