@@ -166,11 +166,17 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
     echo(f"Minimum bad model: {len(result.nodes)} of {total} nodes -> {output}")
     echo("  nodes: " + ", ".join(result.nodes[:20]) + (f", ... ({len(result.nodes) - 20} more)" if len(result.nodes) > 20 else ""))
     if repro:
-        subs = {params["iter_artifact"]: "model.onnx", "{artifact}": "model.onnx", params["iter_inputs"]: "inputs.npz"}
+        from parity_reduce.reducer import prove_bundle
+
+        subs = {"polygraphy_debug.onnx": "model.onnx", params["iter_artifact"]: "model.onnx", "{artifact}": "model.onnx", params["iter_inputs"]: "inputs.npz"}
         write_bundle(
             repro, result.model, result.nodes, result.inputs(), result.expected(), check or None, subs, model, result.checks, params.get("load_inputs") or ()
         )
-        echo(f"Repro bundle: {repro}")
+        reproduces, why = prove_bundle(repro, session) if check else (True, "")
+        if reproduces:  # proven: its check.sh, run from another directory, fails as the original did
+            echo(f"Repro bundle: {repro}" + ("" if check else " (not verified: no --check command)"))
+        else:
+            warn(f"the repro bundle in {repro} does not reproduce the failure ({why}); not announced as a repro")
     return int(ExitCode.PASSED)
 
 
