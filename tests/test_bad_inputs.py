@@ -298,3 +298,19 @@ def test_missing_external_data_names_the_file(main, model_without_its_data, tmp_
     assert code == 3, line
     assert str(model_without_its_data) in line and "'weights.bin'" in line and "tensor 'scale'" in line and "ValidationError" not in line, line
     assert not (tmp_path / "out.onnx").exists()
+
+
+# --- the docs say which options run your code ---------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+@pytest.mark.parametrize(
+    ("page", "option"),
+    [("cli.md", "`--plugin"), ("cli.md", "`--data-loader-script"), ("plugins/README.md", "`--plugin`"), ("plugins/README.md", "`PARITY_PLUGINS")],
+)
+def test_docs_warn_that_the_option_runs_code(page, option):
+    """Where an option that executes a Python file is described, the docs say so in the same paragraph."""
+    text = (DOCS / page).read_text()
+    paragraphs = [p for p in text.split("\n\n") if option in p and "only use files you trust" in p]
+    assert paragraphs, f"{page}: no paragraph describing {option} says it runs the file as Python"
