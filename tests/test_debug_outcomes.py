@@ -171,3 +171,22 @@ def test_a_check_never_outlives_parity_killed_with_sigkill(tmp_path):
     while time.time() < deadline and any(_alive(p) for p in kids):
         time.sleep(0.1)
     assert not any(_alive(p) for p in kids)  # the check (PDEATHSIG) and its child (watchdog) are gone
+
+
+def test_debug_build_does_not_count_unresolved_as_good(tmp_path):
+    pytest.importorskip("parity_tactics")
+    from parity_tactics.debug_build import debug_build
+
+    (tmp_path / "model.onnx").write_bytes(b"onnx")
+
+    def build(model: str, engine: str, options) -> None:
+        Path(engine).write_bytes(b"engine")
+
+    # Polygraphy's guide names polygraphy_debug.engine: it is the iteration's engine. The check then reads a
+    # file that is not there: unresolved, neither a good build nor a bad one.
+    check = [PY, "-c", "import sys; open(sys.argv[1], 'rb'); open('golden_missing.json')", "polygraphy_debug.engine"]
+    result = debug_build("model.onnx", 2, check, build=build)
+    assert result.outcomes == ["unresolved", "unresolved"]
+    assert result.good == 0 and result.bad == 0 and result.unresolved == 2
+    passing = debug_build("model.onnx", 1, [PY, "-c", "import sys; open(sys.argv[1], 'rb')", "polygraphy_debug.engine"], build=build)
+    assert passing.outcomes == ["good"] and passing.good == 1

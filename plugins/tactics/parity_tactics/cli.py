@@ -97,7 +97,7 @@ bad. Then find the culprits with: parity inspect diff-tactics --dir ARTIFACTS_DI
   parity debug build model.onnx --fp16 --save-tactics replay.json --artifacts replay.json \\
       --artifacts-dir replays --until 10 --check parity run parity_debug.engine --trt --load-outputs golden.json
 
-Exit code 1 if any build was bad, else 0."""
+Exit code 1 if any build was bad; 3 if none was bad but some checks were unresolved; else 0."""
 
 
 def _debug_build(model: str, until: str, **params: object) -> int:
@@ -109,7 +109,9 @@ def _debug_build(model: str, until: str, **params: object) -> int:
         raise UsageError("debug build needs the TensorRT plugin: pip install parity-trt")
     check = params.pop("check", None)
     result = debug_build(model, until, check, **params)  # type: ignore[arg-type]
-    echo(f"{result.summary.line()} | builds: {result.good} good, {result.bad} bad")
+    echo(f"{result.summary.line()} | builds: {result.good} good, {result.bad} bad, {result.unresolved} unresolved")
     if params.get("save_tactics") and params["save_tactics"] in (params.get("artifacts") or ()):
         echo(f"Next: parity inspect diff-tactics --dir {params.get('artifacts_dir')}")
+    if not result.bad and result.unresolved:  # nothing failed, but not everything passed either
+        return int(ExitCode.FAILURE)
     return int(ExitCode.MISMATCH if result.bad else ExitCode.PASSED)

@@ -44,10 +44,16 @@ class BuildResult:
     verdicts: list[bool]  # True: bad
     summary: Summary
     build_errors: dict[int, str] = field(default_factory=dict)  # iteration -> first line of the build error
+    outcomes: list[str] = field(default_factory=list)  # good / bad / unresolved per iteration
 
     @property
     def good(self) -> int:
-        return self.verdicts.count(False)
+        """Builds whose check passed (an unresolved check is not a pass)."""
+        return self.outcomes.count("good") if self.outcomes else self.verdicts.count(False)
+
+    @property
+    def unresolved(self) -> int:
+        return self.outcomes.count("unresolved")
 
     @property
     def bad(self) -> int:
@@ -108,5 +114,5 @@ def debug_build(
         fingerprint={"model": file_fingerprint(model), "until": str(until), "check": argv},
         check=judged,
     )
-    verdicts = session.repeat(make_artifact, until)
-    return BuildResult(verdicts, session.finish(), errors)
+    outcomes = session.repeat_judged(make_artifact, until)
+    return BuildResult([v == "bad" for v in outcomes], session.finish(), errors, list(outcomes))
