@@ -23,6 +23,7 @@ What is covered (Linux; elsewhere only the process-group kill applies):
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import os
@@ -220,6 +221,25 @@ def start_watchdog() -> None:
         )
     except OSError:
         _watchdog = None
+        return
+    atexit.register(stop_watchdog)
+
+
+def stop_watchdog() -> None:
+    """Parity exits normally: EOF makes the watchdog sweep (nothing should be left) and exit."""
+    global _watchdog
+    dog, _watchdog = _watchdog, None
+    if dog is None:
+        return
+    with contextlib.suppress(OSError):
+        if dog.stdin:
+            dog.stdin.close()
+    try:
+        dog.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        dog.kill()
+        with contextlib.suppress(Exception):
+            dog.wait(timeout=1)
 
 
 class Terminated(SystemExit):
