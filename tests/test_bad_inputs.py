@@ -263,7 +263,6 @@ def test_save_api_refuses_bad_output_paths(tmp_path):
         save_inputs([{"x": np.ones(2)}], tmp_path)
 
 
-@pytest.mark.xfail(reason="needs parity.results.files.check_output_path called for --save-inputs/--save-outputs in cli/run.py (file-safety owner)")
 @pytest.mark.parametrize("option", ["--save-outputs", "--save-inputs"])
 @pytest.mark.parametrize("where", ["under a file", "a directory"])
 def test_run_save_to_a_bad_path(main, work, option, where):

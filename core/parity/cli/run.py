@@ -212,10 +212,13 @@ def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any]) -> Non
 
 def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:
     from parity import runflow
-    from parity.results.files import load_results
+    from parity.results.files import check_output_path, load_results
     from parity.results.model import RunResults
 
     refuse_overwrite_inputs(model, params)
+    for option in ("save_inputs", "save_outputs", "report"):  # a bad output path fails before any work
+        if params.get(option):
+            check_output_path(params[option], "--" + option.replace("_", "-"))
     registry = get_registry()
     if not ctx.meta.get("parity.runners") and not params.get("load_outputs"):
         flags = " ".join(b.cli_flag for b in registry.backends.values())

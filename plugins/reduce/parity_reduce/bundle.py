@@ -199,6 +199,10 @@ def _fill(tmp, model, nodes, inputs, expected, check, substitutions, source, che
             elif tok.startswith("-") and "=" in tok and tok.split("=", 1)[1]:
                 opt, value = tok.split("=", 1)
                 command.append(f"{opt}={subs.get(value) or copies.token(check, k, value)}")
+            elif any(name in tok for name in subs):  # named inside a token, e.g. python -c "...load('parity_debug.onnx')"
+                for name, replacement in subs.items():
+                    tok = tok.replace(name, replacement)
+                command.append(tok)
             else:
                 command.append(copies.token(check, k, tok))
     script = '#!/bin/sh\n# Exit code non-zero (or the --fail-regex output) means the failure reproduces.\ncd "$(dirname "$0")"\n'

@@ -202,6 +202,11 @@ class GraphIndex:
         model = onnx.helper.make_model(graph, opset_imports=list(self.model.opset_import), producer_name="parity-reduce")
         model.ir_version = self.model.ir_version
         model.functions.extend(self.model.functions)
+        if model.ir_version < 4:  # before IR 4 every initializer must also be a graph input
+            listed = {vi.name for vi in model.graph.input}
+            model.graph.input.extend(
+                onnx.helper.make_tensor_value_info(w.name, w.data_type, list(w.dims)) for w in model.graph.initializer if w.name not in listed
+            )
         return model
 
     def tensor_info(self, name: str, reference: Reference | None) -> onnx.ValueInfoProto:
