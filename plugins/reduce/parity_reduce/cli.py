@@ -24,7 +24,9 @@ REDUCE_HELP = """Shrink a failing ONNX MODEL to a minimal subgraph that still fa
 Each iteration writes the candidate to --iter-artifact (parity_debug.onnx) and, if the check names it,
 its inputs (values from a reference run, per sample) to --iter-inputs (parity_debug_inputs.npz).
 Tensors cut from their producers become inputs (or constants: --cut-tensors constant), so any subset
-of nodes is a valid model. The default --mode dichotomic needs about log2(nodes) checks per culprit node.
+of nodes is a valid model. The default --mode dichotomic needs about log2(nodes) checks per culprit node;
+--mode staged first reaches a failing region in no more checks than Polygraphy's bisect (with a check that
+feeds known-good values, e.g. fp32 intermediates), then refines it within --max-checks/--max-time.
 At the end a repro bundle (model, inputs, expected outputs, check command) is written to --repro."""
 
 PRECISION_HELP = """Find a small set of nodes that must stay fp32 for MODEL to pass the --check in fp16.

@@ -26,7 +26,7 @@ from parity.errors import ExitCode, ParityError, UsageError
 from parity.util import text
 from parity.util.fs import write_bytes_atomic
 from parity_reduce.graph import GraphIndex, Reference, prepare, run_reference
-from parity_reduce.strategies import DEFAULT_MODE, STRATEGIES
+from parity_reduce.strategies import REDUCE_DEFAULT_MODE, STRATEGIES
 
 
 class NotFailing(ParityError):
@@ -157,8 +157,8 @@ class Reducer:
 
     :param model: path or ``onnx.ModelProto`` (never modified).
     :param predicate: ``f(candidate_model) -> bool``, True while it still fails; or pass ``session``.
-    :param mode: a strategy name (``dichotomic``, ``quickxplain``, ``ddmin``, ``bisect``, ``linear``, or one
-        a plugin registers).
+    :param mode: a strategy name (``staged``, the default, ``dichotomic``, ``quickxplain``, ``ddmin``, ``bisect``,
+        ``linear``, or one a plugin registers).
     :param inputs: feeds (one dict per sample) for the reference run; random data if ``None``.
     :param cut: ``input`` (cut tensors become graph inputs) or ``constant`` (frozen to reference values).
     :param reduce_inputs/reduce_outputs: ``False`` keeps the graph inputs / outputs (the model's start / end).
@@ -170,7 +170,7 @@ class Reducer:
         predicate: Callable[[onnx.ModelProto], bool] | None = None,
         *,
         session: DebugSession | None = None,
-        mode: str = DEFAULT_MODE,
+        mode: str = REDUCE_DEFAULT_MODE,
         inputs: Sequence[Mapping[str, np.ndarray]] | None = None,
         cut: str = "input",
         input_shapes: Mapping[str, Sequence[int | str]] | None = None,

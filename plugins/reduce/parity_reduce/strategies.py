@@ -4,6 +4,12 @@ All assume the full list is interesting and return an interesting subset; ``orac
 subset (cached: a repeated subset costs nothing), ``oracle.many`` several independent ones (in
 parallel with ``--jobs``). Indices are in topological order, so contiguous chunks are graph regions.
 
+* ``staged``: a failing region first, in no more checks than ``bisect``
+  (binary searches over nested suffixes, then prefixes), then ``dichotomic`` inside it, seeded with the
+  region's ends; every smaller failing model is written at once, so ``--max-checks`` / ``--max-time`` or
+  Ctrl-C leave the best model so far. Meant for checks that feed cut tensors known-good values (Polygraphy's
+  layerwise recipe); with the faulty model's own values (``--iter-inputs``), every node downstream of a NaN
+  fails alone, and the suffix search finds that symptom, where ``dichotomic`` finds the origin.
 * ``dichotomic`` (default): insertion-based minimisation with a binary search for each necessary item
   (the dichotomic MUS search of Hemery, Lecoutre, Sais & Boussemart 2006). Each of the k culprits costs
   about log2(n) checks, then one check confirms the set: O(k log n). The result is 1-minimal when the
@@ -32,16 +38,9 @@ class Dichotomic:
     name: str = "dichotomic"
 
     def minimize(self, items: Sequence[int], oracle: Oracle) -> list[int]:
-        found: list[int] = []
-        rest = list(items)
-        # Invariant: found + rest is interesting; every item in found is necessary.
-        while not oracle(found):
-            if not rest:  # not monotone: the full list's failure is not reproduced by found
-                return found + rest
-            hi = _first_interesting_prefix(found, rest, oracle)
-            found.append(rest[hi - 1])
-            rest = rest[: hi - 1]
-        return sorted(found)
+        # Invariant: found + rest is interesting; every item in found is necessary. When rest runs out
+        # before found fails (not monotone), found + rest is returned.
+        return _dichotomic([], list(items), oracle)
 
 
 def _first_interesting_prefix(found: list[int], rest: list[int], oracle: Oracle) -> int:
@@ -189,32 +188,38 @@ def _polygraphy(linear: bool):
 
 # name -> (factory(options) -> strategy, help); options may hold the GraphIndex ("graph") and reduce flags.
 STRATEGIES: dict[str, tuple[Callable[[Mapping[str, Any]], Any], str]] = {
-    "dichotomic": (lambda o: Dichotomic(), "binary search for each culprit node, O(k log n) checks (default)"),
+    "dichotomic": (lambda o: Dichotomic(), "binary search for each culprit node, O(k log n) checks"),
     "quickxplain": (lambda o: QuickXplain(), "QuickXplain divide and conquer (Junker 2004), O(k log(n/k)) checks"),
     "ddmin": (lambda o: DeltaDebugging(), "delta debugging over graph regions (Zeller & Hildebrandt 2002); parallel with --jobs"),
     "staged": (
         lambda o: Staged(graph=o.get("graph"), reduce_inputs=not o.get("no_reduce_inputs"), reduce_outputs=not o.get("no_reduce_outputs")),
-        "a region in about as many checks as bisect, then dichotomic inside it (for --max-checks/--max-time)",
+        "a region in no more checks than bisect, then dichotomic inside it (for --max-checks/--max-time)",
     ),
     "bisect": (_polygraphy(False), "Polygraphy's bisect: ancestors then descendants of one node, binary search"),
     "linear": (_polygraphy(True), "Polygraphy's linear: try every node as the new output, then input"),
 }
-DEFAULT_MODE = "dichotomic"
+DEFAULT_MODE = "dichotomic"  # debug precision (a list of nodes, no graph regions)
+REDUCE_DEFAULT_MODE = "dichotomic"  # staged finds the symptom, not the origin, when cut tensors carry the faulty model's values
 
 
 @dataclass
 class Staged:
     """Coarse then fine, so a run stopped early (``--max-checks``, ``--max-time``, Ctrl-C) still has a small model.
 
-    Phase 1, bounded like Polygraphy's bisect (about log2(n) + log2(m) checks): a binary search over
-    topological prefixes finds the last node the failure needs, ``L`` (the smallest failing prefix ends
-    with it; for a numeric fault, the first tensor past the tolerance). The nodes it needs are among its
-    ancestors ``A``, and ``A`` fails without a check (``L``'s outputs are the prefix's failing ones). One
-    check of ``L`` alone catches single-node faults; otherwise a binary search over "descendants of node
-    j within ``A``" (Polygraphy's inputs phase) cuts the region's start. Phase 2 shrinks that region
-    toward 1-minimal with the dichotomic search, ``L`` already known necessary; every smaller failing
-    model it meets is the new best (the reducer writes it at once), so stopping at any check keeps the
-    best so far. With a graph-less list (precision) it is plain dichotomic.
+    Phase 1 (about log2(n) + log2(m) checks, what Polygraphy's bisect spends) tests only *nested* candidate
+    sets, so each binary search is over a chain of subsets, not over "ancestors/descendants of node k"
+    (those sets are not nested across branches, which misleads a bisection: Polygraphy's inputs phase and
+    Parity's ``bisect`` mode stop at a side branch). (a) A binary search over topological prefixes finds
+    ``L``, the last node of the smallest failing prefix (the first tensor past the tolerance, or the last
+    planted node); one check of ``L`` alone settles single-node faults. (b) Within the prefix, restricted
+    to ``L``'s ancestors (``L``'s outputs are computed there exactly as in the failing prefix), a binary
+    search over suffixes finds ``F``, the latest start from which the failure still shows (its cut tensors
+    fed with reference values). The region ``F..L`` is the phase's result; every failing candidate smaller
+    than the best so far is written at once by the reducer.
+
+    Phase 2 refines the region toward 1-minimal with the dichotomic search, seeded with ``L`` and ``F``
+    (each seed is checked for removal at the end, so the result stays 1-minimal for a monotone check).
+    With a graph-less list (precision) it is plain dichotomic.
     """
 
     name: str = "staged"
@@ -226,34 +231,58 @@ class Staged:
         items = list(items)
         if self.graph is None or not (self.reduce_inputs and self.reduce_outputs) or not items:
             return Dichotomic().minimize(items, oracle)
-        region, last = self.coarse(items, oracle)
-        return self.refine(region, last, oracle)
+        region, seeds = self.coarse(items, oracle)
+        return self.refine(region, seeds, oracle)
 
-    def coarse(self, items: list[int], oracle: Oracle) -> tuple[list[int], int | None]:
-        """Phase 1: (a failing region, the node it needs last, or None when no prefix narrowed it)."""
+    def coarse(self, items: list[int], oracle: Oracle) -> tuple[list[int], list[int]]:
+        """Phase 1: (a failing region, its boundary nodes ``[F, L]`` that the refinement starts from)."""
         if oracle([]):
-            return [], None
-        hi = _first_interesting_prefix([], items, oracle)
-        last = items[hi - 1]
-        anc = self.graph.ancestors()[last]
-        region = [i for i in items[:hi] if anc >> i & 1]
-        if len(region) == 1 or oracle([last]):
-            return [last], last
-        desc = self.graph.descendants()
-        # Candidates from the smallest (node `last` alone: known to pass) to the whole region (fails).
-        cands = [[i for i in region if desc[j] >> i & 1] for j in reversed(region)]
-        lo, hi = 0, len(cands) - 1
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if oracle(cands[mid]):
-                hi = mid
-            else:
-                lo = mid
-        return cands[hi], last
+            return [], []
+        start = _last_interesting_suffix(items, oracle, len(items))
+        first, suffix = items[start], items[start:]
+        if len(suffix) == 1 or oracle([first]):
+            return [first], [first]
+        desc = self.graph.descendants()[first]
+        region = [i for i in suffix if desc >> i & 1]
+        end = _first_interesting_prefix([], region, oracle)
+        if end == len(region) and len(region) < len(suffix) and not oracle(region):
+            # The failure needs more than F's descendants (e.g. faults on separate branches): the suffix.
+            region = suffix
+            end = _first_interesting_prefix([], region, oracle)
+        region = region[:end]
+        return region, [first] + ([region[-1]] if region[-1] != first else [])
 
-    def refine(self, region: list[int], last: int | None, oracle: Oracle) -> list[int]:
-        """Phase 2: the dichotomic search inside the region (cuts inside it change what its nodes see, so
-        ``last`` is not assumed necessary again)."""
-        if last is None or len(region) <= 1:
+    def refine(self, region: list[int], seeds: list[int], oracle: Oracle) -> list[int]:
+        """Phase 2: the dichotomic search inside the region, starting from the seeds."""
+        if len(region) <= 1:
             return region
-        return Dichotomic().minimize(region, oracle)
+        found = _dichotomic(list(seeds), [i for i in region if i not in seeds], oracle)
+        for s in seeds:  # seeds were assumed necessary: drop any that is not (1-minimality)
+            if s in found and len(found) > 1:
+                rest = [i for i in found if i != s]
+                if oracle(rest):
+                    found = rest
+        return sorted(found)
+
+
+def _last_interesting_suffix(region: list[int], oracle: Oracle, hi: int) -> int:
+    """Largest s with region[s:] interesting; region is assumed interesting and region[hi:] known not to be."""
+    lo = 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if oracle(region[mid:]):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _dichotomic(found: list[int], rest: list[int], oracle: Oracle) -> list[int]:
+    """The dichotomic loop: found + rest is interesting; returns found plus the items of rest it needs."""
+    while not oracle(found):
+        if not rest:
+            return found + rest
+        hi = _first_interesting_prefix(found, rest, oracle)
+        found.append(rest[hi - 1])
+        rest = rest[: hi - 1]
+    return sorted(found)
