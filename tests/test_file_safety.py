@@ -220,3 +220,70 @@ def test_a_symlink_loop_among_the_paths_is_no_crash(work, main):
     assert code == 0 and "error" not in err, err
     code, _, err = main("data", "concat", "loop", "-o", "loop")
     assert code == 2 and "loop" in one_line_error(err)
+
+
+# --- debug files Parity deletes at the end: only its own -------------------------------------------
+
+
+@pytest.mark.parametrize("option", ["--state", "--iteration-info"])
+@pytest.mark.parametrize("target", ["m.onnx", "notes.json"])
+def test_debug_refuses_a_state_or_info_file_it_did_not_write(work, main, option, target):
+    (work / "notes.json").write_text('{"mine": true}')
+    before = digest(work / target)
+    code, _, err = main("debug", "repeat", "--until", "1", option, target, "--check", PY, "-c", "pass")
+    assert code == 2, err
+    assert option in one_line_error(err) and target in one_line_error(err)
+    assert digest(work / target) == before
+
+
+def test_debug_state_file_it_wrote_is_resumed_and_removed(work, main):
+    code, _, err = main("debug", "repeat", "--until", "2", "--state", "s.json", "--check", PY, "-c", "pass")
+    assert code == 0, err
+    assert not (work / "s.json").exists()  # Parity's own file, removed when the run completes
+
+
+def test_a_full_disk_is_one_line_naming_the_file(work):
+    """RLIMIT_FSIZE stands in for a full disk: the write fails with EFBIG, and the error names the output."""
+    import resource
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    proc = subprocess.run(["parity", "data", "concat", "in.npz", "in.npz", "-o", "both.npz"], cwd=work, capture_output=True, text=True, preexec_fn=small_files)
+    line = one_line_error(proc.stderr)
+    assert proc.returncode == 3 and "cannot write" in line and "both.npz" in line and "OSError" not in line
+    assert not (work / "both.npz").exists() and not list(work.glob(".*part*"))
+
+
+@pytest.fixture
+def read_only_folder(work):
+    """A folder no write can go into: a read-only bind mount as root (which ignores modes), else mode 0555."""
+    folder = work / "ro"
+    folder.mkdir()
+    mounted = False
+    if os.geteuid() == 0:
+        bind = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True)
+        mounted = bind.returncode == 0 and subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True).returncode == 0
+        if bind.returncode == 0 and not mounted:
+            subprocess.run(["umount", str(folder)], capture_output=True)
+    else:
+        folder.chmod(0o555)
+    if os.access(folder, os.W_OK):
+        pytest.skip("cannot make a read-only folder here (root without mount)")
+    yield folder
+    if mounted:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+    else:
+        folder.chmod(0o755)
+
+
+def test_an_unwritable_output_folder_is_refused_before_the_search(work, main, read_only_folder):
+    code, _, err = main("debug", "reduce", "m.onnx", "-o", "ro/r.onnx", "--no-repro", "--check", PY, "-c", "import sys; sys.exit(1)")
+    assert code == 2 and "ro/r.onnx" in one_line_error(err)
+    assert not (work / "parity_debug.onnx.state.json").exists()
+
+
+def test_run_into_an_unwritable_folder_is_one_line(work, main, read_only_folder):
+    code, _, err = main("run", "m.onnx", "--onnxrt", "--save-outputs", "ro/out.npz")
+    assert code == 2 and "ro/out.npz" in one_line_error(err)

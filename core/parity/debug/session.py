@@ -171,8 +171,12 @@ class DebugSession:
         self._pending: set[str] = set()
         self._resuming = False  # a matching state file exists: files an interrupted run left are ours
         self.history: list[tuple[int, str, bool]] = []  # (iteration, key, bad)
+        if self.state_path:
+            _refuse_foreign(self.state_path, "--state", _is_state_file)
         if self.state_path and resume:
             self._load_state()
+        if self.iteration_info and not self._resuming:
+            _refuse_foreign(Path(self.iteration_info), "--iteration-info", _is_iteration_info)
         if not self._resuming and Path(self.iter_artifact).exists():
             raise UsageError(f"{self.iter_artifact} already exists; remove it or choose another --iter-artifact")
         procs.stopping.clear()
@@ -503,3 +507,30 @@ class Reporter:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+
+def _refuse_foreign(path: Path, option: str, ours: Callable[[Path], bool]) -> None:
+    """Parity writes, replaces and finally deletes the --state and --iteration-info files: an existing file it
+    did not create (a model, a config) is refused before any work, never overwritten or removed."""
+    if path.is_dir() or (path.exists() and not ours(path)):
+        raise UsageError(f"{option} {path}: exists and is not a file Parity wrote; choose another path (Parity deletes this file when the run ends)")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        if path.stat().st_size > 64 << 20:
+            return None
+        return json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _is_state_file(path: Path) -> bool:
+    state = _read_json(path)
+    return isinstance(state, dict) and state.get("format") == STATE_FORMAT
+
+
+def _is_iteration_info(path: Path) -> bool:
+    info = _read_json(path)
+    return isinstance(info, dict) and {"iteration", "key", "artifact"} <= info.keys()
+

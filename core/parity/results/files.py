@@ -78,6 +78,8 @@ def check_output_path(path: str | Path, option: str = "output") -> Path:
         if parent.exists():
             if not parent.is_dir():
                 raise UsageError(f"{option} {p}: cannot create it, {parent} is a file, not a directory")
+            if not os.access(parent, os.W_OK | os.X_OK):  # read-only mount or no permission: say so before any work
+                raise UsageError(f"{option} {p}: cannot write in {parent} (read-only or no permission)")
             break
     return p
 

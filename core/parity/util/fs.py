@@ -115,8 +115,29 @@ def _name_unnamed(fd: int, directory: Path) -> Path:
 
 @contextlib.contextmanager
 def atomic_write(path: PathArg, mode: str = "wb") -> Iterator[IO]:
-    """Write ``path`` so it is either the complete new file or untouched (see the module's docstring)."""
+    """Write ``path`` so it is either the complete new file or untouched (see the module's docstring). An
+    OSError (read-only or full disk, a file where a folder should be) becomes one line naming ``path``."""
     target = Path(path)
+    with _write_errors(target):
+        yield from _atomic_write(target, mode)
+
+
+@contextlib.contextmanager
+def _write_errors(target: Path) -> Iterator[None]:
+    import errno
+
+    from parity.errors import ParityError, UsageError
+
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO):  # the system, not the path
+            raise ParityError(f"cannot write {target}: {reason}") from None
+        raise UsageError(f"cannot write {target}: {reason}") from None
+
+
+def _atomic_write(target: Path, mode: str) -> Iterator[IO]:
     directory = target.parent
     directory.mkdir(parents=True, exist_ok=True)
     try:

@@ -112,6 +112,15 @@ def _feeds(model: str, params: dict[str, Any], shapes: dict) -> list[dict]:
     return list(make_data_loader(loader_params, model, "onnx", get_registry()))
 
 
+def _check_writable(**paths: str | None) -> None:
+    """Every file the command will write can be written: refused before the search, not after it."""
+    from parity.results.files import check_output_path
+
+    for option, path in paths.items():
+        if path:
+            check_output_path(path, "-o" if option == "output" else "--" + option.replace("_", "-"))
+
+
 def reduce_command(model: str, output: str, **params: Any) -> int:
     from parity.data.parse import parse_shapes
     from parity_reduce.bundle import check_target, write_bundle
@@ -123,6 +132,7 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
         {"the input model": model, "the --load-inputs file": params.get("load_inputs")},
         **{"-o": output, "--min-good": params.get("min_good"), "--iter-artifact": params.get("iter_artifact"), "--save-inputs": params.get("save_inputs")},
     )
+    _check_writable(output=output, min_good=params.get("min_good"), save_inputs=params.get("save_inputs"))
     if repro:
         check_target(repro)  # before the search: an existing non-empty folder is refused, never replaced
     if params.get("mode") not in _modes("reduce"):
@@ -190,6 +200,7 @@ def precision_command(model: str, output: str, **params: Any) -> int:
 
     check_model_path(model)
     refuse_overwrite(model, output, params.get("save_nodes"), params.get("iter_artifact"))
+    _check_writable(output=output, save_nodes=params.get("save_nodes"), save_inputs=params.get("save_inputs"))
     if params.get("mode") not in _modes("precision"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")
     if params.get("save_inputs"):  # the data options make the inputs the check reads, as in debug reduce
