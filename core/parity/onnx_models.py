@@ -193,7 +193,9 @@ def read_inputs(path: str) -> dict[str, TensorMeta]:
 _MODEL_GRAPH, _GRAPH_INIT, _GRAPH_INPUT, _GRAPH_SPARSE, _TENSOR_NAME, _SPARSE_VALUES = 7, 5, 11, 15, 8, 1
 
 
-def _varint(buf, pos: int) -> tuple[int, int]:
+def read_varint(buf, pos: int) -> tuple[int, int]:
+    """One protobuf base-128 varint at ``pos`` of ``buf`` (bytes or a memory map): ``(value, next position)``.
+    Shared by the readers that walk a model's wire format without parsing its weights."""
     result = shift = 0
     while True:
         byte = buf[pos]
@@ -208,16 +210,16 @@ def _fields(buf, start: int, end: int):
     """``(field number, (start, end))`` of each length-delimited field; other wire types are skipped."""
     pos = start
     while pos < end:
-        key, pos = _varint(buf, pos)
+        key, pos = read_varint(buf, pos)
         wire = key & 7
         if wire == 0:
-            _, pos = _varint(buf, pos)
+            _, pos = read_varint(buf, pos)
         elif wire == 1:
             pos += 8
         elif wire == 5:
             pos += 4
         elif wire == 2:
-            length, pos = _varint(buf, pos)
+            length, pos = read_varint(buf, pos)
             yield key >> 3, (pos, pos + length)
             pos += length
         else:

@@ -25,6 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from parity.onnx_models import read_varint
 from parity_surgeon import graph as g
 
 FP16_MAX = 65504.0
@@ -216,17 +217,6 @@ def _types(model: Any) -> dict[str, int]:
     return types
 
 
-def _varint(buf: Any, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-
-
 def _encode(value: int) -> bytes:
     out = bytearray()
     while True:
@@ -243,17 +233,17 @@ def _wire(buf: Any, start: int, end: int) -> Iterable[tuple[int, int, int, int, 
     pos = start
     while pos < end:
         head = pos
-        key, pos = _varint(buf, pos)
+        key, pos = read_varint(buf, pos)
         wire = key & 7
         if wire == 0:
             value = pos
-            _, pos = _varint(buf, pos)
+            _, pos = read_varint(buf, pos)
         elif wire == 1:
             value, pos = pos, pos + 8
         elif wire == 5:
             value, pos = pos, pos + 4
         elif wire == 2:
-            length, value = _varint(buf, pos)
+            length, value = read_varint(buf, pos)
             pos = value + length
         else:
             raise ValueError(f"unsupported protobuf wire type {wire}")
@@ -326,7 +316,7 @@ class _FileWeights:
         a name not seen before (its span recorded in ``spans``); None to keep it as it is."""
         fields = list(_wire(buf, start, end))
         raw = [f for f in fields if f[0] == _T_RAW and f[1] == 2]
-        types = [_varint(buf, f[3])[0] for f in fields if f[0] == _T_TYPE and f[1] == 0]
+        types = [read_varint(buf, f[3])[0] for f in fields if f[0] == _T_TYPE and f[1] == 0]
         names = [bytes(buf[f[3] : f[4]]) for f in fields if f[0] == _T_NAME and f[1] == 2]
         location = [f for f in fields if f[0] == _T_LOCATION]
         if len(raw) != 1 or types[-1:] != [FLOAT] or len(names) != 1 or location or raw[0][4] - raw[0][3] <= _SMALL or (raw[0][4] - raw[0][3]) % 4:
