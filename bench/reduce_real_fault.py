@@ -4,7 +4,7 @@ does: every candidate runs on the fp32 model's intermediate tensors (``polygraph
 inputs and the mark-all outputs) and is compared with the fp32 outputs at atol/rtol 0.1, ``--fail-code 1``.
 Both tools run the same check script, which counts its invocations.
 
-    python bench/reduce_real_fault.py [--budgets 16,32]
+    python bench/reduce_real_fault.py [--budgets 16,32] [--keep]
 """
 
 from __future__ import annotations
@@ -15,21 +15,32 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import onnx
 
 # Exit 1 only on an accuracy mismatch (Polygraphy's "Difference exceeds tolerance" line); a candidate that
 # cannot run (e.g. a cut tensor the fp32 model has no value for, such as the fp16 cast of x) passes, so
-# neither tool is steered by load errors. The earlier version exited with polygraphy's own status, and
-# every candidate "failed".
+# neither tool is steered by load errors. Each call appends one mark to COUNT_FILE: "x" a checked candidate
+# (passed or mismatch), "e" one polygraphy could not run, "!" a candidate path that does not exist (a broken
+# --check command line: the bench stops on it). The earlier version exited with polygraphy's own status,
+# and every candidate "failed"; the one after it was handed the literal path "ARTIFACT", and every
+# candidate "passed".
 CHECK = """import os, subprocess, sys
-with open(os.environ["COUNT_FILE"], "a") as f:
-    f.write("x")
+path = sys.argv[1]
 exe = os.path.join(os.path.dirname(sys.executable), "polygraphy")
-args = ["run", sys.argv[1], "--onnxrt", "--load-inputs", "layer_in.json", "--load-outputs", "golden.json", "--atol", "0.1", "--rtol", "0.1"]
-p = subprocess.run([exe, *args], capture_output=True, text=True)
-sys.exit(1 if "Difference exceeds tolerance" in p.stdout + p.stderr else 0)
+if not os.path.isfile(path):
+    mark, code = "!", 0
+else:
+    args = ["run", path, "--onnxrt", "--load-inputs", "layer_in.json", "--load-outputs", "golden.json", "--atol", "0.1", "--rtol", "0.1"]
+    p = subprocess.run([exe, *args], capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    code = 1 if "Difference exceeds tolerance" in out else 0
+    mark = "x" if code or p.returncode == 0 else "e"
+with open(os.environ["COUNT_FILE"], "a") as f:
+    f.write(mark)
+sys.exit(code)
 """
 
 
@@ -44,11 +55,22 @@ def sh(cmd: list[str], work: Path, **env: str) -> subprocess.CompletedProcess:
     return proc
 
 
-def reduce(name: str, cmd: list[str], work: Path, out: str) -> tuple[int, int]:
+def check_cmd(artifact: str) -> list[str]:
+    """The check command line both tools run (and the validation runs), on ``artifact``."""
+    return [sys.executable, "check.py", artifact]
+
+
+def reduce(cmd: list[str], work: Path, out: str, artifact: str) -> tuple[int, int, int, float]:
+    """(checks, nodes of the result, candidates polygraphy could not run, seconds)."""
     count = work / f"count_{out}"
     count.write_text("")
-    sh(cmd + ["-o", out, "--load-inputs", "layer_in.json", "--fail-code", "1", "--check", sys.executable, "check.py", "ARTIFACT"], work, COUNT_FILE=str(count))
-    return len(count.read_text()), len(onnx.load(str(work / out)).graph.node)
+    started = time.perf_counter()
+    sh(cmd + ["-o", out, "--load-inputs", "layer_in.json", "--fail-code", "1", "--check", *check_cmd(artifact)], work, COUNT_FILE=str(count))
+    seconds = time.perf_counter() - started
+    marks = count.read_text()
+    if "!" in marks:
+        raise SystemExit(f"{cmd[0]}: the check was handed a path that does not exist ({marks.count('!')} of {len(marks)} checks): fix its --check")
+    return len(marks), len(onnx.load(str(work / out)).graph.node), marks.count("e"), seconds
 
 
 def validate_check(work: Path) -> None:
@@ -57,7 +79,7 @@ def validate_check(work: Path) -> None:
     from polygraphy.json import load_json
 
     def check(path: str) -> int:
-        return subprocess.run([sys.executable, "check.py", path], cwd=work, env={**os.environ, "COUNT_FILE": os.devnull}).returncode
+        return subprocess.run(check_cmd(path), cwd=work, env={**os.environ, "COUNT_FILE": os.devnull}).returncode
 
     if check("f16.onnx") != 1:
         raise SystemExit("the check does not fail on the full fp16 model: nothing to reduce")
@@ -71,12 +93,13 @@ def validate_check(work: Path) -> None:
                 raise SystemExit(f"the check fails on the one-node model of {node.name} ({node.op_type}): it does not test accuracy only")
             print(f"check validated: the full model fails, the one-node model of {node.name} ({node.op_type}) passes")
             return
-    print("warning: no harmless one-node Relu model found to validate the check with")
+    raise SystemExit("no one-node Relu model with fp32 values for all its tensors to validate the check with")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budgets", default="16", help="Parity --max-checks budgets for --mode staged (also run without)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (models, inputs, goldens, reduced models)")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     import corpus
@@ -98,22 +121,28 @@ def main() -> int:
 
         def run(label: str, cmd: list[str], out: str) -> None:
             artifact = "polygraphy_debug.onnx" if cmd[0] == poly else "parity_debug.onnx"
-            checks, nodes = reduce(label, [c if c != "ARTIFACT" else artifact for c in cmd], work, out)
+            checks, nodes, errors, seconds = reduce(cmd, work, out, artifact)
             rows.append((label, checks, nodes))
-            print(f"  {label:34s} {checks:4d} checks -> {nodes:4d} nodes", flush=True)
+            print(f"  {label:34s} {checks:4d} checks -> {nodes:4d} nodes  ({errors} candidates could not run, {seconds:.0f} s)", flush=True)
 
         run("polygraphy bisect", [poly, "debug", "reduce", "f16.onnx", "--mode", "bisect"], "poly.onnx")
         p_checks, p_nodes = rows[0][1], rows[0][2]
+        if p_nodes == total:
+            raise SystemExit("polygraphy bisect kept the whole model: no candidate failed, so the check is not what it was validated as")
         base = [parity, "debug", "reduce", "f16.onnx", "--no-repro", "--no-resume", "-q"]
         for budget in [int(b) for b in args.budgets.split(",") if b]:
             run(f"parity staged --max-checks {budget}", base + ["--mode", "staged", "--max-checks", str(budget)], f"staged_{budget}.onnx")
         run("parity staged (no budget)", base + ["--mode", "staged"], "staged.onnx")
         run("parity dichotomic (default)", base + ["--mode", "dichotomic"], "dich.onnx")
         run("parity bisect", base + ["--mode", "bisect"], "pbisect.onnx")
-        for label, checks, nodes in rows[1:]:
-            print(f"  {label:34s} checks/polygraphy = {checks / p_checks:.2f}, nodes/polygraphy = {nodes / p_nodes:.2f}")
+        print("\n| run | checks | nodes | checks / Polygraphy | nodes / Polygraphy |\n|---|---|---|---|---|")
+        for label, checks, nodes in rows:
+            print(f"| {label} | {checks} | {nodes} | {checks / p_checks:.2f} | {nodes / p_nodes:.2f} |")
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            print(f"files kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
