@@ -43,7 +43,7 @@ def _modes(kind: str) -> list[str]:
     from parity.plugins import get_registry
 
     names = {name for name, spec in get_registry().strategies.items() if kind in spec.kinds}
-    return sorted(names | ({"staged"} if kind == "reduce" else set()))  # staged: parity_reduce.strategies
+    return sorted(names | ({"staged", "auto"} if kind == "reduce" else set()))  # staged: parity_reduce.strategies
 
 
 def add_commands(cli: click.Group) -> None:
@@ -54,7 +54,10 @@ def add_commands(cli: click.Group) -> None:
         click.Argument(["model"]),
         click.Option(["-o", "--output"], required=True, metavar="PATH", help="Where to write the minimal failing model."),
         click.Option(["--min-good"], metavar="PATH", help="Also write the largest passing model close to the result."),
-        click.Option(["--mode"], default="dichotomic", show_default=True, help=f"Search strategy: {', '.join(_modes('reduce'))}."),
+        click.Option(
+            ["--mode"], default="auto", show_default=True,
+            help=f"Search strategy: {', '.join(_modes('reduce'))}. auto: staged, or dichotomic when the check reads --iter-inputs.",
+        ),  # fmt: skip
         GreedyOption(["--model-input-shapes"], metavar="NAME:[D0,...]", help="Freeze input shapes first (dynamic dims), e.g. x:[1,3,224,224]."),
         click.Option(["--max-checks"], type=click.IntRange(min=1), metavar="N", help="Stop after N checks in all (the original's included) with the best model so far."),
         click.Option(["--max-time"], type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Start no check after SECONDS; keep the best model so far."),
@@ -121,6 +124,15 @@ def _check_writable(**paths: str | None) -> None:
             check_output_path(path, "-o" if option == "output" else "--" + option.replace("_", "-"))
 
 
+def _auto_mode(mode: str, iter_inputs: str | None) -> str:
+    """``auto``: ``staged`` reaches a failing region in no more checks than Polygraphy's bisect, then refines; but
+    when the check reads --iter-inputs (cut tensors carry the faulty model's own values), every node downstream
+    of the fault fails alone and the region search would find a symptom, so ``dichotomic`` finds the origin."""
+    if mode != "auto":
+        return mode
+    return "dichotomic" if iter_inputs else "staged"
+
+
 def reduce_command(model: str, output: str, **params: Any) -> int:
     from parity.data.parse import parse_shapes
     from parity_reduce.bundle import check_target, write_bundle
@@ -145,11 +157,12 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
         save_inputs(feeds, params["save_inputs"])
     check = params.get("check") or []
     iter_inputs = params["iter_inputs"] if any(params["iter_inputs"] in tok for tok in check) else None
+    mode = _auto_mode(params["mode"], iter_inputs)
     session = session_from_options(params, label="reduce", fingerprint={"model": file_fingerprint(model)})
     reducer = Reducer(
         model,
         session=session,
-        mode=params["mode"],
+        mode=mode,
         inputs=feeds,
         cut=params["cut_tensors"],
         input_shapes=shapes,

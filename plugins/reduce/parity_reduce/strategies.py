@@ -10,16 +10,14 @@ parallel with ``--jobs``). Indices are in topological order, so contiguous chunk
   Ctrl-C leave the best model so far. Meant for checks that feed cut tensors known-good values (Polygraphy's
   layerwise recipe); with the faulty model's own values (``--iter-inputs``), every node downstream of a NaN
   fails alone, and the suffix search finds that symptom, where ``dichotomic`` finds the origin.
-* ``dichotomic`` (default): insertion-based minimisation with a binary search for each necessary item
+* ``dichotomic`` (``--mode auto``, the CLI's default, picks it when the check reads ``--iter-inputs``):
+  insertion-based minimisation with a binary search for each necessary item
   (the dichotomic MUS search of Hemery, Lecoutre, Sais & Boussemart 2006). Each of the k culprits costs
   about log2(n) checks, then one check confirms the set: O(k log n). The result is 1-minimal when the
   failure is monotone (adding nodes never hides it).
 * ``quickxplain``: QuickXplain (Junker 2004), divide and conquer, O(k log(n/k)) checks.
 * ``ddmin``: delta debugging (Zeller & Hildebrandt 2002) over contiguous regions; 1-minimal even when
   the failure is not monotone, at more checks; its subset/complement tests run in parallel with ``--jobs``.
-* ``staged``: a failing region first, in about as many checks as ``bisect`` (prefix search for the last
-  needed node, then its ancestors cut from the start), then ``dichotomic`` inside it; meant for a
-  ``--max-checks`` / ``--max-time`` budget, where the best model so far is what the user keeps.
 * ``bisect`` / ``linear``: Polygraphy-compatible: shrink to the ancestors of one node (outputs phase),
   then to the descendants of one node (inputs phase), by binary search or by trying every node.
 """
@@ -209,13 +207,12 @@ class Staged:
     Phase 1 (about log2(n) + log2(m) checks, what Polygraphy's bisect spends) tests only *nested* candidate
     sets, so each binary search is over a chain of subsets, not over "ancestors/descendants of node k"
     (those sets are not nested across branches, which misleads a bisection: Polygraphy's inputs phase and
-    Parity's ``bisect`` mode stop at a side branch). (a) A binary search over topological prefixes finds
-    ``L``, the last node of the smallest failing prefix (the first tensor past the tolerance, or the last
-    planted node); one check of ``L`` alone settles single-node faults. (b) Within the prefix, restricted
-    to ``L``'s ancestors (``L``'s outputs are computed there exactly as in the failing prefix), a binary
-    search over suffixes finds ``F``, the latest start from which the failure still shows (its cut tensors
-    fed with reference values). The region ``F..L`` is the phase's result; every failing candidate smaller
-    than the best so far is written at once by the reducer.
+    Parity's ``bisect`` mode stop at a side branch). (a) A binary search over topological suffixes finds
+    ``F``, the latest node from which the suffix still fails (its cut tensors fed reference values); one
+    check of ``F`` alone settles single-node faults. (b) Among ``F``'s descendants in that suffix, a binary
+    search over prefixes finds ``L``, the end of the shortest failing prefix; if ``F``'s descendants alone do
+    not fail (faults on separate branches), it searches the whole suffix. The region ``F..L`` is the phase's
+    result; every failing candidate smaller than the best so far is written at once by the reducer.
 
     Phase 2 refines the region toward 1-minimal with the dichotomic search, seeded with ``L`` and ``F``
     (each seed is checked for removal at the end, so the result stays 1-minimal for a monotone check).

@@ -59,3 +59,11 @@ def test_refines_to_one_minimal_after_the_first_phase():
     result = Reducer(chain(200), _planted("n40", "n160"), mode="staged").run()
     assert result.nodes == ["n160", "n40"] or sorted(result.nodes) == ["n160", "n40"]
     assert result.checks <= 2 * 8 + 3
+
+
+def test_default_mode_is_staged_unless_the_check_reads_iteration_inputs():
+    from parity_reduce.cli import _auto_mode
+
+    assert _auto_mode("auto", None) == "staged"
+    assert _auto_mode("auto", "parity_debug_inputs.npz") == "dichotomic"
+    assert _auto_mode("ddmin", None) == "ddmin"
