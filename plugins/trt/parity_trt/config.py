@@ -178,25 +178,33 @@ class CreateConfig(BaseLoader):
             config.int8_calibrator = self.calibrator
 
     def _timing_cache(self, trt: Any, config: Any) -> None:
+        # Always attach a cache, empty unless one is loaded, as Polygraphy's CreateConfig does (its
+        # backend/trt/config.py: "Create an empty timing cache by default so it will be populated during engine
+        # build"). A config returns the cache "used in" it (IBuilderConfig::getTimingCache, NvInfer.h@v10.7.0:
+        # L9414-9419), None while none was set, so --save-timing-cache alone would write nothing and
+        # --error-on-timing-cache-miss and per-build caches would have nothing to look in.
         data = self.load_timing_cache
         if isinstance(data, str):
             data = read_timing_cache(data)
-        if data is not None:
-            cache = config.create_timing_cache(data)
-            if not config.set_timing_cache(cache, False):
-                raise BackendError("TensorRT rejected the timing cache (made by another TensorRT version or GPU?)")
+        cache = config.create_timing_cache(bytes(data or b""))
+        if cache is None or not config.set_timing_cache(cache, False):
+            what = "the loaded timing cache (made by another TensorRT version or GPU?)" if data else "an empty timing cache"
+            raise BackendError(f"TensorRT rejected {what}")
         if self.error_on_timing_cache_miss:
             config.set_flag(trt.BuilderFlag.ERROR_ON_TIMING_CACHE_MISS)
 
     def _profiles(self, builder: Any, network: Any, config: Any) -> None:
         inputs = network_inputs(network)
-        wanted = self.profiles or ([Profile()] if any(d < 0 for s in inputs.values() for d in s) else [])
         shape_inputs = {network.get_input(i).name for i in range(network.num_inputs) if network.get_input(i).is_shape_tensor}
+        # A network with dynamic or shape-tensor inputs needs at least one profile (NvInfer.h@v10.7.0:L9171,
+        # addOptimizationProfile), even when every shape tensor's dims are static: its VALUES are what vary.
+        needs_profile = bool(shape_inputs) or any(d < 0 for s in inputs.values() for d in s)
+        wanted = self.profiles or ([Profile()] if needs_profile else [])
         for index, partial in enumerate(wanted):
-            full = complete_profile(partial, inputs, index)
+            full = complete_profile(partial, inputs, index, shape_inputs)
             profile = builder.create_optimization_profile()
             for name, (lo, mid, hi) in full.shapes.items():
-                if name in shape_inputs:  # shape tensors take values, not shapes
+                if name in shape_inputs:  # shape tensors take values, not shapes (NvInferRuntime.h@v10.7.0:L2664)
                     profile.set_shape_input(name, lo, mid, hi)
                 else:
                     profile.set_shape(name, lo, mid, hi)

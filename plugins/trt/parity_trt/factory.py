@@ -125,31 +125,26 @@ def engine_loader(model: str, options: Mapping[str, Any], kind: str | None = Non
     if is_engine(model, kind):
         return EngineFromPath(model)
     extensions = build_extensions(options)
-    config = config_loader(model, options, extensions)  # CreateConfig calls only their postprocess_config
-    after = [e for e in extensions if hasattr(e, "after_build")]
-    engine: Any = EngineBytesFromNetwork(network_loader(model, options), config, options.get("save_timing_cache"),
-                                         extensions=[_AfterOnly(e) for e in after])
+    # CreateConfig runs their postprocess_config; EngineBytesFromNetwork runs the after_build of the extensions
+    # its config holds, so they are not passed to it a second time (that ran after_build twice)
+    config = config_loader(model, options, extensions)
+    engine: Any = EngineBytesFromNetwork(network_loader(model, options), config, options.get("save_timing_cache"))
     if options.get("save_engine"):
         engine = SaveEngine(engine, options["save_engine"])
     return engine
 
 
-class _AfterOnly:
-    """Wraps an extension so EngineBytesFromNetwork calls only its ``after_build`` (its config hook already ran)."""
-
-    def __init__(self, ext: Any) -> None:
-        self.after_build = ext.after_build
-
-
 def make_runner(request: RunnerRequest) -> Any:
     """The ``Backend.make_runner`` of ``--trt``: checks options first, builds nothing until activation."""
     from parity_trt._trt import import_trt
+    from parity_trt.network import apply_log_level
     from parity_trt.runner import TrtRunner
 
     if not request.model:
         raise UsageError("--trt needs a model (an ONNX file, an engine, or a network script)")
     check_options(request.options)
     opt.validate_precisions(request.options, major(import_trt()))
+    apply_log_level()
     loader = engine_loader(request.model, request.options, request.model_kind)
     name = f"trt-runner-{request.index}" if request.index else None
     return TrtRunner(loader, name=name, optimization_profile=request.options.get("trt_profile_index"))
@@ -159,10 +154,12 @@ def convert(model: str, output: str, options: Mapping[str, Any], kind: str | Non
     """``parity convert model.onnx -o model.engine``: build and save; returns the output path."""
     from parity_trt._trt import import_trt
     from parity_trt.engine import SaveEngine
+    from parity_trt.network import apply_log_level
 
     if is_engine(model, kind):
         raise UsageError(f"{model} is already a TensorRT engine")
     check_options(options)
     opt.validate_precisions(options, major(import_trt()))
+    apply_log_level()
     SaveEngine(engine_loader(model, {**options, "save_engine": None}, kind), output)()
     return output

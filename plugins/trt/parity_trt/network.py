@@ -14,7 +14,7 @@ from parity.errors import ModelError, UsageError
 from parity.util.text import did_you_mean
 from parity_trt import versions
 from parity_trt._trt import get_logger, import_trt
-from parity_trt.options import MARK_ALL
+from parity_trt.options import MARK_ALL, log_severity
 
 
 def _network_flags(trt: Any, strongly_typed: bool) -> int:
@@ -23,6 +23,18 @@ def _network_flags(trt: Any, strongly_typed: bool) -> int:
     if strongly_typed:
         flags |= 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
     return flags
+
+
+def apply_log_level() -> None:
+    """Set the process's TensorRT logger to ``PARITY_TRT_LOG`` (verbose, info, warning, error, internal_error).
+
+    Unset leaves the logger as it is. One logger serves every builder and runtime, so this reaches them all.
+    """
+    severity = log_severity()
+    if severity is not None:
+        trt = import_trt()
+        logger = get_logger()
+        logger.min_severity = getattr(trt.Logger, severity)
 
 
 def load_plugin_libraries(paths: Sequence[str]) -> None:
@@ -45,6 +57,7 @@ class CreateNetwork(BaseLoader):
 
     def __call__(self) -> tuple[Any, Any]:
         trt = import_trt()
+        apply_log_level()
         builder = trt.Builder(get_logger())
         network = builder.create_network(flags=_network_flags(trt, self.strongly_typed))
         return builder, network
@@ -152,17 +165,33 @@ def _lookup_tensors(network: Any, names: Sequence[str], option: str) -> list[Any
 
 
 def mark_all_outputs(network: Any, exclude: Sequence[str] = ()) -> int:
-    """Mark every layer output (not constants, not shape tensors) as a network output; returns how many."""
+    """Mark every layer output TensorRT allows as a network output; returns how many were marked.
+
+    Skipped, as Polygraphy's ``mark_layerwise`` does (backend/trt/util.py): outputs of layers inside a loop
+    (from a loop's first boundary layer, TRIP_LIMIT/ITERATOR/RECURRENCE, to its LOOP_OUTPUT layer; a loop-body
+    tensor cannot be a network output, only a LOOP_OUTPUT's can), of SHAPE and CONSTANT layers, shape tensors,
+    and optional outputs a layer left out (``get_output`` returns None for them: ILayer::getOutput,
+    NvInfer.h@v10.7.0:L619-623). Loops are found by layer order, so the network must be topologically sorted
+    (the ONNX parser's are); inside nested loops, layers after an inner loop's outputs are treated as outside.
+    """
     trt = import_trt()
+    loop_start = {trt.LayerType.TRIP_LIMIT, trt.LayerType.ITERATOR, trt.LayerType.RECURRENCE}
+    never = {trt.LayerType.SHAPE, trt.LayerType.CONSTANT}
     count = 0
     skip = set(exclude)
+    in_loop = False
     for index in range(network.num_layers):
         layer = network.get_layer(index)
-        if layer.type == trt.LayerType.CONSTANT:
+        kind = layer.type
+        if kind in loop_start:
+            in_loop = True
+        elif kind == trt.LayerType.LOOP_OUTPUT:
+            in_loop = False  # a loop output's tensor lives outside the loop
+        if in_loop or kind in never:
             continue
         for out in range(layer.num_outputs):
             tensor = layer.get_output(out)
-            if tensor.is_network_output or tensor.is_shape_tensor or tensor.name in skip:
+            if tensor is None or tensor.is_network_output or tensor.is_shape_tensor or tensor.name in skip:
                 continue
             network.mark_output(tensor)
             count += 1

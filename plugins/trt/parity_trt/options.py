@@ -8,9 +8,10 @@ an input name repeats, so ``--trt-min-shapes x:[1,3] --trt-min-shapes x:[4,3]`` 
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import click
@@ -129,10 +130,22 @@ def check_range(name: str, lo: Shape, mid: Shape, hi: Shape, index: int = 0) -> 
             raise UsageError(f"profile {index}: '{name}' needs min <= opt <= max in every dim; got {list(lo)}, {list(mid)}, {list(hi)}")
 
 
-def complete_profile(partial: Profile, inputs: Mapping[str, Sequence[int]], index: int = 0) -> Profile:
+def shape_value_count(dims: Sequence[int]) -> int:
+    """How many values a shape-tensor input holds: 1 for a scalar, ``dims[0]`` for a vector.
+
+    TensorRT fixes a shape tensor's dims at network definition and wants exactly this many values in each of
+    min/opt/max (NvInferRuntime.h@v10.7.0:L2664-2669, ``IOptimizationProfile::setShapeValues``).
+    """
+    return int(dims[0]) if len(dims) >= 1 else 1
+
+
+def complete_profile(partial: Profile, inputs: Mapping[str, Sequence[int]], index: int = 0,
+                     shape_inputs: Collection[str] = ()) -> Profile:
     """Check a profile against the network's inputs (``-1`` = dynamic) and fill inputs it does not name.
 
     A dynamic input nobody gave a shape for gets 1 in its dynamic dims (with a warning naming the flag to set).
+    For a shape-tensor input (in ``shape_inputs``) the profile holds its VALUES, not its shape: each of
+    min/opt/max must have :func:`shape_value_count` values, and one nobody gave values for gets all ones.
     """
     for name in partial.shapes:
         if name not in inputs:
@@ -142,6 +155,24 @@ def complete_profile(partial: Profile, inputs: Mapping[str, Sequence[int]], inde
     filled = Profile(dict(partial.shapes))
     for name, dims in inputs.items():
         dims = tuple(int(d) for d in dims)
+        if name in shape_inputs:
+            count = shape_value_count(dims)
+            if name in filled.shapes:
+                for which, values in zip(("min", "opt", "max"), filled.shapes[name]):
+                    if len(values) != count:
+                        raise UsageError(
+                            f"profile {index}: '{name}' is a shape tensor holding {count} value(s); "
+                            f"its {which} values {list(values)} have {len(values)}"
+                        )
+                continue
+            ones = (1,) * count
+            warnings.warn(
+                f"shape-tensor input '{name}' has no profile values; using {list(ones)} for min/opt/max "
+                f"(set its VALUES with --trt-min-shapes/--trt-opt-shapes/--trt-max-shapes or --input-shapes)",
+                stacklevel=2,
+            )
+            filled.shapes[name] = (ones, ones, ones)
+            continue
         if name in filled.shapes:
             for which, shape in zip(("min", "opt", "max"), filled.shapes[name]):
                 if len(shape) != len(dims):
@@ -304,6 +335,33 @@ def validate_precisions(options: Mapping[str, object], trt_major: int) -> list[s
 
         flags = ", ".join(f"--{a}" for a in asked)
         raise UsageError(f"{flags}: not available on TensorRT {trt_major}.x. {STRONG_TYPING}")
+    if asked and options.get("strongly_typed"):
+        # A strongly typed network takes its precision from its tensor types; TensorRT 10 does not allow the
+        # builder's precision flags with it (trtexec drops them: samples/common/sampleOptions.cpp@v10.7.0:L1235-1250).
+        flags = ", ".join(f"--{a}" for a in asked)
+        raise UsageError(
+            f"--strongly-typed with {flags}: a strongly typed network takes precision from the model's tensor types, "
+            "so TensorRT does not allow precision flags with it; drop one of them"
+        )
     if options.get("calibration_cache") and not options.get("int8") and trt_major >= 11:
         raise UsageError("--calibration-cache: TensorRT 11 has no int8 calibration; quantize with Q/DQ nodes instead")
     return [p for p in PRECISIONS if options.get(p)]
+
+
+# ---- logging --------------------------------------------------------------------------------------------
+LOG_ENV = "PARITY_TRT_LOG"
+LOG_LEVELS = ("verbose", "info", "warning", "error", "internal_error")
+
+
+def log_severity(environ: Mapping[str, str] | None = None) -> str | None:
+    """``PARITY_TRT_LOG`` as a TensorRT ``ILogger.Severity`` member name (``'VERBOSE'``...), ``None`` when unset.
+
+    A value that is not a level is a :class:`UsageError` naming the choices.
+    """
+    value = (os.environ if environ is None else environ).get(LOG_ENV, "").strip()
+    if not value:
+        return None
+    wanted = value.lower().replace("-", "_")
+    if wanted not in LOG_LEVELS:
+        raise UsageError(f"{LOG_ENV}={value}: not a TensorRT log level{did_you_mean(wanted, LOG_LEVELS)}; choices: {', '.join(LOG_LEVELS)}")
+    return wanted.upper()
