@@ -11,6 +11,7 @@ from parity.backend.base import BaseLoader, invoke_if_callable
 from parity.errors import BackendError, ModelError, UsageError
 from parity.util.fs import write_bytes_atomic
 from parity_trt._trt import get_logger, import_trt
+from parity_trt.callbacks import clear, raise_pending
 from parity_trt.config import CreateConfig, _postprocess_of, save_timing_cache
 from parity_trt.network import unpack
 
@@ -39,7 +40,17 @@ class EngineBytesFromNetwork(BaseLoader):
             func = _postprocess_of(ext)
             if func is not None:
                 func(builder, network, config)
+        owners = _callback_owners(self.config_loader, config)
+        if any(hasattr(o, "_set_network_inputs") for o in owners):  # a Parity calibrator checks feeds against these
+            from parity_trt.calibrator import expect_network_inputs
+
+            for owner in owners:
+                expect_network_inputs(owner, _network_inputs(network))
+        clear(*owners)
         serialized = builder.build_serialized_network(network, config)
+        # TensorRT logs and swallows exceptions raised in Python callbacks (calibrator, algorithm selector,
+        # progress monitor); the first one kept explains a failed build better than TensorRT's log
+        raise_pending(*owners)
         if serialized is None:
             raise BackendError("TensorRT failed to build the engine (its error is logged above; PARITY_TRT_LOG=verbose shows more)")
         data = bytes(serialized)
@@ -53,6 +64,33 @@ class EngineBytesFromNetwork(BaseLoader):
             if hasattr(ext, "after_build"):
                 ext.after_build(builder, network, config, data)
         return data
+
+
+def _callback_owners(config_loader: Any, config: Any) -> list[Any]:
+    """The Python callback objects a build may call: those the config holds and those the loader kept."""
+    found: dict[int, Any] = {}
+    for owner, attr in [(config_loader, "calibrator"), (config_loader, "_monitor"), (config_loader, "algorithm_selector"),
+                        (config, "int8_calibrator"), (config, "algorithm_selector"), (config, "progress_monitor")]:
+        try:
+            obj = getattr(owner, attr, None)
+        except Exception:  # noqa: BLE001 - a property TensorRT refuses to read on this version
+            obj = None
+        if obj is not None and not isinstance(obj, (bool, int, str)):
+            found.setdefault(id(obj), obj)
+    return list(found.values())
+
+
+def _network_inputs(network: Any) -> dict[str, tuple[Any, tuple[int, ...]]]:
+    """``{input: (NumPy dtype, shape)}`` of a network's inputs (types NumPy lacks are left out)."""
+    from parity_trt.runner import DTYPES
+
+    inputs = {}
+    for i in range(network.num_inputs):
+        tensor = network.get_input(i)
+        key = str(getattr(tensor.dtype, "name", tensor.dtype)).split(".")[-1]
+        if key in DTYPES:
+            inputs[tensor.name] = (DTYPES[key], tuple(int(d) for d in tensor.shape))
+    return inputs
 
 
 class EngineFromBytes(BaseLoader):

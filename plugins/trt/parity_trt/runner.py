@@ -6,6 +6,10 @@
 * Outputs with data-dependent shapes are allocated by TensorRT through an ``IOutputAllocator``.
 * Debug tensors (``--mark-debug``, unfused tensors) are copied out by an ``IDebugListener`` and returned as
   extra outputs, so the layerwise comparison sees them like marked outputs.
+* Shape tensors (``engine.is_shape_inference_io(name)``) live in host memory: TensorRT reads shape-tensor input
+  values from, and writes shape-tensor outputs to, host buffers; profiles hold their values, not shapes.
+* TensorRT swallows exceptions raised in the allocator and debug listener callbacks (it logs them and goes on);
+  they are kept (``parity_trt.callbacks``) and raised after the inference as Parity's one-line error.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from parity.data.meta import TensorMeta
 from parity.errors import BackendError, UsageError
 from parity_trt import cuda, versions
 from parity_trt._trt import import_trt
+from parity_trt.callbacks import clear, guard, raise_pending
 
 # TensorRT DataType member name -> NumPy dtype (types NumPy lacks, e.g. BF16/FP8/INT4/FP4, are absent).
 DTYPES = {
@@ -43,13 +48,6 @@ def to_numpy_dtype(dtype: Any, name: str = "") -> np.dtype:
     return np.dtype(DTYPES[key])
 
 
-def _capsule_pointer(capsule: Any) -> int:
-    """The address inside the PyCapsule TensorRT gives debug listeners."""
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    return int(get(capsule, None))
-
-
 def _make_output_allocator(trt: Any) -> Any:
     class OutputAllocator(trt.IOutputAllocator):
         """Grows one device buffer for a data-dependent output and records the final shape."""
@@ -59,14 +57,18 @@ def _make_output_allocator(trt: Any) -> Any:
             self.buffer = cuda.DeviceArray()
             self.shape: tuple[int, ...] | None = None
 
+        # pyCore.cpp (v10.0.1..v10.8.0, PyOutputAllocator): an exception here is logged and nullptr returned
+        @guard("the output allocator's reallocate_output", default=0)
         def reallocate_output(self, tensor_name: str, memory: int, size: int, alignment: int) -> int:
             return self.buffer.allocate(size)
 
+        @guard("the output allocator's reallocate_output_async", default=0)
         def reallocate_output_async(self, tensor_name: str, memory: int, size: int, alignment: int, stream: int) -> int:
             return self.buffer.allocate(size)
 
+        @guard("the output allocator's notify_shape")
         def notify_shape(self, tensor_name: str, shape: Any) -> None:
-            self.shape = tuple(shape)
+            self.shape = tuple(int(d) for d in shape)
 
     return OutputAllocator()
 
@@ -78,17 +80,33 @@ def _make_debug_listener(trt: Any, sink: dict[str, np.ndarray]) -> Any:
         def __init__(self) -> None:
             trt.IDebugListener.__init__(self)
 
+        # TensorRT calls this with addr and stream as plain ints (pyCore.cpp, PyDebugListener::processDebugTensor:
+        # pyFunc(reinterpret_cast<size_t>(addr), location, type, shape, name, reinterpret_cast<size_t>(stream)) at
+        # v10.0.1, v10.7.0 and v10.8.0; the manifest's "capsule" comes from the documentation-only binding). The
+        # contents are valid only during the call (NvInferRuntime.h, IDebugListener), so the copy finishes here.
+        @guard("the debug listener (process_debug_tensor)")
         def process_debug_tensor(self, addr: Any, location: Any, type: Any, shape: Any, name: str, stream: int) -> None:  # noqa: A002
             try:
                 dtype = to_numpy_dtype(type, name)
             except BackendError as exc:
                 warnings.warn(f"debug tensor skipped: {exc}", stacklevel=1)
                 return
-            host = np.empty(tuple(shape), dtype=dtype)
-            cuda.memcpy_device_to_host(host, _capsule_pointer(addr), cuda.Stream.wrap(stream))
+            host = np.empty(tuple(int(d) for d in shape), dtype=dtype)
+            if host.nbytes:
+                if _is_host(location):
+                    ctypes.memmove(host.ctypes.data, int(addr), host.nbytes)
+                else:
+                    on = cuda.Stream.wrap(int(stream))
+                    cuda.memcpy_device_to_host(host, int(addr), on)
+                    on.synchronize()
             sink[name] = host
 
     return DebugListener()
+
+
+def _is_host(location: Any) -> bool:
+    """``TensorLocation.HOST`` (pyCore.cpp binds TensorLocation with members DEVICE and HOST)."""
+    return str(getattr(location, "name", location)).split(".")[-1] == "HOST"
 
 
 class TrtRunner(BaseRunner):
@@ -118,6 +136,9 @@ class TrtRunner(BaseRunner):
         self.inputs = [n for n in self.names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
         self.outputs = [n for n in self.names if engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
         self.dtypes = {n: engine.get_tensor_dtype(n) for n in self.names}
+        # shape tensors: TensorRT reads/writes their values in host memory (NvInferRuntime.h, setTensorAddress)
+        self.shape_io = {n for n in self.names if engine.is_shape_inference_io(n)}
+        self.host_io: dict[str, np.ndarray] = {}  # host buffers of shape tensors, alive until the next infer
         self.device: dict[str, cuda.DeviceArray] = {}
         self.pinned: dict[str, cuda.PinnedBuffer] = {}
         self.allocators: dict[str, Any] = {}
@@ -133,6 +154,7 @@ class TrtRunner(BaseRunner):
             allocator.buffer.free()
         self.contexts.clear()
         self.allocators.clear()
+        self.host_io.clear()
         self.stream.free()
         del self.engine
 
@@ -145,23 +167,42 @@ class TrtRunner(BaseRunner):
         return meta
 
     def profile_ranges(self, index: int) -> dict[str, tuple[tuple[int, ...], ...]]:
-        """``{input: (min, opt, max)}`` of one profile (shape-tensor inputs excluded)."""
+        """``{input: (min, opt, max)}`` of one profile: shapes of dynamic inputs, and the VALUES of shape-tensor
+        inputs (``engine.get_tensor_profile_values``; a static shape tensor still has a range of values)."""
         ranges = {}
         for name in self.inputs:
-            if -1 in tuple(self.engine.get_tensor_shape(name)):
+            if name in self.shape_io:
+                # pyCore.cpp (v10.0.1..v10.8.0) binds the lambda (self, profileIndex, tensorName) with the argument
+                # names ("name", "profile_index") swapped, so only the positional order (index, name) is right;
+                # it returns [] when the profile holds no values for the tensor.
+                values = self.engine.get_tensor_profile_values(index, name)
+                if values:
+                    ranges[name] = tuple(tuple(int(v) for v in vs) for vs in values)
+            elif -1 in tuple(self.engine.get_tensor_shape(name)):
                 ranges[name] = tuple(tuple(s) for s in self.engine.get_tensor_profile_shape(name, index))
         return ranges
+
+    def _profile_key(self, name: str, array: np.ndarray) -> tuple[int, ...]:
+        """What a profile range bounds: the shape, or for a shape-tensor input its values."""
+        if name in self.shape_io:
+            return tuple(int(v) for v in np.asarray(array).reshape(-1))
+        return tuple(array.shape)
 
     def select_profile(self, feed: Mapping[str, np.ndarray]) -> int:
         if self.optimization_profile is not None:
             return self.optimization_profile
         for index in range(self.engine.num_optimization_profiles):
             ranges = self.profile_ranges(index)
-            if all(_fits(feed[n].shape, lo, hi) for n, (lo, _, hi) in ranges.items()):
+            if all(n in feed and _fits(self._profile_key(n, feed[n]), lo, hi) for n, (lo, _, hi) in ranges.items()):
                 return index
-        shapes = ", ".join(f"{n}:{list(a.shape)}" for n, a in feed.items())
+        shapes = ", ".join(
+            f"{n}:{'values ' if n in self.shape_io else ''}{list(self._profile_key(n, a))}" for n, a in feed.items()
+        )
         available = "; ".join(
-            f"profile {i}: " + ", ".join(f"{n} {list(lo)}..{list(hi)}" for n, (lo, _, hi) in self.profile_ranges(i).items())
+            f"profile {i}: " + ", ".join(
+                f"{n} {'values ' if n in self.shape_io else ''}{list(lo)}..{list(hi)}"
+                for n, (lo, _, hi) in self.profile_ranges(i).items()
+            )
             for i in range(self.engine.num_optimization_profiles)
         )
         raise UsageError(f"input shapes {shapes} fit no optimization profile of the engine ({available})")
@@ -188,15 +229,25 @@ class TrtRunner(BaseRunner):
         feed = {n: np.ascontiguousarray(a) for n, a in feed_dict.items()}
         context = self._context(self.select_profile(feed))
         self.debug_tensors.clear()
+        self.host_io.clear()
+        clear(self.listener, *self.allocators.values())  # nothing left over from an interrupted call
         for name in self.inputs:
             array = feed[name]
             if not context.set_input_shape(name, tuple(array.shape)):
                 raise UsageError(f"TensorRT rejected shape {list(array.shape)} for input '{name}'")
+            if name in self.shape_io:  # host memory; TensorRT reads the values at enqueue, so keep it alive
+                self.host_io[name] = array
+                context.set_tensor_address(name, array.ctypes.data)
+                continue
             buffer = self.device.setdefault(name, cuda.DeviceArray()).copy_from(array, self.stream)
             context.set_tensor_address(name, buffer.ptr)
         static: dict[str, tuple[int, ...]] = {}
         for name in self.outputs:
             shape = tuple(context.get_tensor_shape(name))
+            if name in self.shape_io:  # a shape-tensor output: TensorRT writes its values to host memory
+                host = self.host_io[name] = np.zeros(shape, dtype=to_numpy_dtype(self.dtypes[name], name))
+                context.set_tensor_address(name, host.ctypes.data)
+                continue
             if any(d < 0 for d in shape):  # data-dependent shape: TensorRT allocates through our allocator
                 if name not in self.allocators:
                     self.allocators[name] = _make_output_allocator(import_trt())
@@ -205,10 +256,14 @@ class TrtRunner(BaseRunner):
             static[name] = shape
             buffer = self.device.setdefault(name, cuda.DeviceArray()).resize(shape, to_numpy_dtype(self.dtypes[name], name))
             context.set_tensor_address(name, buffer.ptr)
+        callbacks = [self.listener, *self.allocators.values()]
         if not context.execute_async_v3(self.stream.ptr):
+            raise_pending(*callbacks)  # a callback's exception explains the failure better than TensorRT's log
             raise BackendError("TensorRT execute_async_v3 failed (see the TensorRT log above)")
         hosts = {}
         for name in self.outputs:
+            if name in self.shape_io:
+                continue
             dtype = to_numpy_dtype(self.dtypes[name], name)
             if name in static:
                 source, shape = self.device[name], static[name]
@@ -220,8 +275,13 @@ class TrtRunner(BaseRunner):
             source.copy_to(host, self.stream)
             hosts[name] = host
         self.stream.synchronize()
+        raise_pending(*callbacks)
         # copies: pinned buffers are reused by the next infer call
         outputs = {name: host.copy() for name, host in hosts.items()}
+        for name in self.outputs:
+            if name in self.shape_io:
+                outputs[name] = self.host_io[name].copy()
+        outputs = {name: outputs[name] for name in self.outputs}
         for name, array in self.debug_tensors.items():
             outputs.setdefault(name, array)
         return outputs
