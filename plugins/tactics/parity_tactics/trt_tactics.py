@@ -141,6 +141,8 @@ def tactic_from_algorithm(context: Any, algorithm: Any) -> Tactic:
 def _selector_class(trt: ModuleType) -> type:
     """One ``IAlgorithmSelector`` subclass per TensorRT module; defined lazily so importing needs no TensorRT."""
 
+    from parity_trt.callbacks import guard  # TensorRT swallows callback exceptions: keep them, re-raise after the build
+
     class ParitySelector(trt.IAlgorithmSelector):
         def __init__(self) -> None:
             trt.IAlgorithmSelector.__init__(self)
@@ -149,6 +151,7 @@ def _selector_class(trt: ModuleType) -> type:
             self.chosen: dict[str, Tactic] = {}
             self.notes: list[str] = []
 
+        @guard("the tactic selector's select_algorithms", default=list)
         def select_algorithms(self, context: Any, choices: Any) -> list[int]:
             everything = list(range(len(choices)))
             wanted = self.replay.tactics.get(context.name) if self.replay is not None else None
@@ -160,6 +163,7 @@ def _selector_class(trt: ModuleType) -> type:
                 return everything
             return picked
 
+        @guard("the tactic selector's report_algorithms")
         def report_algorithms(self, contexts: Any, choices: Any) -> None:
             for context, choice in zip(contexts, choices, strict=True):
                 self.chosen[context.name] = tactic_from_algorithm(context, choice)

@@ -21,6 +21,7 @@ from parity.errors import BackendError, UsageError
 from parity.util.fs import write_bytes_atomic
 from parity_trt import versions
 from parity_trt._trt import import_trt
+from parity_trt.callbacks import guard
 from parity_trt.network import network_inputs
 from parity_trt.options import CONSTRAINTS, PRECISION_FLAGS, Profile, complete_profile
 
@@ -66,15 +67,18 @@ class ProgressMonitorFactory:
                 trt.IProgressMonitor.__init__(self)
                 self._phases: dict[str, tuple[int, int]] = {}  # name -> (depth, steps)
 
+            @guard("the progress monitor's phase_start")
             def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
                 depth = self._phases[parent_phase][0] + 1 if parent_phase in self._phases else 0
                 self._phases[phase_name] = (depth, num_steps)
                 self._draw(phase_name, 0)
 
+            @guard("the progress monitor's step_complete", default=True)
             def step_complete(self, phase_name: str, step: int) -> bool:
                 self._draw(phase_name, step + 1)
                 return True  # False would cancel the build
 
+            @guard("the progress monitor's phase_finish")
             def phase_finish(self, phase_name: str) -> None:
                 self._phases.pop(phase_name, None)
                 if not self._phases:

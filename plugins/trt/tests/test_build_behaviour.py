@@ -497,3 +497,24 @@ def test_strongly_typed_with_precision_flag_refused_on_10(flag: str) -> None:
     assert "\n" not in str(info.value)
     assert validate_precisions({"strongly_typed": True}, 10) == []  # each alone is fine
     assert validate_precisions({flag: True}, 10) == [flag]
+
+
+def test_progress_monitor_exception_resurfaces_after_the_build(trt) -> None:
+    # pyCore.cpp's IProgressMonitor trampoline catches a Python exception, logs it and goes on: Parity keeps it.
+    from parity_trt.callbacks import raise_pending
+    from parity_trt.config import ProgressMonitorFactory
+
+    from parity.errors import BackendError
+
+    class BrokenStream:
+        def write(self, text: str) -> None:
+            raise OSError("terminal gone")
+
+        def flush(self) -> None:
+            pass
+
+    monitor = ProgressMonitorFactory.create(BrokenStream())
+    monitor.phase_start("Building", None, 3)  # does not raise into TensorRT
+    assert monitor.step_complete("Building", 0) is True  # the default keeps the build going
+    with pytest.raises(BackendError, match="progress monitor's phase_start raised OSError: terminal gone"):
+        raise_pending(monitor)
