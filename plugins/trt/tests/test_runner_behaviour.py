@@ -456,3 +456,25 @@ def test_calibration_data_is_checked_before_the_device(trt, fake_cuda, array, me
 def test_calibration_get_batch_exception_resurfaces_after_the_build(trt, fake_cuda):
     with pytest.raises(UsageError, match=r"^calibration data has no input 'x' \(it has y\)$"):
         build_with([{"y": np.zeros((2, 4), np.float32)}])
+
+
+# ---- the same debug-tensor path on a real GPU (real CUDA layer; TensorRT's call modelled as above) ----------
+
+
+@pytest.mark.gpu
+def test_debug_listener_copies_a_real_device_tensor(trt):
+    """What TensorRT does for a device debug tensor, with real device memory and a real stream: call
+    process_debug_tensor with the address and stream as plain ints (pyCore.cpp@v10.7.0, PyDebugListener)."""
+    from parity_trt.callbacks import raise_pending
+    from parity_trt.runner import _make_debug_listener
+
+    sink: dict[str, np.ndarray] = {}
+    listener = _make_debug_listener(trt, sink)
+    values = np.arange(12, dtype=np.float32).reshape(3, 4) * 0.5
+    stream = cuda.Stream()
+    with cuda.DeviceArray() as device:
+        device.copy_from(values, stream)
+        stream.synchronize()
+        listener.process_debug_tensor(int(device.ptr), trt.TensorLocation.DEVICE, trt.DataType.FLOAT, (3, 4), "h", stream.ptr)
+    raise_pending(listener)
+    np.testing.assert_array_equal(sink["h"], values)
