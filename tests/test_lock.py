@@ -12,7 +12,7 @@ from packaging.utils import canonicalize_name
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 ROOT = Path(__file__).resolve().parents[1]
-GPU_ONLY = {"tensorrt", "cuda-python"}  # extras of parity-trt for GPU machines; the README's commands do not install them
+GPU_ONLY = {"tensorrt", "tensorrt-cu12", "tensorrt-cu13", "cuda-python"}  # extras of parity-trt for GPU machines; the README's commands do not install them
 PYPROJECTS = [ROOT / "pyproject.toml", *sorted(ROOT.glob("plugins/*/pyproject.toml")), *sorted(ROOT.glob("contrib/parity-*/pyproject.toml"))]
 
 
@@ -61,3 +61,16 @@ def test_declared_floors_are_the_measured_ones():
         floor = {"onnx": "1.16", "onnxruntime": "1.18"}.get(canonicalize_name(req.name))
         if floor:
             assert f">={floor}" in str(req.specifier), f"{path.relative_to(ROOT)}: {req} should declare >={floor}"
+
+
+def test_tensorrt_extras_pin_cuda_python_to_the_wheels_cuda_major():
+    extras = tomllib.loads((ROOT / "plugins" / "trt" / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for name, reqs in extras.items():
+        parsed = {canonicalize_name(Requirement(r).name): Requirement(r) for r in reqs}
+        wheels = [n for n in parsed if n.startswith("tensorrt")]
+        if not wheels:
+            continue
+        assert len(wheels) == 1 and wheels[0] in ("tensorrt-cu12", "tensorrt-cu13"), f"{name}: name the CUDA flavour, not {wheels}"
+        major = int(wheels[0][-2:])
+        cuda = parsed["cuda-python"].specifier
+        assert cuda.contains(f"{major}.0") and not cuda.contains(f"{major + 1}.0") and not cuda.contains(f"{major - 1}.9"), f"{name}: {cuda}"
