@@ -22,6 +22,9 @@ def import_trt() -> ModuleType:
 
 @functools.cache
 def get_logger(severity: str = "WARNING"):  # -> trt.ILogger
-    """One logger per process, as TensorRT expects (builders and runtimes share it)."""
+    """One logger per process, as TensorRT expects (builders and runtimes share it). ``PARITY_TRT_LOG`` wins
+    over ``severity``, so Python API users who load an engine without building a network get it too."""
+    from parity_trt.options import log_severity
+
     trt = import_trt()
-    return trt.Logger(getattr(trt.Logger, severity))
+    return trt.Logger(getattr(trt.Logger, log_severity() or severity))

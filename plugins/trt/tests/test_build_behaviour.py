@@ -518,3 +518,15 @@ def test_progress_monitor_exception_resurfaces_after_the_build(trt) -> None:
     assert monitor.step_complete("Building", 0) is True  # the default keeps the build going
     with pytest.raises(BackendError, match="progress monitor's phase_start raised OSError: terminal gone"):
         raise_pending(monitor)
+
+
+def test_parity_trt_log_reaches_python_api_engine_loads(trt, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Loading an engine from Python creates the logger without building a network: it must honour the variable too.
+    from parity_trt._trt import get_logger
+
+    get_logger.cache_clear()
+    monkeypatch.setenv("PARITY_TRT_LOG", "error")
+    try:
+        assert get_logger().min_severity is trt.Logger.ERROR
+    finally:
+        get_logger.cache_clear()
