@@ -81,8 +81,8 @@ def _callback_owners(config_loader: Any, config: Any) -> list[Any]:
 
 
 def _network_inputs(network: Any) -> dict[str, tuple[Any, tuple[int, ...]]]:
-    """``{input: (NumPy dtype, shape)}`` of a network's inputs (types NumPy lacks are left out)."""
-    from parity_trt.runner import DTYPES
+    """``{input: (host dtype, shape)}`` of a network's inputs (parity_trt.dtypes: bf16/fp8/int4/fp4 as ml_dtypes)."""
+    from parity_trt.dtypes import DTYPES
 
     inputs = {}
     for i in range(network.num_inputs):

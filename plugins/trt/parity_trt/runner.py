@@ -24,28 +24,12 @@ import numpy as np
 from parity.backend.base import BaseRunner, invoke_if_callable
 from parity.data.meta import TensorMeta
 from parity.errors import BackendError, UsageError
-from parity_trt import cuda, versions
+from parity_trt import cuda, dtypes, versions
 from parity_trt._trt import import_trt
 from parity_trt.callbacks import clear, guard, raise_pending
+from parity_trt.dtypes import DTYPES, to_numpy_dtype
 
-# TensorRT DataType member name -> NumPy dtype (types NumPy lacks, e.g. BF16/FP8/INT4/FP4, are absent).
-DTYPES = {
-    "FLOAT": np.float32,
-    "HALF": np.float16,
-    "INT8": np.int8,
-    "UINT8": np.uint8,
-    "INT32": np.int32,
-    "INT64": np.int64,
-    "BOOL": np.bool_,
-    "DOUBLE": np.float64,
-}
-
-
-def to_numpy_dtype(dtype: Any, name: str = "") -> np.dtype:
-    key = str(getattr(dtype, "name", dtype)).split(".")[-1]
-    if key not in DTYPES:
-        raise BackendError(f"tensor '{name}' has TensorRT type {key}, which NumPy cannot hold; mark a cast of it instead")
-    return np.dtype(DTYPES[key])
+__all__ = ["DTYPES", "TrtRunner", "to_numpy_dtype"]  # DTYPES lives in parity_trt.dtypes; kept here for importers
 
 
 def _make_output_allocator(trt: Any) -> Any:
@@ -87,19 +71,20 @@ def _make_debug_listener(trt: Any, sink: dict[str, np.ndarray]) -> Any:
         @guard("the debug listener (process_debug_tensor)")
         def process_debug_tensor(self, addr: Any, location: Any, type: Any, shape: Any, name: str, stream: int) -> None:  # noqa: A002
             try:
-                dtype = to_numpy_dtype(type, name)
+                to_numpy_dtype(type, name)  # a type this mapping lacks (a newer TensorRT's) is skipped
             except BackendError as exc:
                 warnings.warn(f"debug tensor skipped: {exc}", stacklevel=1)
                 return
-            host = np.empty(tuple(int(d) for d in shape), dtype=dtype)
-            if host.nbytes:
+            dims = tuple(int(d) for d in shape)
+            raw = np.empty(dtypes.device_nbytes(dims, type), dtype=np.uint8)  # INT4/FP4: two per byte
+            if raw.nbytes:
                 if _is_host(location):
-                    ctypes.memmove(host.ctypes.data, int(addr), host.nbytes)
+                    ctypes.memmove(raw.ctypes.data, int(addr), raw.nbytes)
                 else:
                     on = cuda.Stream.wrap(int(stream))
-                    cuda.memcpy_device_to_host(host, int(addr), on)
+                    cuda.memcpy_device_to_host(raw, int(addr), on)
                     on.synchronize()
-            sink[name] = host
+            sink[name] = dtypes.from_device_layout(raw, dims, type)
 
     return DebugListener()
 
@@ -239,7 +224,8 @@ class TrtRunner(BaseRunner):
                 self.host_io[name] = array
                 context.set_tensor_address(name, array.ctypes.data)
                 continue
-            buffer = self.device.setdefault(name, cuda.DeviceArray()).copy_from(array, self.stream)
+            device_bytes = dtypes.to_device_layout(array, self.dtypes[name])  # packed for INT4/FP4
+            buffer = self.device.setdefault(name, cuda.DeviceArray()).copy_from(device_bytes, self.stream)
             context.set_tensor_address(name, buffer.ptr)
         static: dict[str, tuple[int, ...]] = {}
         for name in self.outputs:
@@ -254,7 +240,7 @@ class TrtRunner(BaseRunner):
                 context.set_output_allocator(name, self.allocators[name])
                 continue
             static[name] = shape
-            buffer = self.device.setdefault(name, cuda.DeviceArray()).resize(shape, to_numpy_dtype(self.dtypes[name], name))
+            buffer = self.device.setdefault(name, cuda.DeviceArray()).resize((dtypes.device_nbytes(shape, self.dtypes[name]),), np.uint8)
             context.set_tensor_address(name, buffer.ptr)
         callbacks = [self.listener, *self.allocators.values()]
         if not context.execute_async_v3(self.stream.ptr):
@@ -264,20 +250,20 @@ class TrtRunner(BaseRunner):
         for name in self.outputs:
             if name in self.shape_io:
                 continue
-            dtype = to_numpy_dtype(self.dtypes[name], name)
             if name in static:
                 source, shape = self.device[name], static[name]
             else:
                 allocator = self.allocators[name]
                 source, shape = allocator.buffer, allocator.shape or ()
-                source.shape, source.dtype = tuple(shape), dtype
-            host = self.pinned.setdefault(name, cuda.PinnedBuffer()).view(shape, dtype)
+            nbytes = dtypes.device_nbytes(shape, self.dtypes[name])
+            source.shape, source.dtype = (nbytes,), np.dtype(np.uint8)
+            host = self.pinned.setdefault(name, cuda.PinnedBuffer()).view((nbytes,), np.uint8)
             source.copy_to(host, self.stream)
-            hosts[name] = host
+            hosts[name] = (host, tuple(shape))
         self.stream.synchronize()
         raise_pending(*callbacks)
         # copies: pinned buffers are reused by the next infer call
-        outputs = {name: host.copy() for name, host in hosts.items()}
+        outputs = {name: dtypes.from_device_layout(host, shape, self.dtypes[name]).copy() for name, (host, shape) in hosts.items()}
         for name in self.outputs:
             if name in self.shape_io:
                 outputs[name] = self.host_io[name].copy()
