@@ -15,7 +15,8 @@ A replay is plain data and never needs TensorRT. Version 1 of the file (``"forma
                        "vectorized_dim": -1, "components_per_element": 1}],
           "outputs": [...],
           "timing_ms": 0.0123,                  # informational, not part of the tactic's identity
-          "name": "conv1"                       # timing-cache only: op name from the build log, if known
+          "name": "conv1",                      # timing-cache only: op name from the build log, if known
+          "kernel": "sm80_xmma_gemm_..."        # timing-cache only: TacticName of the op's engine layer, if known
         }
       },
       "timing_cache": {"encoding": "base64", "size": 1234, "data": "..."}   # optional, timing-cache source
@@ -139,6 +140,7 @@ class Tactic:
     outputs: tuple[TensorFormat, ...] = ()
     timing_ms: float | None = field(default=None, compare=False)
     name: str | None = field(default=None, compare=False)
+    kernel: str | None = field(default=None, compare=False)  # timing-cache only: TacticName the engine's layer used
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tactic", normalize_tactic(self.tactic))
@@ -164,6 +166,8 @@ class Tactic:
             data["timing_ms"] = self.timing_ms
         if self.name:
             data["name"] = self.name
+        if self.kernel:
+            data["kernel"] = self.kernel
         return data
 
     @classmethod
@@ -179,6 +183,7 @@ class Tactic:
             outputs=tuple(TensorFormat.from_json(t) for t in data.get("outputs") or ()),
             timing_ms=None if timing is None else float(timing),
             name=data.get("name"),
+            kernel=data.get("kernel"),
         )
 
 

@@ -6,7 +6,11 @@ Two mechanisms, chosen by what the installed TensorRT has (never by version-numb
   (or the user's) timing cache; afterwards ``ITimingCache.queryKeys()``/``query(key)`` give each key's
   ``TimingCacheValue.tacticHash``. Replay loads the recorded cache and writes the wanted tactic back with
   ``ITimingCache.update(TimingCacheKey.parse(key), TimingCacheValue(hash, ms))`` before the build, so the
-  builder reuses it instead of timing again.
+  builder reuses it instead of timing again. A user's own timing cache (``--load-timing-cache``) stays: the
+  replay's embedded cache is combined into it. Whether the engine followed the replay is read from the engine,
+  not from the cache Parity itself edited: each op's layer's ``TacticName`` from ``IEngineInspector`` (builds
+  get ``ProfilingVerbosity.DETAILED``), compared with the kernel recorded for that op, as TensorRT's
+  samples/sampleEditableTimingCache/sampleEditableTimingCache.cpp@v11.0:L457-467, L567-600 checks it.
 * ``algorithm-selector`` (TensorRT 10.x only; deprecated in 10.8, removed in 11.0): an ``IAlgorithmSelector``
   whose ``report_algorithms`` records the choice per layer and whose ``select_algorithms`` narrows the
   choices to the recorded tactic.
@@ -23,8 +27,10 @@ tests/test_tactics_conformance.py, per line: ``LINE_OF`` says which functions ru
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
+import warnings
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -61,6 +67,7 @@ LINE_OF = {
     "_editable_cache": "timing-cache",
     "_cache_tactics": "timing-cache",
     "_update_cache": "timing-cache",
+    "engine_layer_kernels": "timing-cache",
 }
 VAR_TYPES = {
     "config": "IBuilderConfig",
@@ -72,6 +79,9 @@ VAR_TYPES = {
     "choice": "IAlgorithm",
     "variant": "IAlgorithmVariant",
     "info": "IAlgorithmIOInfo",
+    "embedded": "ITimingCache",
+    "engine": "ICudaEngine",
+    "inspector": "EngineInspector",
 }
 
 _LOG_KEY = re.compile(r"Autotuning op (\S+?)\s*\(key:\s*(0x[0-9a-fA-F]+)\)")
@@ -186,14 +196,22 @@ def _attach_selector(trt: ModuleType, config: Any) -> Any:
 
 
 def _editable_cache(trt: ModuleType, config: Any, base: bytes | None) -> Any:
-    """Switch the config to an editable timing cache holding ``base`` (or what the config already had)."""
+    """Switch the config to an editable timing cache holding what the config already had (a user's
+    ``--load-timing-cache``) plus ``base`` (a replay's embedded cache), so neither is dropped.
+
+    ``ITimingCache.combine`` appends the input cache's entries and skips conflicting ones (NvInfer.h@v11.0:L10209):
+    the user's entries win, the replayed keys are written afterwards by :func:`_update_cache` anyway.
+    """
     if config.get_flag(trt.BuilderFlag.DISABLE_TIMING_CACHE):
         raise UsageError("tactic record/replay uses the timing cache on this TensorRT; do not disable the timing cache")
     config.set_flag(trt.BuilderFlag.EDITABLE_TIMING_CACHE)
-    if base is None:
-        existing = config.get_timing_cache()
-        base = bytes(existing.serialize()) if existing is not None else b""
-    cache = config.create_timing_cache(base)
+    config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED  # the engine inspector then names each layer's tactic
+    existing = config.get_timing_cache()
+    cache = config.create_timing_cache(bytes(existing.serialize()) if existing is not None else b"")
+    if base:
+        embedded = config.create_timing_cache(base)
+        if not cache.combine(embedded, False):
+            raise BackendError("the replay's timing cache was written by another TensorRT version or GPU; record the tactics again here")
     if not config.set_timing_cache(cache, False):
         raise BackendError("the timing cache was written by another TensorRT version or GPU; record the tactics again here")
     return cache
@@ -218,6 +236,30 @@ def _cache_tactics(cache: Any, names: Mapping[str, str]) -> dict[str, Tactic]:
         text = str(key)
         found[text] = Tactic(value.tacticHash, timing_ms=value.timingMSec, name=names.get(text.lower()))
     return found
+
+
+def engine_layer_kernels(trt: ModuleType, engine_bytes: bytes) -> list[tuple[str, str]]:
+    """``(layer name, TacticName)`` of each layer of a built engine, read with ``IEngineInspector`` as
+    sampleEditableTimingCache.cpp@v11.0:L457-467 does (JSON form: Polygraphy's inspect reads ``Name`` and
+    ``TacticName``). Without ``ProfilingVerbosity.DETAILED`` a layer's JSON is only its name: no tactic then."""
+    from parity_trt.engine import get_runtime
+
+    engine = get_runtime().deserialize_cuda_engine(bytes(engine_bytes))
+    if engine is None:
+        raise BackendError("TensorRT could not deserialize the engine it just built, so the tactics it used cannot be read")
+    inspector = engine.create_engine_inspector()
+    layers = []
+    for index in range(engine.num_layers):
+        layer_info = json.loads(inspector.get_layer_information(index, trt.LayerInformationFormat.JSON))
+        if isinstance(layer_info, dict) and layer_info.get("Name"):
+            layers.append((str(layer_info["Name"]), str(layer_info.get("TacticName") or "")))
+    return layers
+
+
+def _layer_of(op: str, layers: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """The engine layer made from an op: the first whose name starts with the op's name (the sample's findLayer,
+    sampleEditableTimingCache.cpp@v11.0:L484-498)."""
+    return next((layer for layer in layers if layer[0].startswith(op)), None)
 
 
 class TacticRecorder:
@@ -252,7 +294,7 @@ class TacticRecorder:
         self.configure(builder, network, config)
 
     def after_build(self, builder: Any, network: Any, config: Any, engine_bytes: bytes | None = None) -> None:
-        self.finish(builder, network, config)
+        self.finish(builder, network, config, engine_bytes)
 
     def add_log(self, text: str) -> None:
         """Give the verbose build log so timing-cache keys get readable op names."""
@@ -264,12 +306,19 @@ class TacticRecorder:
         self.replay.tactics = dict(chosen)
         self.replay.save(self.path)
 
-    def finish(self, builder: Any = None, network: Any = None, config: Any = None) -> TacticReplay:
+    def finish(self, builder: Any = None, network: Any = None, config: Any = None, engine_bytes: bytes | None = None) -> TacticReplay:
         if self.replay is None:
             raise BackendError("the tactic recorder was never attached to a builder config")
         if self.mechanism == "timing-cache":
             cache = config.get_timing_cache()
-            self.replay.tactics = _cache_tactics(cache, self.names)
+            tactics = _cache_tactics(cache, self.names)
+            if engine_bytes is not None:  # the kernel each op's layer used, so a replay can be checked against it
+                layers = engine_layer_kernels(import_trt(), engine_bytes)
+                for key, tactic in tactics.items():
+                    layer = _layer_of(tactic.name, layers) if tactic.name else None
+                    if layer is not None and layer[1]:
+                        tactics[key] = Tactic(tactic.tactic, timing_ms=tactic.timing_ms, name=tactic.name, kernel=layer[1])
+            self.replay.tactics = tactics
             self.replay.timing_cache = bytes(cache.serialize())
         self.replay.save(self.path)
         return self.replay
@@ -318,19 +367,39 @@ class TacticReplayer:
     def postprocess_config(self, builder: Any, network: Any, config: Any) -> None:
         self.configure(builder, network, config)
 
-    def after_build(self, builder: Any, network: Any, config: Any, engine_bytes: bytes | None = None) -> None:
-        self.finish(builder, network, config)
+    def _check_engine(self, engine_bytes: bytes | None) -> list[str]:
+        checkable = {k: t for k, t in self.replay.items() if t.name and t.kernel}
+        unchecked = len(self.replay) - len(checkable)
+        if unchecked:
+            warnings.warn(
+                f"{unchecked} of {len(self.replay)} keys of {self._where} name no op and kernel (recorded without the "
+                "verbose build log or the engine), so whether TensorRT used their tactics cannot be checked",
+                stacklevel=3,
+            )
+        if not checkable:
+            return []
+        if engine_bytes is None:
+            return ["the engine was not given to the tactic replayer, so the tactics it used cannot be checked"]
+        layers = engine_layer_kernels(import_trt(), engine_bytes)
+        problems = []
+        for key, tactic in checkable.items():
+            layer = _layer_of(str(tactic.name), layers)
+            if layer is None:
+                problems.append(f"{key} ({tactic.name}): the engine has no layer made from this op")
+            elif layer[1] != tactic.kernel:
+                problems.append(f"{key} ({tactic.name}): layer {layer[0]} used kernel {layer[1] or '(unnamed)'}, the replay has {tactic.kernel}")
+        return problems
 
-    def finish(self, builder: Any = None, network: Any = None, config: Any = None) -> list[str]:
-        """Check that the build used the replayed tactics; returns the differences (raises if ``strict``)."""
+    def finish(self, builder: Any = None, network: Any = None, config: Any = None, engine_bytes: bytes | None = None) -> list[str]:
+        """Check that the build used the replayed tactics; returns the differences (raises if ``strict``).
+
+        Timing-cache replays are checked against the engine (its layers' ``TacticName``), never against the
+        timing cache: Parity wrote the replayed tactics into that cache itself, so it always agrees."""
         if self._selector is not None:
-            chosen = self._selector.chosen
-            wanted = self.replay.tactics
             self.problems += self._selector.notes
+            self.problems += compare_choices(self.replay.tactics, self._selector.chosen)
         else:
-            chosen = {k.lower(): t for k, t in _cache_tactics(config.get_timing_cache(), {}).items()}
-            wanted = {k.lower(): t for k, t in self.replay.items()}
-        self.problems += compare_choices(wanted, chosen)
+            self.problems += self._check_engine(engine_bytes)
         if self.problems and self.strict:
             raise BackendError(f"TensorRT did not follow {self._where} for {len(self.problems)} layers/keys: {self.problems[0]}")
         return self.problems
@@ -361,7 +430,7 @@ class TacticExtension:
 
     def after_build(self, builder: Any, network: Any, config: Any, engine_bytes: bytes | None = None) -> None:
         for hook in self.hooks:
-            hook.finish(builder, network, config)
+            hook.finish(builder, network, config, engine_bytes)
 
 
 def build_extension(options: Mapping[str, Any]) -> TacticExtension | None:
