@@ -1,301 +1,29 @@
-"""Build-side behaviour of the plugin against a small model of TensorRT's documented Python API.
+"""Build-side behaviour of the plugin against trt_model, a model of TensorRT's documented Python API (NOT TensorRT).
 
-This is NOT TensorRT: ``_model_trt()`` builds a stand-in ``tensorrt`` module with just the names these tests
-reach, each behaving as TensorRT's binding sources and headers say (citation beside each behaviour: file,
-tag, line in NVIDIA/TensorRT), or, where TensorRT documents nothing, as Polygraphy's executed code relies on.
-The tests drive Parity's config/network/factory code with it and assert what Parity does.
+``trt_model.make(version)`` has exactly that version's names and signatures (from shared/trt-api) and the behaviours
+these tests reach, each cited from TensorRT's binding sources and headers in trt_model/behaviour.py. The tests drive
+Parity's config/network/factory code with it and assert what Parity does.
 """
 
 from __future__ import annotations
 
+import json
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trt_model
+from trt_model.behaviour import cache_key
 
 from parity.errors import UsageError
-
-
-# ---- a model of the TensorRT API (only what these tests reach) --------------------------------------------
-class _EnumValue:
-    def __init__(self, enum: str, name: str, value: int) -> None:
-        self.enum, self.name, self.value = enum, name, value
-
-    def __int__(self) -> int:
-        return self.value
-
-    def __repr__(self) -> str:
-        return f"{self.enum}.{self.name}"
-
-
-def _enum(name: str, members: list[str]) -> type:
-    # pybind11 enums: members are instances of the enum class (versions.enum_member relies on isinstance)
-    cls = type(name, (_EnumValue,), {})
-    for value, member in enumerate(members):
-        setattr(cls, member, cls(name, member, value))
-    return cls
-
-
-class _Tensor:
-    def __init__(self, network: _Network, name: str, shape: tuple[int, ...], is_shape_tensor: bool = False) -> None:
-        self._network = network
-        self.name = name
-        self.shape = shape
-        # ITensor.is_shape_tensor is a read-only property: pyGraph.cpp@v10.7.0:L344
-        self._is_shape_tensor = is_shape_tensor
-        self._layer: _Layer | None = None
-
-    @property
-    def is_shape_tensor(self) -> bool:
-        return self._is_shape_tensor
-
-    @property
-    def is_network_output(self) -> bool:
-        return self in self._network._outputs
-
-
-class _Layer:
-    def __init__(self, kind: Any, outputs: list[_Tensor | None], in_loop: bool = False) -> None:
-        self.type = kind  # ILayer.type, read-only: pyGraph.cpp@v10.7.0:L359
-        self._outputs = outputs
-        self._in_loop = in_loop  # model-internal: TensorRT keeps loop membership to itself
-        for tensor in outputs:
-            if tensor is not None:
-                tensor._layer = self
-
-    @property
-    def num_outputs(self) -> int:
-        return len(self._outputs)
-
-    def get_output(self, index: int) -> _Tensor | None:
-        # "The indexed output tensor, or nullptr if the index is out of range or the tensor is optional":
-        # ILayer::getOutput, NvInfer.h@v10.7.0:L619-623; pybind11 turns nullptr into None (pyGraph.cpp@v10.7.0:L366)
-        return self._outputs[index] if 0 <= index < len(self._outputs) else None
-
-
-class _Network:
-    def __init__(self, flags: int = 0) -> None:
-        self.flags = flags
-        self._inputs: list[_Tensor] = []
-        self._layers: list[_Layer] = []
-        self._outputs: list[_Tensor] = []
-
-    # model helpers (not TensorRT API): build a network layer by layer
-    def _input(self, name: str, shape: tuple[int, ...], is_shape_tensor: bool = False) -> _Tensor:
-        tensor = _Tensor(self, name, shape, is_shape_tensor)
-        self._inputs.append(tensor)
-        return tensor
-
-    def _layer(self, kind: Any, *names: str | None, in_loop: bool = False, shape_output: bool = False) -> _Layer:
-        outs = [None if n is None else _Tensor(self, n, (2, 3), shape_output) for n in names]
-        layer = _Layer(kind, outs, in_loop)
-        self._layers.append(layer)
-        return layer
-
-    # the API
-    num_inputs = property(lambda self: len(self._inputs))
-    num_layers = property(lambda self: len(self._layers))
-    num_outputs = property(lambda self: len(self._outputs))
-
-    def get_input(self, index: int) -> _Tensor:
-        return self._inputs[index]
-
-    def get_layer(self, index: int) -> _Layer:
-        return self._layers[index]
-
-    def get_output(self, index: int) -> _Tensor:
-        return self._outputs[index]
-
-    def mark_output(self, tensor: _Tensor) -> None:
-        # bound to markOutput(ITensor&) (pyGraph.cpp@v10.7.0:L855); pybind11 cannot bind None to a reference
-        # and raises (reference_cast_error, a RuntimeError)
-        if tensor is None:
-            raise RuntimeError("Unable to cast Python instance to C++ type")
-        if tensor not in self._outputs:
-            self._outputs.append(tensor)
-
-    def unmark_output(self, tensor: _Tensor) -> None:
-        if tensor in self._outputs:
-            self._outputs.remove(tensor)
-
-    def mark_debug(self, tensor: _Tensor) -> bool:
-        return True
-
-
-class _Profile:
-    def __init__(self) -> None:
-        self.shapes: dict[str, tuple] = {}
-        self.values: dict[str, tuple] = {}
-
-    def set_shape(self, input: str, min: Any, opt: Any, max: Any) -> None:  # noqa: A002 - TensorRT's keyword names
-        # pyCore.cpp@v10.7.0:L870 (opt_profile_set_shape, L30-43: raises when min/opt/max disagree)
-        self.shapes[input] = (tuple(min), tuple(opt), tuple(max))
-
-    def set_shape_input(self, input: str, min: Any, opt: Any, max: Any) -> None:  # noqa: A002
-        # VALUES of a shape-tensor input: pyCore.cpp@v10.7.0:L59-68 (std::vector<int32_t> each; int64 from 10.16)
-        for which in (min, opt, max):
-            if any(not isinstance(v, int) for v in which):
-                raise TypeError("set_shape_input takes lists of ints")
-        if not len(min) == len(opt) == len(max):
-            raise RuntimeError("min input provided for shape tensor is inconsistent with other inputs.")
-        self.values[input] = (tuple(min), tuple(opt), tuple(max))
-
-
-class _TimingCache:
-    def __init__(self, entries: dict[str, str]) -> None:
-        self.entries = dict(entries)
-
-    def serialize(self) -> bytes:  # IHostMemory in TensorRT; bytes() of it is the file content
-        return ";".join(f"{k}={v}" for k, v in sorted(self.entries.items())).encode() or b"empty"
-
-    def combine(self, other: _TimingCache, ignore_mismatch: bool) -> bool:
-        self.entries.update(other.entries)
-        return True
-
-
-def _parse_cache(data: bytes) -> dict[str, str]:
-    text = bytes(data).decode()
-    return dict(item.split("=", 1) for item in text.split(";") if "=" in item)
-
-
-class _Config:
-    def __init__(self) -> None:
-        self.flags: set[str] = set()
-        self.profiles: list[_Profile] = []
-        self._cache: _TimingCache | None = None
-        self.profiling_verbosity = None
-        self.progress_monitor = None
-
-    def set_flag(self, flag: Any) -> None:
-        self.flags.add(flag.name)
-
-    def clear_flag(self, flag: Any) -> None:
-        self.flags.discard(flag.name)
-
-    def add_optimization_profile(self, profile: _Profile) -> int:
-        self.profiles.append(profile)
-        return len(self.profiles) - 1
-
-    def create_timing_cache(self, serialized_timing_cache: Any) -> _TimingCache:
-        # takes any buffer, b"" included (an empty cache): pyCore.cpp@v10.7.0:L246-249, L1564
-        return _TimingCache(_parse_cache(memoryview(serialized_timing_cache).tobytes()))
-
-    def set_timing_cache(self, cache: _TimingCache, ignore_mismatch: bool) -> bool:
-        # returns bool: pyCore.cpp@v10.7.0:L1566 (IBuilderConfig::setTimingCache)
-        self._cache = cache
-        return True
-
-    def get_timing_cache(self) -> _TimingCache | None:
-        # the cache "used in" this config, nullptr (None) while none was set: pyCore.cpp@v10.7.0:L1568,
-        # NvInfer.h@v10.7.0:L9414-9419
-        return self._cache
-
-
-class _Builder:
-    def __init__(self, logger: Any) -> None:
-        self.logger = logger
-
-    def create_network(self, flags: int = 0) -> _Network:
-        return _Network(flags)
-
-    def create_builder_config(self) -> _Config:
-        return _Config()
-
-    def create_optimization_profile(self) -> _Profile:
-        return _Profile()
-
-    def build_serialized_network(self, network: _Network, config: _Config) -> bytes | None:
-        """None on failure, after logging the reason (as TensorRT does)."""
-        errors = []
-        dynamic = [t for t in network._inputs if not t.is_shape_tensor and any(d < 0 for d in t.shape)]
-        shape_inputs = [t for t in network._inputs if t.is_shape_tensor]
-        # a profile is needed "if the network has dynamic or shape input tensors": NvInfer.h@v10.7.0:L9171
-        if (dynamic or shape_inputs) and not config.profiles:
-            errors.append("network has dynamic or shape inputs, but no optimization profile has been defined")
-        for profile in config.profiles:
-            for tensor in shape_inputs:
-                # values must be set for every shape-tensor input, as many as dims[0] (1 for a scalar):
-                # NvInferRuntime.h@v10.7.0:L2664-2669
-                want = tensor.shape[0] if tensor.shape else 1
-                got = profile.values.get(tensor.name)
-                if got is None or any(len(v) != want for v in got):
-                    errors.append(f"shape tensor {tensor.name}: values not set or wrong count")
-            for tensor in dynamic:
-                if tensor.name not in profile.shapes:
-                    errors.append(f"{tensor.name}: no profile shape")
-        for tensor in network._outputs:
-            layer = tensor._layer
-            # loop-body tensors cannot be network outputs (Polygraphy backend/trt/util.py mark_layerwise: "Layers
-            # within loops cannot be marked as network outputs"); nor outputs of SHAPE/CONSTANT layers (same code)
-            if layer is not None and (layer._in_loop or layer.type.name in ("SHAPE", "CONSTANT")):
-                errors.append(f"{tensor.name} cannot be a network output")
-        if errors:
-            self.logger.errors.extend(errors)
-            return None
-        if config._cache is not None:  # the build records its timings in the cache it was given
-            for index in range(len(network._layers)):
-                config._cache.entries[f"layer{index}"] = "tactic0"
-        return b"serialized engine"
-
-
-class _OnnxParser:
-    """Reads the test's ONNX files into a model network: inputs (-1 for named dims), one layer per node."""
-
-    def __init__(self, network: _Network, logger: Any) -> None:
-        self.network = network
-        self.num_errors = 0
-
-    def parse_from_file(self, path: str) -> bool:
-        import onnx
-
-        trt = sys.modules["tensorrt"]
-        graph = onnx.load(path).graph
-        for value in graph.input:
-            dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in value.type.tensor_type.shape.dim)
-            self.network._input(value.name, dims)
-        for node in graph.node:
-            self.network._layer(trt.LayerType.ELEMENTWISE, *node.output)
-        named = {t.name: t for layer in self.network._layers for t in layer._outputs if t is not None}
-        for value in graph.output:
-            self.network.mark_output(named[value.name])
-        return True
-
-
-def _model_trt(version: str = "10.7.0") -> types.ModuleType:
-    trt = types.ModuleType("tensorrt")
-    trt.__version__ = version
-    trt.BuilderFlag = _enum("BuilderFlag", ["FP16", "BF16", "INT8", "FP8", "TF32", "ERROR_ON_TIMING_CACHE_MISS",
-                                            "OBEY_PRECISION_CONSTRAINTS", "PREFER_PRECISION_CONSTRAINTS"])
-    trt.ProfilingVerbosity = _enum("ProfilingVerbosity", ["LAYER_NAMES_ONLY", "NONE", "DETAILED"])
-    trt.LayerType = _enum("LayerType", ["ELEMENTWISE", "CONSTANT", "SHAPE", "TRIP_LIMIT", "ITERATOR", "RECURRENCE",
-                                        "LOOP_OUTPUT", "TOPK"])
-    trt.NetworkDefinitionCreationFlag = _enum("NetworkDefinitionCreationFlag", ["EXPLICIT_BATCH", "STRONGLY_TYPED"])
-    severity = _enum("Severity", ["INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE"])
-
-    class Logger:
-        # Logger(min_severity=WARNING) with a read-write min_severity: pyCore.cpp@v10.7.0:L826-828
-        def __init__(self, min_severity: Any = severity.WARNING) -> None:
-            self.min_severity = min_severity
-            self.errors: list[str] = []
-
-    for name in ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE"):
-        setattr(Logger, name, getattr(severity, name))
-    trt.Logger = Logger
-    trt.Builder = _Builder
-    trt.OnnxParser = _OnnxParser
-    trt.IProgressMonitor = type("IProgressMonitor", (), {"__init__": lambda self: None})
-    trt.init_libnvinfer_plugins = lambda logger, namespace: True
-    trt.get_plugin_registry = lambda: types.SimpleNamespace(load_library=lambda path: object())
-    return trt
 
 
 @pytest.fixture
 def trt(monkeypatch: pytest.MonkeyPatch):
     from parity_trt import _trt
 
-    model = _model_trt()
+    model = trt_model.make("10.7.0")
     monkeypatch.setitem(sys.modules, "tensorrt", model)
     monkeypatch.delenv("PARITY_TRT_LOG", raising=False)
     _trt.import_trt.cache_clear()
@@ -307,7 +35,7 @@ def trt(monkeypatch: pytest.MonkeyPatch):
 
 def _build(builder: Any, network: Any, config: Any) -> bytes:
     data = builder.build_serialized_network(network, config)
-    assert data is not None, builder.logger.errors
+    assert data is not None, builder.logger._messages
     return data
 
 
@@ -318,12 +46,12 @@ def test_config_always_has_a_timing_cache(trt, tmp_path: Path) -> None:
 
     builder, network = CreateNetwork()()
     config = CreateConfig(progress=False)(builder, network)
-    assert config.get_timing_cache() is not None and config.get_timing_cache().entries == {}
+    assert config.get_timing_cache() is not None and config.get_timing_cache()._entries == {}
     # a loaded cache is the one attached
     path = tmp_path / "old.cache"
-    path.write_bytes(b"old=tactic9")
+    path.write_bytes(json.dumps({cache_key(9): [9, 1.5]}).encode())
     config = CreateConfig(load_timing_cache=str(path), progress=False)(builder, network)
-    assert config.get_timing_cache().entries == {"old": "tactic9"}
+    assert config.get_timing_cache()._entries == {cache_key(9): (9, 1.5)}
 
 
 def test_save_timing_cache_alone_writes_one(trt, tmp_path: Path) -> None:
@@ -336,7 +64,7 @@ def test_save_timing_cache_alone_writes_one(trt, tmp_path: Path) -> None:
     network.mark_output(network._layer(trt.LayerType.ELEMENTWISE, "y").get_output(0))
     path = tmp_path / "timing.cache"
     EngineBytesFromNetwork((builder, network), CreateConfig(progress=False), save_timing_cache=str(path))()
-    assert path.is_file() and _parse_cache(path.read_bytes()) == {"layer0": "tactic0"}
+    assert path.is_file() and json.loads(path.read_bytes()) == {cache_key(0): [0, 0.0]}
 
 
 # ---- item 3: shape-tensor inputs take values, and always need a profile ------------------------------
@@ -359,8 +87,8 @@ def test_static_shape_tensor_input_still_gets_a_profile(trt) -> None:
     network.mark_output(network._layer(trt.LayerType.ELEMENTWISE, "y").get_output(0))
     with pytest.warns(UserWarning, match="shape-tensor input 'new_shape' has no profile values"):
         config = CreateConfig(progress=False)(builder, network)
-    assert len(config.profiles) == 1
-    assert config.profiles[0].values == {"new_shape": ((1, 1), (1, 1), (1, 1))}
+    assert len(config._profiles) == 1
+    assert config._profiles[0]._values == {"new_shape": ((1, 1), (1, 1), (1, 1))}
     _build(builder, network, config)
 
 
@@ -371,8 +99,8 @@ def test_shape_tensor_profile_takes_values(trt) -> None:
     builder, network = _shape_tensor_network(trt)
     profile = Profile({"data": ((1, 3), (4, 3), (8, 3)), "new_shape": ((1, 6), (4, 6), (8, 6))})
     config = CreateConfig(profiles=[profile], progress=False)(builder, network)
-    assert config.profiles[0].values == {"new_shape": ((1, 6), (4, 6), (8, 6))}
-    assert config.profiles[0].shapes == {"data": ((1, 3), (4, 3), (8, 3))}
+    assert config._profiles[0]._values == {"new_shape": ((1, 6), (4, 6), (8, 6))}
+    assert config._profiles[0]._shapes == {"data": ((1, 3), (4, 3), (8, 3))}
     _build(builder, network, config)
 
 
@@ -393,7 +121,7 @@ def test_scalar_shape_tensor_holds_one_value(trt) -> None:
     builder, network = _shape_tensor_network(trt, dims=())
     profile = Profile({"data": ((1, 3), (4, 3), (8, 3)), "new_shape": ((1,), (2,), (3,))})
     config = CreateConfig(profiles=[profile], progress=False)(builder, network)
-    assert config.profiles[0].values == {"new_shape": ((1,), (2,), (3,))}
+    assert config._profiles[0]._values == {"new_shape": ((1,), (2,), (3,))}
     _build(builder, network, config)
 
 
@@ -454,7 +182,7 @@ def test_cli_build_runs_each_extension_hook_once(trt, static_model: Path) -> Non
         data = engine_loader(str(static_model), {"trt_progress": False})()
     finally:
         config_module._FACTORIES.remove(factory)
-    assert data == b"serialized engine"
+    assert json.loads(data)["layers"]  # the model's serialized engine
     assert ext.calls == ["postprocess_config", "after_build"]
 
 

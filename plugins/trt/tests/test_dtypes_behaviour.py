@@ -1,85 +1,52 @@
 """Engines with bf16/fp8/int4/fp4 inputs and outputs run through TrtRunner (issue 12, item 9).
 
-The engine and context are the test doubles of test_runner_behaviour.py (NOT TensorRT: a model of its documented
-behaviour), with other tensors: TensorRT reads and writes raw device bytes of its own type, whose sizes are
-``DataType.itemsize`` (python/packaging/bindings_wheel/tensorrt/__init__.py@v10.16:L198-219: bfloat16 2, fp8 1,
-int4 0.5, fp4 0.5). The members are pyFoundationalTypes.cpp@v10.16:L179-191. The two-per-byte order (first element
-in the low nibble) is ONNX's (onnx.proto, TensorProto int4: "the first element is stored in the 4 LSB"); TensorRT's
-headers do not state it, so only real TensorRT can confirm it.
+The engines are trt_model's (a model of TensorRT's documented behaviour, NOT TensorRT) running an identity program:
+TensorRT reads and writes raw device bytes of its own type, whose sizes are ``itemsize``
+(python/packaging/bindings_wheel/tensorrt/__init__.py@v10.16:L198-219: bfloat16 2, fp8 1, int4 0.5, fp4 0.5). The
+DataType members and values are in trt_model/behaviour.py (pyFoundationalTypes.cpp@v10.16:L179-191). The two-per-byte
+order (first element in the low nibble) is ONNX's (onnx.proto, TensorProto int4: "the first element is stored in the
+4 LSB"); TensorRT's headers do not state it, so only real TensorRT can confirm it.
 """
 
 from __future__ import annotations
 
 import ctypes
-import enum
+import sys
 
 import ml_dtypes
 import numpy as np
 import pytest
-from test_runner_behaviour import Context, Engine, TensorIOMode, fake_cuda, run, trt  # noqa: F401 - fixtures
+from test_runner_behaviour import fake_cuda, install_model, run  # noqa: F401 - fixtures
+from trt_model.behaviour import ENUM_VALUES, Program, engine
 
 from parity.errors import UsageError
 
 
-class DataType(enum.Enum):  # pyFoundationalTypes.cpp@v10.16:L179-191 (values: NvInferRuntimeBase.h@v10.16 kX = n)
-    FLOAT = 0
-    HALF = 1
-    INT8 = 2
-    INT32 = 3
-    BOOL = 4
-    UINT8 = 5
-    FP8 = 6
-    BF16 = 7
-    INT64 = 8
-    INT4 = 9
-    FP4 = 10
-    E8M0 = 11
+@pytest.fixture
+def trt(monkeypatch):
+    return install_model(monkeypatch, "10.16.1.11")  # FP4 and E8M0 are not in 10.7
 
 
-ITEMSIZE = {DataType.BF16: 2, DataType.FP8: 1, DataType.INT4: 0.5, DataType.FP4: 0.5}  # tensorrt/__init__.py@v10.16
+ITEMSIZE = {"BF16": 2, "FP8": 1, "INT4": 0.5, "FP4": 0.5}  # tensorrt/__init__.py@v10.16
 
 
-def nbytes(dtype: DataType, count: int) -> int:
+def nbytes(dtype: str, count: int) -> int:
     return int(np.ceil(ITEMSIZE[dtype] * count))
 
 
-class TypedEngine(Engine):
+def TypedEngine(fake_cuda, tensors: dict[str, tuple[str, tuple[int, ...]]]):  # noqa: F811, N802
     """Identity engine: each output o_<x> is a copy of input <x>'s device bytes (static shapes, one profile)."""
 
-    def __init__(self, fake_cuda, tensors: dict[str, tuple[DataType, tuple[int, ...]]]) -> None:  # noqa: F811
-        super().__init__(fake_cuda)
-        self.io = {}
+    def compute(context):
+        outputs = {}
         for name, (dtype, shape) in tensors.items():
-            self.io[name] = (TensorIOMode.INPUT, dtype, shape, False)
-        for name, (dtype, shape) in tensors.items():
-            self.io["o_" + name] = (TensorIOMode.OUTPUT, dtype, shape, False)
-        self.shape_profiles = [((1,), (1,), (1,))]
-        self.value_profiles = [((), (), ())]
+            size = nbytes(dtype, int(np.prod(shape)))
+            outputs["o_" + name] = np.frombuffer((ctypes.c_char * size).from_address(context._addresses[name]), np.uint8).copy()
+        return outputs, []
 
-    @property
-    def num_io_tensors(self) -> int:  # type: ignore[override]
-        return len(self.io)
-
-    def create_execution_context(self) -> TypedContext:
-        return TypedContext(self)
-
-
-class TypedContext(Context):
-    def set_input_shape(self, name, shape):
-        ok = tuple(shape) == self.engine.io[name][2]
-        if ok:
-            self.shapes[name] = tuple(shape)
-        return ok
-
-    def get_tensor_shape(self, name):
-        return self.engine.io[name][2]
-
-    def _execute(self, stream_handle: int) -> bool:
-        for name, (mode, dtype, shape, _) in self.engine.io.items():
-            if mode == TensorIOMode.INPUT:
-                size = nbytes(dtype, int(np.prod(shape)))
-                ctypes.memmove(self.addresses["o_" + name], self.addresses[name], size)
-        return True
+    io = {name: ("INPUT", dtype, shape, False) for name, (dtype, shape) in tensors.items()}
+    io.update({"o_" + name: ("OUTPUT", dtype, shape, False) for name, (dtype, shape) in tensors.items()})
+    return engine(sys.modules["tensorrt"], Program(io, [{}], [{}], compute), fake_cuda)
 
 
 BF16_X = np.array([[1.5, -2.0, 3.140625], [0.0, 65280.0, -0.0078125]], dtype=ml_dtypes.bfloat16)
@@ -89,7 +56,7 @@ INT4_Q = np.array([-8, -1, 0, 7, 3], dtype=ml_dtypes.int4)  # odd count: the las
 def test_bf16_input_metadata_and_round_trip(trt, fake_cuda):  # noqa: F811
     from parity_trt.runner import TrtRunner
 
-    engine = TypedEngine(fake_cuda, {"x": (DataType.BF16, (2, 3))})
+    engine = TypedEngine(fake_cuda, {"x": ("BF16", (2, 3))})
     with TrtRunner(engine, capture_debug=False) as runner:
         assert runner.get_input_metadata()["x"].dtype == np.dtype(ml_dtypes.bfloat16)
         out = runner.infer({"x": BF16_X})
@@ -99,7 +66,7 @@ def test_bf16_input_metadata_and_round_trip(trt, fake_cuda):  # noqa: F811
 
 def test_fp8_round_trip(trt, fake_cuda):  # noqa: F811
     x = np.array([0.5, -448.0, 1.125, 0.0], dtype=ml_dtypes.float8_e4m3fn)  # E4M3, bias 7: NvInferRuntimeBase.h@v10.16:L176-178
-    out = run(TypedEngine(fake_cuda, {"x": (DataType.FP8, (4,))}), {"x": x}, capture_debug=False)
+    out = run(TypedEngine(fake_cuda, {"x": ("FP8", (4,))}), {"x": x}, capture_debug=False)
     assert out["o_x"].dtype == np.dtype(ml_dtypes.float8_e4m3fn)
     np.testing.assert_array_equal(out["o_x"].view(np.uint8), x.view(np.uint8))
 
@@ -108,7 +75,7 @@ def test_int4_and_fp4_are_packed_two_per_byte(trt, fake_cuda, monkeypatch):  # n
     from parity_trt import cuda
 
     f = np.array([-6.0, 0.5, 1.5, 6.0], dtype=ml_dtypes.float4_e2m1fn)
-    engine = TypedEngine(fake_cuda, {"q": (DataType.INT4, (5,)), "f": (DataType.FP4, (2, 2))})
+    engine = TypedEngine(fake_cuda, {"q": ("INT4", (5,)), "f": ("FP4", (2, 2))})
     seen = {}
     real = cuda._memcpy
 
@@ -127,7 +94,7 @@ def test_int4_and_fp4_are_packed_two_per_byte(trt, fake_cuda, monkeypatch):  # n
 
 
 def test_float32_feed_for_bf16_input_is_refused_with_the_expected_type(trt, fake_cuda):  # noqa: F811
-    engine = TypedEngine(fake_cuda, {"x": (DataType.BF16, (2, 3))})
+    engine = TypedEngine(fake_cuda, {"x": ("BF16", (2, 3))})
     with pytest.raises(UsageError, match="bfloat16"):
         run(engine, {"x": BF16_X.astype(np.float32)}, capture_debug=False)
 
@@ -139,7 +106,7 @@ def test_one_mapping_covers_every_datatype_of_every_manifest_version():
 
     manifests = sorted(Path(__file__).resolve().parents[3].parent.glob("shared/trt-api/tensorrt-*-enums.txt"))
     members = {line.split(".", 1)[1].strip() for p in manifests for line in p.read_text().splitlines() if line.startswith("DataType.")}
-    members |= {m.name for m in DataType}
+    members |= set(ENUM_VALUES["DataType"])
     assert members <= set(dtypes.DTYPES), members - set(dtypes.DTYPES)
     from parity_trt import engine, runner
 

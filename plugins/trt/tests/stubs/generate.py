@@ -48,8 +48,12 @@ from __future__ import annotations
 
 import re
 import sys
-from collections import defaultdict
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # plugins/trt/tests: the shared manifest parser
+from trt_model.manifest import Manifest as _Model  # noqa: E402
+from trt_model.manifest import parse_callable as _parse_callable  # noqa: E402
+from trt_model.manifest import split_top as _split_top  # noqa: E402
 
 # (qualified method, citation). None is returned where the binding sources say so; applied in every version that has
 # the method (the bindings of these methods are unchanged across the manifests' versions).
@@ -89,53 +93,6 @@ BUILTIN_TYPES = {"int", "str", "bool", "float", "bytes", "object", "list", "dict
 TYPING_NAMES = ("List", "Tuple", "Dict", "Set", "Optional", "Union", "Callable", "Iterator", "Iterable", "Sequence", "Buffer")
 KEYWORDS = {"in", "from", "lambda", "def", "class", "global", "is", "not", "and", "or", "import", "pass", "return", "None", "True", "False"}
 QUALIFIED_OK = ("typing.", "collections.abc.", "typing_extensions.", "numpy.", "os.", "types.")
-
-
-def _read(path: Path) -> list[str]:
-    return [line for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
-
-
-class _Model:
-    def __init__(self, version: str, manifests: Path):
-        self.version = version
-        self.kinds: dict[str, tuple[str, str]] = {}
-        for line in _read(manifests / f"tensorrt-{version}-members.txt"):
-            name, kind, *note = line.split("\t")
-            self.kinds[name] = (kind, note[0] if note else "")
-        self.sigs: dict[str, list[str]] = defaultdict(list)
-        for line in _read(manifests / f"tensorrt-{version}-signatures.txt"):
-            m = re.match(r"([A-Za-z_][\w.]*)(?=[(:])", line)
-            if m:
-                self.sigs[m.group(1)].append(line[m.end() :])
-        self.types = {n for n, (k, _) in self.kinds.items() if k in ("class", "enum") and not n.startswith("plugin.")}
-
-    def children(self, scope: str) -> list[str]:
-        prefix = f"{scope}." if scope else ""
-        out = []
-        for name in self.kinds:
-            if name.startswith("plugin."):
-                continue
-            rest = name[len(prefix) :] if name.startswith(prefix) else None
-            if rest is not None and rest and "." not in rest:
-                out.append(name)
-        return sorted(out)
-
-
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "[(<{":
-            depth += 1
-        elif ch in "])>}":
-            depth -= 1
-        if ch == sep and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur)
-    return [p.strip() for p in parts]
 
 
 def _type(model: _Model, text: str, scope: str) -> str:
@@ -205,20 +162,6 @@ def _params(model: _Model, args: str, scope: str) -> str:
     if positional_only:
         out.insert(positional_only, "/")
     return ", ".join(out)
-
-
-def _parse_callable(sig: str) -> tuple[str, str | None]:
-    """``'(a: int, b: X = 0) -> R'`` -> (``'a: int, b: X = 0'``, ``'R'`` or None)."""
-    depth = 0
-    for i, ch in enumerate(sig):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                rest = sig[i + 1 :].strip()
-                return sig[1:i], (rest[2:].strip() if rest.startswith("->") else None)
-    return "", None
 
 
 def _emit_scope(model: _Model, scope: str, indent: str, lines: list[str]) -> None:

@@ -1,0 +1,10 @@
+"""Makes plugins/trt/tests importable here, for trt_model (the model of TensorRT's documented behaviour, not TensorRT)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+TRT_TESTS = str(Path(__file__).resolve().parents[2] / "trt" / "tests")
+if TRT_TESTS not in sys.path:
+    sys.path.insert(0, TRT_TESTS)

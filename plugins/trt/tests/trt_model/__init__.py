@@ -1,0 +1,228 @@
+"""A model of TensorRT's documented Python API behaviour, for tests. This is NOT TensorRT.
+
+``make(version)`` returns a module named ``tensorrt`` holding exactly the names of that version's manifests
+(``shared/trt-api/tensorrt-<version>-{members,enums}.txt``: top-level names, classes with their bases and members,
+enums and their members), so code that reaches for a name another version lacks fails here as it would there.
+
+- Every method and constructor checks its call against ``tensorrt-<version>-signatures.txt`` as pybind11 does: a
+  call no overload accepts (wrong number of arguments, an unknown keyword, a missing required one, a non-``str``
+  for a ``str`` parameter, a ``str``/``float`` for an ``int`` one) raises ``TypeError``. A class with no
+  constructor line raises ``TypeError`` when Python calls it (pybind11's "No constructor defined!").
+- What TensorRT DOES is modelled only where a test needs it, in ``behaviour.py``, each behaviour with its citation
+  (file, tag, line in NVIDIA/TensorRT). Every other method raises ``NotImplementedError("not modelled: ...")``;
+  an unmodelled read-only property raises it when read, a read-write one when read before it was set. Dunder
+  members the manifests list but no test models are left to Python's defaults.
+- Enum members are instances of their enum (``name``, ``value``, ``int()``); values are the manifest's order
+  except where ``behaviour.ENUM_VALUES`` gives TensorRT's.
+- State the model keeps for tests to inspect is in attributes starting with ``_`` (never a TensorRT name).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable
+from typing import Any
+
+from trt_model import behaviour
+from trt_model.manifest import MANIFESTS, Manifest, parameters, parse_callable, read_lines, versions
+
+__all__ = ["MANIFESTS", "make", "versions"]
+
+
+class EnumMember:
+    """A pybind11 enum value: an instance of its enum class (``isinstance(trt.DataType.FLOAT, trt.DataType)``)."""
+
+    def __init__(self, name: str, value: int) -> None:
+        self._name, self._value = name, value
+
+    name = property(lambda self: self._name)
+    value = property(lambda self: self._value)
+
+    def __int__(self) -> int:
+        return self._value
+
+    __index__ = __int__
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._value == self._value  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__qualname__, self._value))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__qualname__}.{self._name}: {self._value}>"
+
+
+def _kind_ok(annotation: str, value: Any) -> bool:
+    if annotation == "str":
+        return isinstance(value, str)
+    if annotation in ("int", "typing.SupportsInt"):  # pybind11's int caster refuses float and str
+        return not isinstance(value, (float, str)) and hasattr(value, "__index__")
+    return True
+
+
+def _accepts(params: list[tuple[str, str, bool]], args: tuple, kwargs: dict) -> bool:
+    if any(name.startswith("*") for name, _, _ in params):
+        return True
+    if len(args) > len(params):
+        return False
+    bound = dict(zip((p[0] for p in params), args))
+    for key, value in kwargs.items():
+        names = [p[0] for p in params[len(args) :] if not p[0].startswith("arg")]  # argN: positional only
+        if key not in names:
+            return False
+        bound[key] = value
+    return all(name in bound or default for name, _, default in params) and all(
+        _kind_ok(ann, bound[name]) for name, ann, _ in params if name in bound
+    )
+
+
+def _checked(qual: str, sigs: list[str], impl: Callable, bound: bool = True) -> Callable:
+    """``impl`` behind pybind11's overload resolution for ``qual`` (TypeError when no overload takes the call)."""
+    overloads = [parameters(parse_callable(s)[0]) for s in sigs if s.startswith("(")]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        given = args[1:] if bound else args
+        if overloads and not any(_accepts(o, given, kwargs) for o in overloads):
+            supported = "\n".join(f"    {i + 1}. {qual.rsplit('.', 1)[-1]}{s}" for i, s in enumerate(sigs))
+            raise TypeError(f"{qual}(): incompatible function arguments. The following argument types are supported:\n"
+                            f"{supported}\n\nInvoked with: {', '.join(map(repr, given))}")
+        return impl(*args, **kwargs)
+
+    call.__name__ = qual.rsplit(".", 1)[-1]
+    call.__qualname__ = qual
+    return call
+
+
+def _not_modelled(qual: str) -> Callable:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"not modelled: {qual}")
+
+    return call
+
+
+def _property(qual: str, kind: str, impl: Any) -> property:
+    short = qual.rsplit(".", 1)[-1]
+    if isinstance(impl, property):
+        return property(impl.fget, impl.fset if kind == "property_rw" else None)
+    slot = f"_set_{short}"
+
+    def get(self: Any) -> Any:
+        if slot in self.__dict__:
+            return self.__dict__[slot]
+        raise NotImplementedError(f"not modelled: {qual}")
+
+    def put(self: Any, value: Any) -> None:  # stores what was set, read back unchanged
+        self.__dict__[slot] = value
+
+    return property(get, put if kind == "property_rw" else None)
+
+
+def _no_constructor(qual: str) -> Callable:
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(f"tensorrt.{qual}: No constructor defined!")
+
+    return init
+
+
+class _Builder:
+    def __init__(self, manifest: Manifest, module: types.ModuleType) -> None:
+        self.m, self.module = manifest, module
+        self.enum_members = {}
+        for line in read_lines(MANIFESTS / f"tensorrt-{manifest.version}-enums.txt"):
+            enum, _, member = line.rpartition(".")
+            self.enum_members.setdefault(enum, []).append(member)
+        self.built: dict[str, Any] = {}
+
+    def enum(self, qual: str) -> type:
+        values = behaviour.ENUM_VALUES.get(qual, {})
+        ns: dict[str, Any] = {"__qualname__": qual, "__module__": "tensorrt", "_trt": self.module}
+        self.members(qual, behaviour.CLASSES.get(qual, object), ns)
+        for builtin in ("name", "value"):  # pybind11 enum builtins: EnumMember has them
+            ns.pop(builtin, None)
+        cls = type(qual.rsplit(".", 1)[-1], (EnumMember,), ns)
+        for index, member in enumerate(self.enum_members.get(qual, [])):
+            setattr(cls, member, cls(member, values.get(member, index)))
+        return cls
+
+    def get(self, qual: str) -> Any:
+        if qual not in self.built:
+            kind, _ = self.m.kinds[qual]
+            self.built[qual] = self.enum(qual) if kind == "enum" else self.cls(qual)
+        return self.built[qual]
+
+    def cls(self, qual: str) -> type:
+        _, note = self.m.kinds[qual]
+        names = [b.strip() for b in note.removeprefix("bases:").split(",")] if note.startswith("bases:") else []
+        bases = tuple(self.get(b) for b in names if b in self.m.types)
+        impl = behaviour.CLASSES.get(qual, object)
+        ns: dict[str, Any] = {"__module__": "tensorrt", "__qualname__": qual, "_trt": self.module}
+        ns.update({k: v for k, v in vars(impl).items() if k.startswith("_") and not k.startswith("__")})  # model helpers
+        ctor = getattr(impl, "__init__", None) if "__init__" in vars(impl) else None
+        if self.m.sigs.get(qual):
+            ns["__init__"] = _checked(qual, self.m.sigs[qual], ctor or (lambda self, *a, **k: None))
+        else:
+            ns["__init__"] = _no_constructor(qual)
+        self.members(qual, impl, ns)
+        cls = type(qual.rsplit(".", 1)[-1], bases, ns)
+        cls._new = classmethod(_internal_new)  # how the model creates objects Python cannot construct
+        return cls
+
+    def members(self, qual: str, impl: type, ns: dict[str, Any]) -> None:
+        """``qual``'s own members into ``ns``: modelled from ``impl`` where it has them, placeholders otherwise."""
+        for member in self.m.children(qual):
+            kind, mnote = self.m.kinds[member]
+            short = member.rsplit(".", 1)[-1]
+            if "inherited from" in mnote or kind in ("callback_doc", "enum_member"):
+                continue  # the base class has it; callback_doc names are not attributes
+            found = vars(impl).get(short)
+            if kind in ("class", "enum"):
+                ns[short] = self.get(member)
+            elif kind == "alias":
+                ns[short] = self.get(mnote.removeprefix("same object as ").strip())
+            elif kind.startswith("enum_value:"):
+                ns[short] = self.enum_value(kind.split(":", 1)[1], short)
+            elif kind.startswith("property"):
+                ns[short] = _property(member, kind, found)
+            elif short.startswith("__") and found is None:
+                continue
+            elif kind == "staticmethod":
+                impl_fn = functools.partial(found.__func__, self.module) if found else _not_modelled(member)
+                ns[short] = staticmethod(_checked(member, self.m.sigs.get(member, []), impl_fn, bound=False))
+            elif kind in ("method", "classmethod"):
+                ns[short] = _checked(member, self.m.sigs.get(member, []), found or _not_modelled(member))
+
+    def enum_value(self, enum: str, short: str) -> Any:
+        member = behaviour.ENUM_ALIASES.get(short, short)
+        return getattr(self.get(enum), member, None) or _not_modelled(f"{enum}.{short}")
+
+
+def _internal_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    obj = object.__new__(cls)
+    init = getattr(cls, "_init", None)
+    if init is not None:
+        init(obj, *args, **kwargs)
+    return obj
+
+
+def make(version: str = "10.7.0") -> types.ModuleType:
+    """A fresh ``tensorrt`` module modelling ``version`` (one of ``versions()``)."""
+    manifest = Manifest(version)
+    module = types.ModuleType("tensorrt", f"A model of TensorRT {version}'s documented Python API, for tests; not TensorRT.")
+    module.__version__ = version
+    builder = _Builder(manifest, module)
+    for qual in manifest.children(""):
+        kind, note = manifest.kinds[qual]
+        if kind in ("class", "enum"):
+            setattr(module, qual, builder.get(qual))
+        elif kind.startswith("enum_value:"):
+            setattr(module, qual, builder.enum_value(kind.split(":", 1)[1], qual))
+        elif kind == "function":
+            fn = functools.partial(behaviour.FUNCTIONS[qual], module) if qual in behaviour.FUNCTIONS else _not_modelled(qual)
+            setattr(module, qual, _checked(qual, manifest.sigs.get(qual, []), fn, bound=False))
+        elif kind.startswith("attribute:") and qual == "__version__":
+            continue
+        elif kind == "module":
+            setattr(module, qual, types.ModuleType(f"tensorrt.{qual}", "not modelled"))
+    return module

@@ -1,0 +1,89 @@
+"""Reading the TensorRT API manifests in ``shared/trt-api/`` (one parser for the typed stubs and the behavioural model).
+
+``Manifest(version, dir)`` has ``kinds`` (qualified name -> (kind, note), from ``tensorrt-V-members.txt``), ``sigs``
+(qualified name -> the text after the name of each line of ``tensorrt-V-signatures.txt``, one per pybind11 overload),
+``types`` (classes and enums) and ``children(scope)``. ``parse_callable`` and ``split_top`` split a signature line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+MANIFESTS = Path(__file__).resolve().parents[4].parent / "shared" / "trt-api"
+
+
+def versions(manifests: Path = MANIFESTS) -> list[str]:
+    return sorted(p.name[len("tensorrt-") : -len("-members.txt")] for p in manifests.glob("tensorrt-*-members.txt"))
+
+
+def read_lines(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
+class Manifest:
+    def __init__(self, version: str, manifests: Path = MANIFESTS):
+        self.version = version
+        self.kinds: dict[str, tuple[str, str]] = {}
+        for line in read_lines(manifests / f"tensorrt-{version}-members.txt"):
+            name, kind, *note = line.split("\t")
+            self.kinds[name] = (kind, note[0] if note else "")
+        self.sigs: dict[str, list[str]] = defaultdict(list)
+        for line in read_lines(manifests / f"tensorrt-{version}-signatures.txt"):
+            m = re.match(r"([A-Za-z_][\w.]*)(?=[(:])", line)
+            if m:
+                self.sigs[m.group(1)].append(line[m.end() :])
+        self.types = {n for n, (k, _) in self.kinds.items() if k in ("class", "enum") and not n.startswith("plugin.")}
+
+    def children(self, scope: str) -> list[str]:
+        prefix = f"{scope}." if scope else ""
+        out = []
+        for name in self.kinds:
+            if name.startswith("plugin."):
+                continue
+            rest = name[len(prefix) :] if name.startswith(prefix) else None
+            if rest is not None and rest and "." not in rest:
+                out.append(name)
+        return sorted(out)
+
+
+def split_top(text: str, sep: str = ",") -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "[(<{":
+            depth += 1
+        elif ch in "])>}":
+            depth -= 1
+        if ch == sep and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return [p.strip() for p in parts]
+
+
+def parse_callable(sig: str) -> tuple[str, str | None]:
+    """``'(a: int, b: X = 0) -> R'`` -> (``'a: int, b: X = 0'``, ``'R'`` or None)."""
+    depth = 0
+    for i, ch in enumerate(sig):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                rest = sig[i + 1 :].strip()
+                return sig[1:i], (rest[2:].strip() if rest.startswith("->") else None)
+    return "", None
+
+
+def parameters(args: str) -> list[tuple[str, str, bool]]:
+    """``'a: int, b: X = 0'`` -> ``[('a', 'int', False), ('b', 'X', True)]``; ``*args``/``**kwargs`` keep their stars."""
+    out = []
+    for raw in split_top(args):
+        name, _, rest = raw.partition(":")
+        default = "=" in raw
+        out.append((name.split("=")[0].strip(), rest.split("=")[0].strip(), default))
+    return out
