@@ -153,7 +153,7 @@ class Manifest:
             for line in (directory / f"tensorrt-{version}-signatures.txt").read_text().splitlines():
                 match = re.match(r"^([\w.]+)\((.*)\)( ->.*)?$", line)
                 if match:
-                    args = {a.split(":")[0].split("=")[0].strip() for a in _split_args(match[2])}
+                    args = {a.split(":")[0].split("=")[0].strip() for a in split_args(match[2])}
                     keywords.setdefault((version, match[1]), set()).update(a for a in args if a)
         return cls(versions, present, keywords)
 
@@ -162,22 +162,22 @@ class Manifest:
         return [v for v, f in zip(self.versions, flags or ()) if f]
 
 
-def _split_args(text: str) -> list[str]:
-    """Split a signature's arguments on top-level commas (types may hold ``[a, b]``)."""
+def split_args(text: str, sep: str = ",") -> list[str]:
+    """Split a signature's arguments on top-level ``sep`` (types may hold ``[a, b]``, ``(..)``, ``{..}``), stripped."""
     parts, depth, current = [], 0, ""
     for ch in text:
-        if ch in "[(<":
+        if ch in "[(<{":
             depth += 1
-        elif ch in "])>":
+        elif ch in "])>}":
             depth -= 1
-        if ch == "," and depth == 0:
+        if ch == sep and depth == 0:
             parts.append(current)
             current = ""
         else:
             current += ch
     if current.strip():
         parts.append(current)
-    return parts
+    return [part.strip() for part in parts]
 
 
 def check(uses: Iterable[Use], manifest: Manifest, gates: Mapping[str, Gate] = GATES) -> list[str]:

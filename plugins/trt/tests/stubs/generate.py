@@ -51,9 +51,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # plugins/trt/tests: the shared manifest parser
+from parity_trt.conformance import split_args  # noqa: E402
 from trt_model.manifest import Manifest as _Model  # noqa: E402
 from trt_model.manifest import parse_callable as _parse_callable  # noqa: E402
-from trt_model.manifest import split_top as _split_top  # noqa: E402
 
 # (qualified method, citation). None is returned where the binding sources say so; applied in every version that has
 # the method (the bindings of these methods are unchanged across the manifests' versions).
@@ -136,7 +136,7 @@ def _params(model: _Model, args: str, scope: str) -> str:
     out = []
     positional_only = 0
     seen_default = False
-    for i, raw in enumerate(_split_top(args)):
+    for i, raw in enumerate(split_args(args)):
         if raw in ("*", "/") or raw.startswith("*"):
             out.append(raw if raw in ("*", "/") else f"{raw.split(':')[0]}: Any")
             continue

@@ -2,7 +2,7 @@
 
 ``Manifest(version, dir)`` has ``kinds`` (qualified name -> (kind, note), from ``tensorrt-V-members.txt``), ``sigs``
 (qualified name -> the text after the name of each line of ``tensorrt-V-signatures.txt``, one per pybind11 overload),
-``types`` (classes and enums) and ``children(scope)``. ``parse_callable`` and ``split_top`` split a signature line.
+``types`` (classes and enums) and ``children(scope)``. ``parse_callable`` splits a signature line (arguments: ``parity_trt.conformance.split_args``).
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from pathlib import Path
+
+from parity_trt.conformance import split_args
 
 MANIFESTS = Path(__file__).resolve().parents[4].parent / "shared" / "trt-api"
 
@@ -48,23 +50,6 @@ class Manifest:
         return sorted(out)
 
 
-def split_top(text: str, sep: str = ",") -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "[(<{":
-            depth += 1
-        elif ch in "])>}":
-            depth -= 1
-        if ch == sep and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur)
-    return [p.strip() for p in parts]
-
-
 def parse_callable(sig: str) -> tuple[str, str | None]:
     """``'(a: int, b: X = 0) -> R'`` -> (``'a: int, b: X = 0'``, ``'R'`` or None)."""
     depth = 0
@@ -82,7 +67,7 @@ def parse_callable(sig: str) -> tuple[str, str | None]:
 def parameters(args: str) -> list[tuple[str, str, bool]]:
     """``'a: int, b: X = 0'`` -> ``[('a', 'int', False), ('b', 'X', True)]``; ``*args``/``**kwargs`` keep their stars."""
     out = []
-    for raw in split_top(args):
+    for raw in split_args(args):
         name, _, rest = raw.partition(":")
         default = "=" in raw
         out.append((name.split("=")[0].strip(), rest.split("=")[0].strip(), default))
