@@ -135,20 +135,6 @@ def test_multi_sample_reference_keeps_per_sample_values():
 
 # --- the command line ----------------------------------------------------------------------------------
 
-# A planted-fault check that starts fast (no onnx import): a node's name is protobuf field 3 of NodeProto.
-FAST_CHECK = """import sys
-data = open(sys.argv[1], 'rb').read()
-sys.exit(1 if all(b'\\x1a' + bytes([len(n)]) + n.encode() in data for n in sys.argv[2:]) else 0)
-"""
-
-
-@pytest.fixture()
-def files(tmp_path):
-    onnx.save(chain(60), str(tmp_path / "chain.onnx"))
-    (tmp_path / "check.py").write_text(FAST_CHECK)
-    return tmp_path
-
-
 def test_fast_check_agrees_with_the_onnx_check(files):
     (files / "slow_check.py").write_text(planted_check())
     for names in (["n5"], ["n5", "n59"], ["n60"], ["n5", "x"]):
@@ -238,7 +224,7 @@ def test_cli_bad_input_is_one_line(files, capsys, args, code):
 
 def test_interrupted_run_resumes_where_it_stopped(files):
     # A slow check that counts its runs; kill the reduction mid-way, then run the same command again.
-    (files / "slow.py").write_text("import sys, time\nopen('count', 'a').write('x')\ntime.sleep(0.2)\n" + FAST_CHECK)
+    (files / "slow.py").write_text("import sys, time\nopen('count', 'a').write('x')\ntime.sleep(0.2)\n" + (files / "check.py").read_text())
     cmd = ["parity", "debug", "reduce", "chain.onnx", "-o", "red.onnx", "--no-repro", "--mode", "dichotomic", "--check", PY, "slow.py", "parity_debug.onnx", "n13", "n44"]
     proc = subprocess.Popen(cmd, cwd=files, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     state = files / "parity_debug.onnx.state.json"

@@ -11,26 +11,11 @@ import subprocess
 import sys
 
 import onnx
-import pytest
-from parity_reduce.testing import chain, fp16_sensitive
+from parity_reduce.testing import fp16_sensitive
 
 from parity.cli import main
 
 PY = sys.executable
-
-# Fails (exit 1) iff every named node is in the model; a node's name is protobuf field 3 of NodeProto.
-FAST_CHECK = """import sys
-data = open(sys.argv[1], 'rb').read()
-sys.exit(1 if all(b'\\x1a' + bytes([len(n)]) + n.encode() in data for n in sys.argv[2:]) else 0)
-"""
-
-
-@pytest.fixture()
-def files(tmp_path):
-    onnx.save(chain(60), str(tmp_path / "chain.onnx"))
-    (tmp_path / "check.py").write_text(FAST_CHECK)
-    return tmp_path
-
 
 def test_check_that_cannot_find_its_file_stops_before_searching(files, capsys):
     # Before: every candidate was "bad" (exit 2 from a missing file) and reduce announced
