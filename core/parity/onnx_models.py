@@ -258,6 +258,19 @@ def _scan_inputs(path: Path) -> dict[str, TensorMeta] | None:
         return {vi.name: value_meta(vi) for vi in inputs if vi.name not in weights}
 
 
+def keep_ir_valid(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Before IR version 4 every initializer must also be a graph input; models that writers rebuild (a cut, a
+    reduced candidate) lose those inputs. List the missing ones; newer IR versions are left as they are."""
+    import onnx
+
+    if model.ir_version < 4:
+        listed = {vi.name for vi in model.graph.input}
+        model.graph.input.extend(
+            onnx.helper.make_tensor_value_info(w.name, w.data_type, list(w.dims)) for w in model.graph.initializer if w.name not in listed
+        )
+    return model
+
+
 def is_onnx(head: bytes) -> bool:
     """ONNX files are protobufs starting with field 1 (ir_version, varint): byte 0x08."""
     return head[:1] == b"\x08"

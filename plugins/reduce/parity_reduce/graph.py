@@ -16,7 +16,7 @@ import onnx
 from onnx import numpy_helper
 
 from parity.errors import ModelError, UsageError
-from parity.onnx_models import node_inputs, topological_order
+from parity.onnx_models import keep_ir_valid, node_inputs, topological_order
 
 
 def _constant_value(node: onnx.NodeProto) -> np.ndarray | None:
@@ -202,12 +202,7 @@ class GraphIndex:
         model = onnx.helper.make_model(graph, opset_imports=list(self.model.opset_import), producer_name="parity-reduce")
         model.ir_version = self.model.ir_version
         model.functions.extend(self.model.functions)
-        if model.ir_version < 4:  # before IR 4 every initializer must also be a graph input
-            listed = {vi.name for vi in model.graph.input}
-            model.graph.input.extend(
-                onnx.helper.make_tensor_value_info(w.name, w.data_type, list(w.dims)) for w in model.graph.initializer if w.name not in listed
-            )
-        return model
+        return keep_ir_valid(model)
 
     def tensor_info(self, name: str, reference: Reference | None) -> onnx.ValueInfoProto:
         """Type of a tensor: its shape across reference samples (dims that differ become symbolic)."""

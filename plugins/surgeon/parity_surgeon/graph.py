@@ -49,18 +49,7 @@ def keep_header(model: Any, original: Any) -> Any:
     model.opset_import.extend(original.opset_import)
     for field in ("producer_name", "producer_version", "domain", "model_version", "doc_string"):
         setattr(model, field, getattr(original, field))
-    if model.ir_version < 4:  # before IR 4 every initializer must also be a graph input (exporters drop them)
-        _list_initializers_as_inputs(model.graph)
-    return model
-
-
-def _list_initializers_as_inputs(graph: Any) -> None:
-    from onnx import helper
-
-    listed = {vi.name for vi in graph.input}
-    for init in graph.initializer:
-        if init.name not in listed:
-            graph.input.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+    return onnx_models.keep_ir_valid(model)
 
 
 @dataclass(frozen=True)
