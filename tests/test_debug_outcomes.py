@@ -190,3 +190,18 @@ def test_debug_build_does_not_count_unresolved_as_good(tmp_path):
     assert result.good == 0 and result.bad == 0 and result.unresolved == 2
     passing = debug_build("model.onnx", 1, [PY, "-c", "import sys; open(sys.argv[1], 'rb')", "polygraphy_debug.engine"], build=build)
     assert passing.outcomes == ["good"] and passing.good == 1
+
+
+def test_an_unresolved_original_leaves_no_state_to_replay(tmp_path):
+    """The run ended with an answer (exit 2), not an interruption: once the user fixes the check's input, the
+    same command must check again instead of replaying the recorded 'unresolved'."""
+    model = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(
+        helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])]), ir_version=8), str(model))  # fmt: skip
+    cmd = ["debug", "reduce", str(model), "-o", "r.onnx", "--no-repro", "--check", PY, "-c", "import sys; open('needed.txt'); sys.exit(1)"]
+    assert main(cmd) == 2
+    assert not list(tmp_path.glob("*.state.json"))
+    (tmp_path / "needed.txt").write_text("here now")
+    assert main(cmd) == 0 and (tmp_path / "r.onnx").exists()

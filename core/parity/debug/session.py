@@ -270,6 +270,7 @@ class DebugSession:
         if verdict == GOOD and passing_ok:
             return verdict
         self._show_last_output()
+        self.finish()  # an answer, not an interruption: no state file whose stale verdict a rerun would replay
         if verdict == GOOD:
             raise OriginalNotFailing(f"{what} does not fail the check: nothing to search (check the --check command and its --fail-* options)")
         why = outcome.note if outcome is not None and outcome.note else "recorded as unresolved"
