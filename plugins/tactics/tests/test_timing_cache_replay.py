@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trt_model
 from tactics_synth import layer_key, layer_tactic
-from trt_model.behaviour import serialize_engine
+from trt_model.engine import serialize_engine
 
 from parity.errors import BackendError
 
@@ -49,7 +49,7 @@ def build(config: Any, choice: int = 0, retime: frozenset[str] = frozenset()) ->
         else:
             tactic_hash = cached[0]
         layers.append({"Name": f"{op}_myl0_{index}", "TacticName": kernel_of(tactic_hash)})
-    return serialize_engine(layers, config.profiling_verbosity.name)
+    return serialize_engine(sys.modules["tensorrt"], layers, config.profiling_verbosity.name)
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 import trt_model
 from trt_model.behaviour import cache_key
+from trt_model.engine import MAGIC
+from trt_model.tactics import LayerInfo, candidates, timing_key
 
 from parity.errors import UsageError
 
@@ -64,7 +66,11 @@ def test_save_timing_cache_alone_writes_one(trt, tmp_path: Path) -> None:
     network.mark_output(network._layer(trt.LayerType.ELEMENTWISE, "y").get_output(0))
     path = tmp_path / "timing.cache"
     EngineBytesFromNetwork((builder, network), CreateConfig(progress=False), save_timing_cache=str(path))()
-    assert path.is_file() and json.loads(path.read_bytes()) == {cache_key(0): [0, 0.0]}
+    # the build timed its one layer and recorded the fastest tactic (trt_model/tactics.py) in the cache it saved
+    layer = network.get_layer(0)
+    info = LayerInfo(0, layer.name, "ELEMENTWISE", [], [("y", (2, 3), "FLOAT")])  # a layer made by hand has no inputs
+    fastest = min(candidates(info), key=lambda tactic: tactic.timing_ms)
+    assert path.is_file() and json.loads(path.read_bytes()) == {timing_key(info): [fastest.tactic_hash, fastest.timing_ms]}
 
 
 # ---- item 3: shape-tensor inputs take values, and always need a profile ------------------------------
@@ -182,7 +188,7 @@ def test_cli_build_runs_each_extension_hook_once(trt, static_model: Path) -> Non
         data = engine_loader(str(static_model), {"trt_progress": False})()
     finally:
         config_module._FACTORIES.remove(factory)
-    assert json.loads(data)["layers"]  # the model's serialized engine
+    assert json.loads(data[len(MAGIC):])["layers"]  # the model's serialized engine
     assert ext.calls == ["postprocess_config", "after_build"]
 
 

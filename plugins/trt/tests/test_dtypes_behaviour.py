@@ -17,7 +17,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 from test_runner_behaviour import fake_cuda, install_model, run  # noqa: F401 - fixtures
-from trt_model.behaviour import ENUM_VALUES, Program, engine
+from trt_model.behaviour import ENUM_VALUES
+from trt_model.engine import Program, engine
 
 from parity.errors import UsageError
 

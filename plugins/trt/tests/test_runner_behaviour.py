@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import trt_model
 from parity_trt import cuda
-from trt_model.behaviour import Program, engine
+from trt_model.engine import Program, engine
 from trt_model.host_cuda import HostCudart
 
 from parity.errors import BackendError, UsageError
@@ -165,18 +165,26 @@ def test_non_parity_exception_becomes_one_line_backend_error(trt, fake_cuda, mon
 # ---- items 5 and 6: the calibrator during a build -----------------------------------------------------------
 
 
-def build_with(data: list[dict[str, np.ndarray]]) -> bytes:
+def build_with(data: list[dict[str, np.ndarray]], tmp_path: Any) -> bytes:
+    """An INT8 build of y = relu(x), x [N, 4], calibrated with ``data`` (the model's parser reads the ONNX file)."""
+    import onnx
+    from onnx import TensorProto, helper
     from parity_trt._trt import get_logger
     from parity_trt.calibrator import Calibrator
     from parity_trt.engine import EngineBytesFromNetwork
 
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+    onnx.save(model, str(tmp_path / "relu.onnx"))
     trt = sys.modules["tensorrt"]
     get_logger.cache_clear()
     builder = trt.Builder(get_logger())
     network = builder.create_network()
-    network._input("x", (-1, 4))
-    network.mark_output(network._layer(trt.LayerType.ELEMENTWISE, "y").get_output(0))
+    assert trt.OnnxParser(network, get_logger()).parse_from_file(str(tmp_path / "relu.onnx"))
     config = builder.create_builder_config()
+    config.set_flag(trt.BuilderFlag.INT8)
     profile = builder.create_optimization_profile()
     profile.set_shape("x", (1, 4), (2, 4), (2, 4))
     config.add_optimization_profile(profile)
@@ -188,15 +196,15 @@ def build_with(data: list[dict[str, np.ndarray]]) -> bytes:
     (np.zeros((2, 4), np.float64), r"^calibration data for input 'x' has dtype float64, but the network expects float32$"),
     (np.zeros((2, 5), np.float32), r"^calibration data for input 'x' has shape \[2, 5\], but the network expects \['\?', 4\]$"),
 ])
-def test_calibration_data_is_checked_before_the_device(trt, fake_cuda, array, message):
+def test_calibration_data_is_checked_before_the_device(trt, fake_cuda, array, message, tmp_path):
     with pytest.raises(UsageError, match=message):
-        build_with([{"x": np.zeros((2, 4), np.float32)}, {"x": array}])
+        build_with([{"x": np.zeros((2, 4), np.float32)}, {"x": array}], tmp_path)
     assert max(fake_cuda.mallocs) == 32  # the good first feed only: the bad one never reached the device
 
 
-def test_calibration_get_batch_exception_resurfaces_after_the_build(trt, fake_cuda):
+def test_calibration_get_batch_exception_resurfaces_after_the_build(trt, fake_cuda, tmp_path):
     with pytest.raises(UsageError, match=r"^calibration data has no input 'x' \(it has y\)$"):
-        build_with([{"y": np.zeros((2, 4), np.float32)}])
+        build_with([{"y": np.zeros((2, 4), np.float32)}], tmp_path)
 
 
 # ---- the same debug-tensor path on a real GPU (real CUDA layer; TensorRT's call modelled as above) ----------

@@ -19,7 +19,7 @@ def test_every_manifest_version_is_modelled():
 @pytest.mark.parametrize("version", VERSIONS)
 def test_names_are_exactly_the_manifests(version):
     trt, manifest = trt_model.make(version), Manifest(version)
-    public = {name for name in vars(trt) if not name.startswith("__")}
+    public = {name for name in vars(trt) if not name.startswith("_")}  # _memory: the model's memory seam
     assert public == {n for n in manifest.children("") if not n.startswith("__")}
     for qual, (kind, _) in manifest.kinds.items():
         if qual.startswith(("plugin.", "__")) or kind == "callback_doc" or qual.rsplit(".", 1)[-1].startswith("__"):
@@ -62,7 +62,7 @@ def test_calls_are_checked_against_the_signature_manifest():
 
 def test_profile_values_take_the_profile_index_first():
     # pyCore.cpp@v10.7.0:L1333 binds (profileIndex, tensorName) under the names ("name", "profile_index")
-    from trt_model.behaviour import Program, engine
+    from trt_model.engine import Program, engine
 
     trt = trt_model.make("10.7.0")
     program = Program({"s": ("INPUT", "INT64", (2,), True)}, [{}], [{"s": ([1, 1], [2, 2], [3, 3])}], lambda c: ({}, []))

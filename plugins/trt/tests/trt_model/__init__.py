@@ -53,6 +53,9 @@ class EnumMember:
     def __repr__(self) -> str:
         return f"<{type(self).__qualname__}.{self._name}: {self._value}>"
 
+    def __str__(self) -> str:  # pybind11 enums: str(trt.DataType.FLOAT) == "DataType.FLOAT"
+        return f"{type(self).__qualname__}.{self._name}"
+
 
 def _kind_ok(annotation: str, value: Any) -> bool:
     if annotation == "str":
@@ -134,11 +137,12 @@ class _Builder:
             enum, _, member = line.rpartition(".")
             self.enum_members.setdefault(enum, []).append(member)
         self.built: dict[str, Any] = {}
+        self.classes = behaviour._registry()
 
     def enum(self, qual: str) -> type:
         values = behaviour.ENUM_VALUES.get(qual, {})
         ns: dict[str, Any] = {"__qualname__": qual, "__module__": "tensorrt", "_trt": self.module}
-        self.members(qual, behaviour.CLASSES.get(qual, object), ns)
+        self.members(qual, self.classes.get(qual, object), ns)
         for builtin in ("name", "value"):  # pybind11 enum builtins: EnumMember has them
             ns.pop(builtin, None)
         cls = type(qual.rsplit(".", 1)[-1], (EnumMember,), ns)
@@ -156,7 +160,7 @@ class _Builder:
         _, note = self.m.kinds[qual]
         names = [b.strip() for b in note.removeprefix("bases:").split(",")] if note.startswith("bases:") else []
         bases = tuple(self.get(b) for b in names if b in self.m.types)
-        impl = behaviour.CLASSES.get(qual, object)
+        impl = self.classes.get(qual, object)
         ns: dict[str, Any] = {"__module__": "tensorrt", "__qualname__": qual, "_trt": self.module}
         ns.update({k: v for k, v in vars(impl).items() if k.startswith("_") and not k.startswith("__")})  # model helpers
         ctor = getattr(impl, "__init__", None) if "__init__" in vars(impl) else None
@@ -206,11 +210,15 @@ def _internal_new(cls: type, *args: Any, **kwargs: Any) -> Any:
     return obj
 
 
-def make(version: str = "10.7.0") -> types.ModuleType:
-    """A fresh ``tensorrt`` module modelling ``version`` (one of ``versions()``)."""
+def make(version: str = "10.7.0", memory: Any = None) -> types.ModuleType:
+    """A fresh ``tensorrt`` module modelling ``version`` (one of ``versions()``). Its engines read and write
+    ``memory`` (``module._memory``, the memory seam: a new ``host_cuda.HostCudart`` unless given)."""
+    from trt_model.host_cuda import HostCudart
+
     manifest = Manifest(version)
     module = types.ModuleType("tensorrt", f"A model of TensorRT {version}'s documented Python API, for tests; not TensorRT.")
     module.__version__ = version
+    module._memory = memory if memory is not None else HostCudart()
     builder = _Builder(manifest, module)
     for qual in manifest.children(""):
         kind, note = manifest.kinds[qual]

@@ -1,6 +1,7 @@
 """A model of cuda-python's runtime module (``cuda.bindings.runtime``) for tests, NOT CUDA: "device" memory is host
 buffers, so the runner's copies and the TensorRT model's reads and writes run on a machine without a GPU. It is
-also the TensorRT model's memory seam (``is_device``, ``alloc_device``, ``free_device``, ``enqueueing``)."""
+also the TensorRT model's memory seam (``is_device``, ``alloc_device``, ``free_device``, ``read``, ``write``,
+``enqueueing``); ``cuda_memory.CudaMemory`` is the same seam over real device memory."""
 
 from __future__ import annotations
 
@@ -36,6 +37,12 @@ class HostCudart:
 
     def free_device(self, ptr: int) -> None:
         self.device.pop(int(ptr))
+
+    def read(self, ptr: int, nbytes: int) -> bytes:
+        return ctypes.string_at(int(ptr), int(nbytes))
+
+    def write(self, ptr: int, data: bytes) -> None:
+        ctypes.memmove(int(ptr), data, len(data))
 
     def _alloc(self, table: dict[int, Any], size: int) -> tuple[int, int]:
         buf = ctypes.create_string_buffer(int(size))
