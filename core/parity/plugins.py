@@ -266,7 +266,10 @@ def plugin_infos() -> list[PluginInfo]:
 
 
 def module_available(name: str) -> bool:
-    """Whether ``name`` could be imported, without importing it."""
+    """Whether ``name`` could be imported, without importing it (an already imported module counts, even one
+    made at run time without a spec, which ``find_spec`` refuses with ValueError)."""
+    if sys.modules.get(name) is not None:
+        return True
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
