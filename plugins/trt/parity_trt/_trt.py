@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import collections
 import functools
+import sys
+import warnings
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 from parity.errors import missing_dependency
 
@@ -23,8 +28,51 @@ def import_trt() -> ModuleType:
 @functools.cache
 def get_logger(severity: str = "WARNING"):  # -> trt.ILogger
     """One logger per process, as TensorRT expects (builders and runtimes share it). ``PARITY_TRT_LOG`` wins
-    over ``severity``, so Python API users who load an engine without building a network get it too."""
+    over ``severity``, so Python API users who load an engine without building a network get it too.
+
+    It prints what TensorRT logs at ``min_severity`` or worse to stderr, as ``trt.Logger`` does, except errors
+    while ``PARITY_TRT_LOG`` is unset: those are kept (``errors``) and carried by Parity's own one-line failure
+    (:func:`reason_since`), or shown as one warning after an operation that still succeeded
+    (:func:`warn_errors_since`). ``listeners`` get every message (a tactic recorder reads the verbose build log)."""
     from parity_trt.options import log_severity
 
     trt = import_trt()
-    return trt.Logger(getattr(trt.Logger, log_severity() or severity))
+
+    class ParityLogger(trt.ILogger):  # subclassing ILogger: pyCore.cpp binds it with a Python trampoline
+        def __init__(self) -> None:
+            trt.ILogger.__init__(self)
+            self.min_severity = getattr(trt.ILogger.Severity, log_severity() or severity)
+            self.print_errors = log_severity() is not None
+            self.errors: collections.deque[str] = collections.deque(maxlen=32)
+            self.logged_errors = 0  # how many errors were ever logged: marks for reason_since
+            self.listeners: list[Callable[[Any, str], None]] = []
+
+        def log(self, level: Any, msg: str) -> None:
+            error = int(level) <= int(trt.ILogger.Severity.ERROR)
+            if error:
+                self.errors.append(msg)
+                self.logged_errors += 1
+            for listener in self.listeners:
+                listener(level, msg)
+            if int(level) <= int(self.min_severity) and (self.print_errors or not error):
+                print(f"[TensorRT] [{str(getattr(level, 'name', level))[:1]}] {msg}", file=sys.stderr)
+
+    return ParityLogger()
+
+
+def reason_since(mark: int) -> str:
+    """TensorRT's errors logged since ``mark`` (``get_logger().logged_errors`` before the call), the last three
+    on one line; '' when it logged none."""
+    logger = get_logger()
+    fresh = min(logger.logged_errors - mark, len(logger.errors))
+    errors = list(logger.errors)[len(logger.errors) - fresh:] if fresh > 0 else []
+    shown = [" ".join(e.split()) for e in errors[-3:]]
+    more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
+    return "; ".join(shown) + more
+
+
+def warn_errors_since(mark: int, what: str) -> None:
+    """After ``what`` succeeded: TensorRT's errors logged meanwhile, as one warning (they were not printed)."""
+    reason = reason_since(mark)
+    if reason:
+        warnings.warn(f"TensorRT logged errors during {what}, which still succeeded: {reason}", stacklevel=2)

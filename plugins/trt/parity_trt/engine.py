@@ -10,7 +10,7 @@ from typing import Any
 from parity.backend.base import BaseLoader, invoke_if_callable
 from parity.errors import BackendError, ModelError, UsageError
 from parity.util.fs import write_bytes_atomic
-from parity_trt._trt import get_logger, import_trt
+from parity_trt._trt import get_logger, import_trt, reason_since, warn_errors_since
 from parity_trt.callbacks import clear, raise_pending
 from parity_trt.config import CreateConfig, _postprocess_of, save_timing_cache
 from parity_trt.network import unpack
@@ -47,13 +47,16 @@ class EngineBytesFromNetwork(BaseLoader):
             for owner in owners:
                 expect_network_inputs(owner, _network_inputs(network))
         clear(*owners)
+        mark = get_logger().logged_errors
         serialized = builder.build_serialized_network(network, config)
         # TensorRT logs and swallows exceptions raised in Python callbacks (calibrator, algorithm selector,
         # progress monitor); the first one kept explains a failed build better than TensorRT's log
         raise_pending(*owners)
         if serialized is None:
-            raise BackendError("TensorRT failed to build the engine (its error is logged above; PARITY_TRT_LOG=verbose shows more)")
+            reason = reason_since(mark)
+            raise BackendError(f"TensorRT failed to build the engine: {reason or 'it logged no error'} (PARITY_TRT_LOG=verbose shows more)")
         data = bytes(serialized)
+        warn_errors_since(mark, "the engine build")
         if self.timing_cache_path:
             save_timing_cache(config, self.timing_cache_path)
         # extensions given to CreateConfig(postprocess=...) see the finished build too (a tactic recorder
@@ -102,12 +105,17 @@ class EngineFromBytes(BaseLoader):
 
     def __call__(self) -> Any:
         data, _ = invoke_if_callable(self.data)
-        engine = get_runtime().deserialize_cuda_engine(bytes(data))
+        runtime = get_runtime()
+        mark = get_logger().logged_errors
+        engine = runtime.deserialize_cuda_engine(bytes(data))
         if engine is None:
+            reason = reason_since(mark)
             raise ModelError(
-                f"TensorRT could not deserialize {self.label}; engines only load with the TensorRT version "
-                f"(and, unless built version-compatible, the GPU) that built them; this is TensorRT {import_trt().__version__}"
+                f"TensorRT could not deserialize {self.label}: {reason or 'it logged no error'} (engines load only with the "
+                f"TensorRT version, and unless built version-compatible the GPU, that built them; this is TensorRT "
+                f"{import_trt().__version__})"
             )
+        warn_errors_since(mark, "deserializing the engine")
         return engine
 
 

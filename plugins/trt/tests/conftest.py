@@ -1,24 +1,13 @@
-"""Small ONNX models built by the tests (ir_version 10 so onnxruntime loads them)."""
+"""Fixtures: small ONNX models built by the tests (ir_version 10 so onnxruntime loads them), and ``trt_backend``
+(trt_model.fixtures: the TensorRT model of each manifest version, NOT TensorRT, then the real tensorrt where it imports)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-
-def make_model(path: Path, dynamic: bool = True) -> Path:
-    import onnx
-    from onnx import TensorProto, helper
-
-    dims = ["N", 3] if dynamic else [2, 3]
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)
-    nodes = [helper.make_node("Relu", ["x"], ["h"], name="relu"), helper.make_node("Add", ["h", "h"], ["y"], name="add")]
-    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, str(path))
-    return path
+from trt_model.fixtures import trt_backend  # noqa: F401 - a fixture for every test here
+from trt_test_models import make_model
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from typing import Any
 # DataType values: pyFoundationalTypes.cpp@v10.16:L179-191 (values: NvInferRuntimeBase.h@v10.16 kX = n)
 ENUM_VALUES = {"DataType": {"FLOAT": 0, "HALF": 1, "INT8": 2, "INT32": 3, "BOOL": 4, "UINT8": 5, "FP8": 6, "BF16": 7,
                             "INT64": 8, "INT4": 9, "FP4": 10, "E8M0": 11}}
+# ILogger::Severity: kINTERNAL_ERROR = 0 .. kVERBOSE = 4 (NvInferRuntime.h@v10.7.0, ILogger)
+ENUM_VALUES["ILogger.Severity"] = {"INTERNAL_ERROR": 0, "ERROR": 1, "WARNING": 2, "INFO": 3, "VERBOSE": 4}
 # module-level DataType values (manifest kind enum_value:DataType); the member each names follows its spelling
 ENUM_ALIASES = {"float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16", "int8": "INT8", "int32": "INT32", "int64": "INT64",
                 "bool": "BOOL", "uint8": "UINT8", "fp8": "FP8", "int4": "INT4", "fp4": "FP4", "e8m0": "E8M0"}
@@ -45,7 +47,10 @@ class Logger:
     min_severity = property(lambda self: self._min_severity, lambda self, value: setattr(self, "_min_severity", value))
 
     def log(self, severity: Any, msg: str) -> None:
+        # trt.Logger prints messages at min_severity or worse (pyCore.cpp@v10.7.0:L775-790, DefaultLogger::log)
         self._messages.append(msg)
+        if int(severity) <= int(self._min_severity):
+            print(f"[TRT] [{severity.name[:1]}] {msg}", file=sys.stderr)
 
 
 # ---- building ------------------------------------------------------------------------------------------------

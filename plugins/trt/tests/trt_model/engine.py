@@ -7,8 +7,8 @@ it is real device memory). Tests with their own arithmetic give ``engine()`` a `
 
 Simplifications (not TensorRT): a serialized engine is ``MAGIC`` + JSON holding the ONNX graph (with the marked
 outputs as graph outputs), the IO, the profiles, each layer's inspector record and the build's precision; the
-``FP16`` flag runs the graph converted to float16 (onnxconverter-common, IO kept float32) when that converts and
-loads, else in float32 (TensorRT may also keep float32: FP16 only allows float16 kernels); ``INT8`` fake-quantizes
+``FP16`` flag rounds float32 inputs and every float32 result through float16 (onnxruntime's CPU kernels compute
+float16 graphs in float32 and drop the casts, so converting the graph would change nothing); ``INT8`` fake-quantizes
 the outputs with the calibrated ranges (``calibration.quantize``); output shapes before enqueue come from onnx's
 shape inference with the bound input shapes and shape-tensor values (an output it cannot size is data dependent).
 """
@@ -200,7 +200,7 @@ class _Plan:
             "value_profiles": [{k: [list(s) for s in v] for k, v in p._values.items()} for p in config._profiles],
             "layers": layers,
             "verbosity": config.profiling_verbosity.name,
-            "fp16": config.get_flag(trt.BuilderFlag.FP16),
+            "fp16": hasattr(trt.BuilderFlag, "FP16") and config.get_flag(trt.BuilderFlag.FP16),  # 11.x has no FP16 flag
             "ranges": ranges,
         }
         return MAGIC + json.dumps(data).encode()
@@ -284,10 +284,7 @@ class _OnnxRunner:
         if self.session is None:
             import onnxruntime as ort
 
-            model = self.model
-            if self.data["fp16"]:
-                model = _float16(model) or model
-            self.session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+            self.session = ort.InferenceSession(self.model.SerializeToString(), providers=["CPUExecutionProvider"])
         return self.session
 
     def _inputs(self, context: Any) -> dict[str, np.ndarray] | None:
@@ -312,12 +309,16 @@ class _OnnxRunner:
         outputs = [n for n, spec in program.io.items() if spec[0] == "OUTPUT"]
         debug = [n for n in program.debug if context._debug_all or context._debug_states.get(n)]
         wanted = [*outputs, *(d for d in debug if d not in outputs)]
+        if self.data["fp16"]:
+            feeds = {n: _through_half(a) for n, a in feeds.items()}
         session = self._session()
         try:
             values = session.run([self.onnx_names[n] for n in wanted], {self.onnx_names[n]: a for n, a in feeds.items()})
         except Exception as exc:  # noqa: BLE001 - an enqueue that fails returns False after logging
             return f"execution failed: {exc}"
         results = dict(zip(wanted, values))
+        if self.data["fp16"]:
+            results = {n: _through_half(a) for n, a in results.items()}
         if self.data.get("ranges"):
             from trt_model.calibration import quantize
 
@@ -383,17 +384,9 @@ def _infer_output_shapes(model: Any, shapes: dict[str, tuple], values: dict[str,
     return out
 
 
-def _float16(model: Any) -> Any:
-    """``model`` in float16 with float32 IO, or None when it does not convert or load."""
-    try:
-        import onnxruntime as ort
-        from onnxconverter_common import float16
-
-        converted = float16.convert_float_to_float16(model, keep_io_types=True, disable_shape_infer=True)
-        ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
-        return converted
-    except Exception:  # noqa: BLE001 - FP16 allows float16; the model then runs float32
-        return None
+def _through_half(array: np.ndarray) -> np.ndarray:
+    array = np.asarray(array)
+    return array.astype(np.float16).astype(np.float32) if array.dtype == np.float32 else array
 
 
 class EngineInspector:
@@ -420,7 +413,8 @@ class ICudaEngine:
     num_layers = property(lambda self: len(self._program.layers))
     num_io_tensors = property(lambda self: len(self._program.io))
     num_optimization_profiles = property(lambda self: max(1, len(self._program.shape_profiles), len(self._program.value_profiles)))
-    device_memory_size = property(lambda self: 0)
+    device_memory_size = property(lambda self: 0)  # the model's engines need no scratch memory
+    device_memory_size_v2 = property(lambda self: 0)
 
     def serialize(self) -> bytes:
         if self._serialized is None:

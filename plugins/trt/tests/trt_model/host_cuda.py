@@ -39,10 +39,21 @@ class HostCudart:
         self.device.pop(int(ptr))
 
     def read(self, ptr: int, nbytes: int) -> bytes:
+        self._check_bounds(int(ptr), int(nbytes))
         return ctypes.string_at(int(ptr), int(nbytes))
 
     def write(self, ptr: int, data: bytes) -> None:
+        self._check_bounds(int(ptr), len(data))
         ctypes.memmove(int(ptr), data, len(data))
+
+    def _check_bounds(self, ptr: int, nbytes: int) -> None:
+        """A read or write that starts in a "device" allocation must end in it (on a GPU it would be an illegal
+        address; here it would corrupt the test process's memory)."""
+        for base, buf in self.device.items():
+            if base <= ptr < base + max(len(buf), 1):
+                if ptr + nbytes > base + len(buf):
+                    raise MemoryError(f"{nbytes} bytes at {ptr:#x} overrun the {len(buf)}-byte allocation at {base:#x}")
+                return
 
     def _alloc(self, table: dict[int, Any], size: int) -> tuple[int, int]:
         buf = ctypes.create_string_buffer(int(size))

@@ -267,7 +267,9 @@ class OnnxParser:
             return False
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)
         values = {v.name: v for v in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
-        shape_of = {name: _dims(v) for name, v in values.items()}
+        shape_of = {name: _dims(v) for name, v in values.items() if v.type.tensor_type.HasField("shape")}
+        produced = [o for node in nodes for o in node.output if o]
+        shape_of.update(_ranks(inferred, [o for o in produced if o not in shape_of]))
         dtype_of_name = {name: dtype_of(self._trt, v.type.tensor_type.elem_type) for name, v in values.items()}
         initializers = {t.name for t in proto.graph.initializer}
         shape_uses = {node.input[i] for node in nodes for i in SHAPE_OPERANDS.get(node.op_type, ()) if i < len(node.input)}
@@ -303,6 +305,34 @@ class OnnxParser:
         for tensor in layer._outputs:
             if tensor is not None:
                 tensors[tensor.name] = tensor
+
+
+def _ranks(model: Any, names: list[str]) -> dict[str, tuple[int, ...]]:
+    """Shapes onnx's inference left unknown (a Loop's outputs, say): TensorRT always knows a tensor's rank, so the
+    model learns it from one onnxruntime run on zeros (dynamic dims 1) and makes every dim dynamic (-1), which the
+    model's engines then size at enqueue like data-dependent outputs (a simplification). (-1,) when that run fails."""
+    if not names:
+        return {}
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import helper
+
+    try:
+        probe = type(model)()
+        probe.CopyFrom(model)
+        del probe.graph.output[:]
+        probe.graph.output.extend(helper.make_empty_tensor_value_info(n) for n in names)
+        session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+        initializers = {t.name for t in model.graph.initializer}
+        feeds = {}
+        for value in model.graph.input:
+            if value.name in initializers:
+                continue
+            dtype = helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
+            feeds[value.name] = np.zeros([max(d, 1) for d in _dims(value)], dtype)
+        return {n: tuple(-1 for _ in np.shape(a)) for n, a in zip(names, session.run(names, feeds))}
+    except Exception:  # noqa: BLE001 - a probe that cannot run leaves the rank unknown
+        return dict.fromkeys(names, (-1,))
 
 
 def _dims(value: Any) -> tuple[int, ...]:

@@ -1,0 +1,197 @@
+"""Parity's TensorRT flows end to end, through the CLI, against the TensorRT model (trt_model: a model of TensorRT's
+documented behaviour that runs built networks with onnxruntime, NOT TensorRT) for every manifest version, and against
+the real ``tensorrt`` wherever it imports (``trt_backend``). Each test is a command users know from Polygraphy's
+guides with ``parity`` in its place, and asserts what the user sees: the exit code, the verdict, the files written.
+
+Tactic record/replay, ``debug build`` and ``diff-tactics`` are in plugins/tactics/tests/test_tactics_flows.py; int8
+calibration in test_trt_flows_int8.py; the runner's and loaders' finer behaviours in test_trt_runner_flows.py and
+test_trt_loader_flows.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner, Result
+from onnx import TensorProto, helper
+from trt_test_models import make_model
+
+OPSET = [helper.make_opsetid("", 17)]
+
+
+def save(graph: onnx.GraphProto, path: Path) -> Path:
+    model = helper.make_model(graph, opset_imports=OPSET, ir_version=10)
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, str(path))
+    return path
+
+
+def parity(*args: str | Path) -> Result:
+    from parity.cli import build_cli
+
+    result = CliRunner().invoke(build_cli(), [str(a) for a in args])
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def trt_output(results: Path, name: str) -> np.ndarray:
+    """Output ``name`` of the TensorRT runner's first iteration in a saved results file."""
+    from parity.results.files import load_results
+
+    runs = load_results(results)
+    return next(iterations for runner, iterations in runs.items() if runner.startswith("trt"))[0][name]
+
+
+def loop_model(path: Path) -> Path:
+    """y = x + 3 * 1, summed in a Loop of 3 iterations (a loop-carried value, a body tensor ``step``), then Relu."""
+    one = helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "one"], ["step"]), helper.make_node("Identity", ["step"], ["acc_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [2, 3])],
+        [one],
+    )
+    trip = helper.make_tensor("trip", TensorProto.INT64, [], [3])
+    cond = helper.make_tensor("cond", TensorProto.BOOL, [], [True])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trip", "cond", "x"], ["summed"], body=body, name="loop"),
+         helper.make_node("Relu", ["summed"], ["y"], name="relu")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [trip, cond],
+    )
+    return save(graph, path)
+
+
+def reshape_model(path: Path) -> Path:
+    """y = reshape(x, shape): ``shape`` is an int64 network input, so TensorRT makes it a shape tensor."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]), helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
+    )
+    return save(graph, path)
+
+
+def nonzero_model(path: Path) -> Path:
+    """y = NonZero(x): its second dimension depends on the values of x (a data-dependent shape)."""
+    graph = helper.make_graph(
+        [helper.make_node("NonZero", ["x"], ["y"], name="nonzero")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [1, "n"])],
+    )
+    return save(graph, path)
+
+
+def test_convert_then_inspect_and_run_an_engine_with_several_profiles(trt_backend, tmp_path):
+    """The guides' dynamic-shapes example: an engine with 2 profiles, inspected, then run at a shape only the
+    second profile admits; its outputs match onnxruntime's saved ones."""
+    model = make_model(tmp_path / "dynamic_identity.onnx")
+    engine = tmp_path / "dynamic_identity.engine"
+    built = parity("convert", model, "-o", engine,
+                   "--trt-min-shapes", "x:[1,3]", "--trt-opt-shapes", "x:[4,3]", "--trt-max-shapes", "x:[8,3]",
+                   "--trt-min-shapes", "x:[16,3]", "--trt-opt-shapes", "x:[32,3]", "--trt-max-shapes", "x:[64,3]")
+    assert built.exit_code == 0 and engine.stat().st_size > 0, built.output
+    shown = parity("inspect", "model", engine)
+    assert shown.exit_code == 0, shown.output
+    assert "profile 0: x min=[1, 3] opt=[4, 3] max=[8, 3]" in shown.output
+    assert "profile 1: x min=[16, 3] opt=[32, 3] max=[64, 3]" in shown.output
+    golden = tmp_path / "golden.npz"
+    assert parity("run", model, "--onnxrt", "--input-shapes", "x:[32,3]", "--save-outputs", golden).exit_code == 0
+    ran = parity("run", engine, "--trt", "--input-shapes", "x:[32,3]", "--load-outputs", golden)
+    assert ran.exit_code == 0 and "PASSED" in ran.output, ran.output
+    outside = parity("run", engine, "--trt", "--input-shapes", "x:[12,3]")
+    assert outside.exit_code == 2 and "fit no optimization profile" in outside.output, outside.output
+
+
+def test_run_trt_against_onnxrt_and_fp16_differences_are_reported(trt_backend, tmp_path):
+    model = make_model(tmp_path / "model.onnx")
+    same = parity("run", model, "--trt", "--onnxrt", "--input-shapes", "x:[4,3]")
+    assert same.exit_code == 0 and "PASSED" in same.output, same.output
+    if not hasattr(trt_backend.BuilderFlag, "FP16") or trt_backend.__version__.startswith("11"):
+        return  # 11.x refuses --fp16 (strongly typed networks only): test_options covers the message
+    half = parity("run", model, "--trt", "--fp16", "--onnxrt", "--input-shapes", "x:[4,3]")
+    assert half.exit_code == 1 and "FAILED | mismatched outputs: y" in half.output, half.output
+    tolerant = parity("run", model, "--trt", "--fp16", "--onnxrt", "--input-shapes", "x:[4,3]", "--atol", "1e-2", "--rtol", "1e-2")
+    assert tolerant.exit_code == 0, tolerant.output
+
+
+def test_layerwise_mark_all_skips_loop_bodies_and_compares_every_other_tensor(trt_backend, tmp_path):
+    model = loop_model(tmp_path / "loop.onnx")
+    result = parity("run", model, "--trt", "--onnxrt", "--trt-outputs", "mark", "all", "--onnx-outputs", "mark", "all")
+    assert result.exit_code == 0, result.output
+    assert "summed: PASSED" in result.output and "y: PASSED" in result.output
+    assert "step: PASSED" not in result.output  # a loop-body tensor: TensorRT cannot make it an output
+
+
+def test_debug_tensors_reach_the_comparison(trt_backend, tmp_path):
+    """``--mark-debug h`` keeps the engine as built and still captures h, compared with onnxruntime's h."""
+    model = make_model(tmp_path / "model.onnx")
+    result = parity("run", model, "--trt", "--onnxrt", "--mark-debug", "h", "--onnx-outputs", "h", "y", "--input-shapes", "x:[4,3]")
+    assert result.exit_code == 0, result.output
+    assert "h: PASSED | max abs" in result.output and "y: PASSED | max abs" in result.output
+
+
+def test_timing_cache_saved_then_loaded_with_no_miss(trt_backend, tmp_path):
+    model = make_model(tmp_path / "model.onnx")
+    cache = tmp_path / "timing.cache"
+    first = parity("run", model, "--trt", "--input-shapes", "x:[4,3]", "--save-timing-cache", cache)
+    assert first.exit_code == 0 and cache.stat().st_size > 0, first.output
+    before = cache.read_bytes()
+    again = parity("run", model, "--trt", "--onnxrt", "--input-shapes", "x:[4,3]", "--load-timing-cache", cache,
+                   "--trt-flags", "ERROR_ON_TIMING_CACHE_MISS")
+    assert again.exit_code == 0, again.output
+    assert cache.read_bytes() == before  # loading never rewrites the user's cache
+    other = make_model(tmp_path / "static.onnx", dynamic=False)
+    missed = parity("run", other, "--trt", "--load-timing-cache", cache, "--trt-flags", "ERROR_ON_TIMING_CACHE_MISS")
+    assert missed.exit_code == 3 and "\n" not in missed.output.strip(), missed.output
+    assert "timing cache miss" in missed.output  # TensorRT's own reason, in Parity's one line
+
+
+def test_shape_tensor_input_takes_values(trt_backend, tmp_path):
+    model = reshape_model(tmp_path / "reshape.onnx")
+    feeds = tmp_path / "feeds.py"
+    feeds.write_text(
+        "import numpy as np\n"
+        "def load_data():\n"
+        "    yield {'x': np.arange(12, dtype=np.float32).reshape(2, 6), 'shape': np.array([3, 4], np.int64)}\n"
+    )
+    out = tmp_path / "out.npz"
+    result = parity("run", model, "--trt", "--onnxrt", "--data-loader-script", feeds, "--save-outputs", out,
+                    "--trt-min-shapes", "shape:[1,1]", "--trt-opt-shapes", "shape:[3,4]", "--trt-max-shapes", "shape:[12,12]")
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(trt_output(out, "y"), np.arange(12, dtype=np.float32).reshape(3, 4))
+
+
+def test_data_dependent_output_shape(trt_backend, tmp_path):
+    model = nonzero_model(tmp_path / "nonzero.onnx")
+    feeds = tmp_path / "feeds.py"
+    feeds.write_text("import numpy as np\ndef load_data():\n    yield {'x': np.array([0, 2, 0, 5], np.float32)}\n")
+    out = tmp_path / "out.npz"
+    result = parity("run", model, "--trt", "--onnxrt", "--data-loader-script", feeds, "--save-outputs", out)
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(trt_output(out, "y"), [[1, 3]])
+
+
+def test_an_engine_from_another_version_is_refused_in_one_line(trt_backend, tmp_path):
+    if not hasattr(trt_backend, "_memory"):
+        pytest.skip("needs two TensorRT versions: the model's")
+    from trt_model import make
+
+    model = make_model(tmp_path / "static.onnx", dynamic=False)
+    engine = tmp_path / "m.engine"
+    assert parity("convert", model, "-o", engine).exit_code == 0
+    data = json.loads(engine.read_bytes().split(b"\n", 1)[1])
+    other = "11.4.0.106" if trt_backend.__version__ != "11.4.0.106" else "10.7.0"
+    data["version"] = make(other).__version__
+    engine.write_bytes(engine.read_bytes().split(b"\n", 1)[0] + b"\n" + json.dumps(data).encode())
+    result = parity("run", engine, "--trt")
+    assert result.exit_code == 3, result.output
+    error = [line for line in result.output.splitlines() if line.startswith("parity: error:")]
+    assert len(error) == 1 and "not compatible with this version of TensorRT" in error[0], result.output  # TensorRT's reason
