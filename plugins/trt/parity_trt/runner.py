@@ -174,23 +174,32 @@ class TrtRunner(BaseRunner):
         return tuple(array.shape)
 
     def select_profile(self, feed: Mapping[str, np.ndarray]) -> int:
+        """The profile to run ``feed`` with; a feed outside it (or outside all, when none was chosen) is bad input.
+
+        A chosen profile is checked here too: TensorRT checks a dynamic input's shape in ``set_input_shape``, but a
+        shape-tensor input's VALUES only at enqueue, where a failure reads as TensorRT's, not the feed's."""
         if self.optimization_profile is not None:
-            return self.optimization_profile
+            index = self.optimization_profile
+            if not self._admits(index, feed):
+                raise UsageError(f"input shapes {self._describe_feed(feed)} are outside optimization profile {index} "
+                                 f"({self._describe_profile(index)}); leave out the profile index to pick one by shape")
+            return index
         for index in range(self.engine.num_optimization_profiles):
-            ranges = self.profile_ranges(index)
-            if all(n in feed and _fits(self._profile_key(n, feed[n]), lo, hi) for n, (lo, _, hi) in ranges.items()):
+            if self._admits(index, feed):
                 return index
-        shapes = ", ".join(
-            f"{n}:{'values ' if n in self.shape_io else ''}{list(self._profile_key(n, a))}" for n, a in feed.items()
+        available = "; ".join(self._describe_profile(i) for i in range(self.engine.num_optimization_profiles))
+        raise UsageError(f"input shapes {self._describe_feed(feed)} fit no optimization profile of the engine ({available})")
+
+    def _admits(self, index: int, feed: Mapping[str, np.ndarray]) -> bool:
+        return all(n in feed and _fits(self._profile_key(n, feed[n]), lo, hi) for n, (lo, _, hi) in self.profile_ranges(index).items())
+
+    def _describe_feed(self, feed: Mapping[str, np.ndarray]) -> str:
+        return ", ".join(f"{n}:{'values ' if n in self.shape_io else ''}{list(self._profile_key(n, a))}" for n, a in feed.items())
+
+    def _describe_profile(self, index: int) -> str:
+        return f"profile {index}: " + ", ".join(
+            f"{n} {'values ' if n in self.shape_io else ''}{list(lo)}..{list(hi)}" for n, (lo, _, hi) in self.profile_ranges(index).items()
         )
-        available = "; ".join(
-            f"profile {i}: " + ", ".join(
-                f"{n} {'values ' if n in self.shape_io else ''}{list(lo)}..{list(hi)}"
-                for n, (lo, _, hi) in self.profile_ranges(i).items()
-            )
-            for i in range(self.engine.num_optimization_profiles)
-        )
-        raise UsageError(f"input shapes {shapes} fit no optimization profile of the engine ({available})")
 
     def _context(self, index: int) -> Any:
         if index in self.contexts:
