@@ -175,7 +175,7 @@ class DeviceArray(_Allocation):
 
     def copy_from(self, host: np.ndarray, stream: Stream | None = None) -> DeviceArray:
         """Host -> device; asynchronous on ``stream`` (keep ``host`` alive until the stream syncs)."""
-        host = np.ascontiguousarray(host)
+        host = np.require(host, requirements="C")  # (not ascontiguousarray: it makes 0-d arrays 1-d)
         self.resize(host.shape, host.dtype)
         _memcpy(self.ptr, host.ctypes.data, host.nbytes, "cudaMemcpyHostToDevice", stream)
         return self

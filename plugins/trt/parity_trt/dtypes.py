@@ -73,9 +73,15 @@ def device_nbytes(shape: tuple[int, ...], dtype: Any) -> int:
     return (count + 1) // 2 if is_packed(dtype) else count * to_numpy_dtype(dtype).itemsize
 
 
+def contiguous(array: Any) -> np.ndarray:
+    """``array`` C-contiguous with its shape kept (``np.ascontiguousarray`` makes a 0-d array 1-d, and TensorRT
+    then refuses a scalar input's shape [1])."""
+    return np.require(array, requirements="C")
+
+
 def to_device_layout(array: np.ndarray, dtype: Any) -> np.ndarray:
     """The bytes TensorRT expects for ``array``: itself, or for INT4/FP4 two values per byte (low nibble first)."""
-    array = np.ascontiguousarray(array)
+    array = contiguous(array)
     if not is_packed(dtype):
         return array
     nibbles = array.reshape(-1).view(np.uint8) & 0x0F

@@ -220,7 +220,7 @@ class TrtRunner(BaseRunner):
 
     # ---- inference ------------------------------------------------------------------------------------
     def infer_impl(self, feed_dict: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        feed = {n: np.ascontiguousarray(a) for n, a in feed_dict.items()}
+        feed = {n: dtypes.contiguous(a) for n, a in feed_dict.items()}
         context = self._context(self.select_profile(feed))
         self.debug_tensors.clear()
         self.host_io.clear()

@@ -195,3 +195,18 @@ def test_an_engine_from_another_version_is_refused_in_one_line(trt_backend, tmp_
     assert result.exit_code == 3, result.output
     error = [line for line in result.output.splitlines() if line.startswith("parity: error:")]
     assert len(error) == 1 and "not compatible with this version of TensorRT" in error[0], result.output  # TensorRT's reason
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["ppocr_det", "ppocr_rec", "silero_vad", "silero_vad_op15"])
+def test_trained_models_run_layerwise(trt_backend, corpus_model, name):
+    """Trained models from the wild (PP-OCRv4 from a Paddle export, silero-vad with If/Loop control flow), layer by
+    layer: every tensor TensorRT can mark agrees with onnxruntime's (the model runs each engine with onnxruntime, so
+    this checks Parity's marking, profiles from --input-shapes, shape-tensor and scalar inputs, not TensorRT's
+    arithmetic)."""
+    from corpus import MODELS
+
+    result = parity("run", corpus_model(name), "--trt", "--onnxrt", *MODELS[name].run_args,
+                    "--trt-outputs", "mark", "all", "--onnx-outputs", "mark", "all")
+    assert result.exit_code == 0 and "PASSED |" in result.output, result.output
+    assert "Layerwise comparison" in result.output and "all within tolerance" in result.output

@@ -576,7 +576,7 @@ class IExecutionContext:
             for name, array, location in debug:
                 if not (self._debug_all or self._debug_states.get(name)):
                     continue
-                array = np.ascontiguousarray(array)
+                array = np.require(array, requirements="C")  # keeps 0-d arrays 0-d
                 if location == "DEVICE":
                     # a device tensor that lives only during the callback (NvInferRuntime.h@v10.7.0:L3983-3984)
                     ptr = memory.alloc_device(max(array.nbytes, 1))
@@ -594,7 +594,7 @@ class IExecutionContext:
                     memory.write(ptr, bytes(array.nbytes))
                     memory.free_device(ptr)
         for name, array in outputs.items():
-            array = np.ascontiguousarray(array)
+            array = np.require(array, requirements="C")
             if name in self._allocators:
                 allocator = self._allocators[name]
                 # pyCore.cpp@v10.7.0:L563-565: reallocate_output_async(name, int(currentMemory), size, alignment,
