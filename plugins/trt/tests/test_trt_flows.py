@@ -197,6 +197,18 @@ def test_an_engine_from_another_version_is_refused_in_one_line(trt_backend, tmp_
     assert len(error) == 1 and "not compatible with this version of TensorRT" in error[0], result.output  # TensorRT's reason
 
 
+@pytest.mark.gpu
+def test_on_a_gpu_the_models_engines_use_real_device_memory(trt_backend, tmp_path):
+    """Run with PARITY_TRT_MODEL_MEMORY=cuda on a GPU: Parity's CUDA layer (cuda-python) moves the data, and the
+    model's engines read and write it in real device memory."""
+    if not hasattr(trt_backend, "_memory") or type(trt_backend._memory).__name__ != "CudaMemory":
+        pytest.skip("set PARITY_TRT_MODEL_MEMORY=cuda on a GPU machine")
+    model = make_model(tmp_path / "model.onnx")
+    result = parity("run", model, "--trt", "--onnxrt", "--mark-debug", "h", "--input-shapes", "x:[4,3]")
+    assert result.exit_code == 0, result.output
+    assert trt_backend._memory.device_copies >= 3  # x in, y out, the debug tensor h
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", ["ppocr_det", "ppocr_rec", "silero_vad", "silero_vad_op15"])
 def test_trained_models_run_layerwise(trt_backend, corpus_model, name):

@@ -14,6 +14,7 @@ class CudaMemory:
     def __init__(self, cudart: Any) -> None:
         self.cudart = cudart
         self.enqueueing = False  # set by the model while an enqueue runs (callbacks happen then)
+        self.device_copies = 0  # copies to or from real device memory (a test checks the GPU was used)
 
     def _check(self, result: Any) -> Any:
         err, *values = result if isinstance(result, tuple) else (result,)
@@ -34,6 +35,7 @@ class CudaMemory:
     def read(self, ptr: int, nbytes: int) -> bytes:
         if not self.is_device(ptr):
             return ctypes.string_at(int(ptr), int(nbytes))
+        self.device_copies += 1
         host = np.empty(int(nbytes), np.uint8)
         self._check(self.cudart.cudaMemcpy(host.ctypes.data, int(ptr), int(nbytes), self.cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost))
         return host.tobytes()
@@ -42,5 +44,6 @@ class CudaMemory:
         if not self.is_device(ptr):
             ctypes.memmove(int(ptr), data, len(data))
             return
+        self.device_copies += 1
         host = np.frombuffer(data, np.uint8)
         self._check(self.cudart.cudaMemcpy(int(ptr), host.ctypes.data, len(data), self.cudart.cudaMemcpyKind.cudaMemcpyHostToDevice))

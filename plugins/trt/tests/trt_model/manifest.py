@@ -7,13 +7,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections import defaultdict
 from pathlib import Path
 
 from parity_trt.conformance import split_args
 
-MANIFESTS = Path(__file__).resolve().parents[4].parent / "shared" / "trt-api"
+# shared/trt-api beside the checkout (as CI has it); PARITY_TRT_API_DIR elsewhere (a GPU machine given a copy)
+MANIFESTS = Path(os.environ.get("PARITY_TRT_API_DIR") or Path(__file__).resolve().parents[4].parent / "shared" / "trt-api")
 
 
 def versions(manifests: Path = MANIFESTS) -> list[str]:
