@@ -37,7 +37,7 @@ from typing import Any
 
 from parity.errors import BackendError, UsageError, missing_dependency
 from parity_tactics.match import compare_choices, matching_choices
-from parity_tactics.replay import Tactic, TacticReplay, TensorFormat, load_replay
+from parity_tactics.replay import Tactic, TacticReplay, TensorFormat, load_replay, tactic_hex
 
 MECHANISMS = ("auto", "timing-cache", "algorithm-selector")
 INVALID_TACTIC_HASH = (1 << 64) - 1  # TimingCacheValue.tacticHash of an entry with no tactic
@@ -84,7 +84,9 @@ VAR_TYPES = {
     "inspector": "EngineInspector",
 }
 
-_LOG_KEY = re.compile(r"Autotuning op (\S+?)\s*\(key:\s*(0x[0-9a-fA-F]+)\)")
+# The op is everything up to "(", spaces included, as the sample's sscanf "%128[^(](key: %128[^)])" reads it
+# (sampleEditableTimingCache.cpp@v11.0:L117-L139); trailing blanks before "(" are not part of the name.
+_LOG_KEY = re.compile(r"Autotuning op ([^(\n]*?[^(\s])\s*\(key:\s*(0x[0-9a-fA-F]+)\)")
 
 
 def import_trt() -> ModuleType:
@@ -211,7 +213,7 @@ def _editable_cache(trt: ModuleType, config: Any, base: bytes | None) -> Any:
     if base:
         embedded = config.create_timing_cache(base)
         if not cache.combine(embedded, False):
-            raise BackendError("the replay's timing cache was written by another TensorRT version or GPU; record the tactics again here")
+            raise UsageError("the replay's timing cache was written by another TensorRT version or GPU; record the tactics again here")
     if not config.set_timing_cache(cache, False):
         raise BackendError("the timing cache was written by another TensorRT version or GPU; record the tactics again here")
     return cache
@@ -256,10 +258,73 @@ def engine_layer_kernels(trt: ModuleType, engine_bytes: bytes) -> list[tuple[str
     return layers
 
 
-def _layer_of(op: str, layers: list[tuple[str, str]]) -> tuple[str, str] | None:
-    """The engine layer made from an op: the first whose name starts with the op's name (the sample's findLayer,
-    sampleEditableTimingCache.cpp@v11.0:L484-498)."""
-    return next((layer for layer in layers if layer[0].startswith(op)), None)
+def _layer_of(op: str, layers: list[tuple[str, str]], ops: Any = ()) -> tuple[str, str] | None:
+    """The engine layer made from an op: the layer named exactly like the op, else the first whose name starts
+    with the op's name (the sample's findLayer, sampleEditableTimingCache.cpp@v11.0:L484-498) and is not made
+    from a longer op of ``ops`` that also prefixes it (op ``conv1`` never takes the layer of op ``conv10``)."""
+    exact = next((layer for layer in layers if layer[0] == op), None)
+    if exact is not None:
+        return exact
+    longer = [other for other in ops if other and other != op and other.startswith(op)]
+    return next((layer for layer in layers if layer[0].startswith(op) and not any(layer[0].startswith(o) for o in longer)), None)
+
+
+# ---- the builder's log: op names for timing-cache keys, and the error of a build that failed -------------------
+_TAG = "_parity_tactics_listener"
+
+
+def _listen(builder: Any, config: Any, owner: Any, callback: Any) -> bool:
+    """Give ``callback(severity, message)`` every message the builder's logger gets during this build, where the
+    logger offers ``listeners`` (Parity's logger, parity_trt._trt.get_logger); False where it does not.
+
+    The logger is one per process: listeners left by earlier builds (a build that failed never reaches
+    ``after_build``) are dropped here; ``_unlisten`` removes ``owner``'s after the build."""
+    logger = getattr(builder, "logger", None) if builder is not None else None
+    listeners = getattr(logger, "listeners", None)
+    if not isinstance(listeners, list):
+        return False
+
+    def listener(level: Any, msg: str) -> None:
+        callback(level, msg)
+
+    setattr(listener, _TAG, (config, owner))
+    listeners[:] = [f for f in listeners if getattr(f, _TAG, (config,))[0] is config]
+    listeners.append(listener)
+    return True
+
+
+def _unlisten(builder: Any, owner: Any) -> None:
+    listeners = getattr(getattr(builder, "logger", None), "listeners", None) if builder is not None else None
+    if isinstance(listeners, list):
+        listeners[:] = [f for f in listeners if getattr(f, _TAG, (None, None))[1] is not owner]
+
+
+def _is_error(trt: ModuleType, level: Any) -> bool:
+    try:
+        return int(level) <= int(trt.ILogger.Severity.ERROR)
+    except (TypeError, ValueError):
+        return False
+
+
+@functools.cache
+def _monitor_class(trt: ModuleType) -> type:
+    """An ``IProgressMonitor`` that only holds an error for ``parity_trt.callbacks.raise_pending``, which raises
+    what the config's progress monitor kept right after the build, before reporting a failed build."""
+
+    class ParityBuildWatch(trt.IProgressMonitor):
+        def __init__(self) -> None:
+            trt.IProgressMonitor.__init__(self)
+
+        def phase_start(self, phase_name: str, parent_phase: Any, num_steps: int) -> None:
+            return None
+
+        def step_complete(self, phase_name: str, step: int) -> bool:
+            return True  # False would cancel the build
+
+        def phase_finish(self, phase_name: str) -> None:
+            return None
+
+    return ParityBuildWatch
 
 
 class TacticRecorder:
@@ -289,6 +354,11 @@ class TacticRecorder:
                 config.set_flag(trt.BuilderFlag.DISABLE_TIMING_CACHE)
         else:
             _editable_cache(trt, config, None)
+            _listen(builder, config, self, self._on_log)  # op names for the keys, from the autotuning log
+
+    def _on_log(self, level: Any, msg: str) -> None:
+        if "Autotuning op " in msg:
+            self.add_log(msg)
 
     def postprocess_config(self, builder: Any, network: Any, config: Any) -> None:
         self.configure(builder, network, config)
@@ -309,13 +379,15 @@ class TacticRecorder:
     def finish(self, builder: Any = None, network: Any = None, config: Any = None, engine_bytes: bytes | None = None) -> TacticReplay:
         if self.replay is None:
             raise BackendError("the tactic recorder was never attached to a builder config")
+        _unlisten(builder, self)
         if self.mechanism == "timing-cache":
             cache = config.get_timing_cache()
             tactics = _cache_tactics(cache, self.names)
             if engine_bytes is not None:  # the kernel each op's layer used, so a replay can be checked against it
                 layers = engine_layer_kernels(import_trt(), engine_bytes)
+                ops = [t.name for t in tactics.values() if t.name]
                 for key, tactic in tactics.items():
-                    layer = _layer_of(tactic.name, layers) if tactic.name else None
+                    layer = _layer_of(tactic.name, layers, ops) if tactic.name else None
                     if layer is not None and layer[1]:
                         tactics[key] = Tactic(tactic.tactic, timing_ms=tactic.timing_ms, name=tactic.name, kernel=layer[1])
             self.replay.tactics = tactics
@@ -335,6 +407,7 @@ class TacticReplayer:
         self.strict = strict
         self.problems: list[str] = []
         self._selector: Any = None
+        self._watch: Any = None  # the config's progress monitor, where a failed build's error is kept
 
     @property
     def _where(self) -> str:
@@ -356,13 +429,48 @@ class TacticReplayer:
             self._selector.replay = self.replay
             return
         if "timing-cache" not in have:
-            raise UsageError(f"{self._where} holds timing-cache tactics, which need TensorRT 10.8 or newer")
+            raise UsageError(
+                f"{self._where} holds timing-cache tactics (recorded with TensorRT {self.replay.tensorrt or 'unknown'}), which "
+                f"need TensorRT 10.8 or newer; this is TensorRT {trt.__version__}: record the tactics again here"
+            )
+        recorded = self.replay.tensorrt
+        if self.replay.timing_cache is not None and recorded and recorded != str(trt.__version__):
+            # "The input cache must be generated by a TensorRT build of exact same version, otherwise combine will
+            # be skipped and return false" (NvInfer.h@v11.0:L10210-L10211): its keys and tactics are not this build's
+            raise UsageError(
+                f"{self._where} was recorded with TensorRT {recorded}; its timing cache only works with that exact "
+                f"version, this is TensorRT {trt.__version__}: record the tactics again here"
+            )
         cache = _editable_cache(trt, config, self.replay.timing_cache)
         missing = _update_cache(trt, cache, self.replay)
         if missing and self.strict:
             hint = "" if self.replay.timing_cache is not None else " (the replay has no embedded timing cache; pass --load-timing-cache)"
             raise BackendError(f"{len(missing)} of {len(self.replay)} keys of {self._where} are not in the timing cache, first {missing[0]}{hint}")
         self.problems = [f"{key}: not in the timing cache" for key in missing]
+        self._watch = None
+        if _listen(builder, config, self, functools.partial(self._on_log, trt, config)):
+            self._watch = config.progress_monitor
+            if self._watch is None:
+                self._watch = _monitor_class(trt)()
+                config.progress_monitor = self._watch
+
+    def _on_log(self, trt: ModuleType, config: Any, level: Any, msg: str) -> None:
+        """An error TensorRT logs about a replayed key or op fails the build ("If this layer cannot use the new
+        tactic, build errors will be reported when building the next engine", NvInfer.h@v11.0:L10283-L10284):
+        kept on the config's progress monitor, so the build's error names the op and the replay."""
+        if self._watch is None or not _is_error(trt, level):
+            return
+        text = " ".join(str(msg).split())
+        lowered = text.lower()
+        for key, tactic in self.replay.items():
+            if key.lower() in lowered or (tactic.name and tactic.name in text):
+                from parity_trt.callbacks import keep
+
+                op = f"op '{tactic.name}', " if tactic.name else ""
+                keep(self._watch, "the tactic replayer", BackendError(
+                    f"TensorRT cannot use tactic {tactic_hex(tactic.tactic)} that {self._where} gives {op}key {key}: "
+                    f"the build failed ({text}); record the tactics again with --save-tactics"))
+                return
 
     def postprocess_config(self, builder: Any, network: Any, config: Any) -> None:
         self.configure(builder, network, config)
@@ -381,9 +489,10 @@ class TacticReplayer:
         if engine_bytes is None:
             return ["the engine was not given to the tactic replayer, so the tactics it used cannot be checked"]
         layers = engine_layer_kernels(import_trt(), engine_bytes)
+        ops = [str(t.name) for t in checkable.values()]
         problems = []
         for key, tactic in checkable.items():
-            layer = _layer_of(str(tactic.name), layers)
+            layer = _layer_of(str(tactic.name), layers, ops)
             if layer is None:
                 problems.append(f"{key} ({tactic.name}): the engine has no layer made from this op")
             elif layer[1] != tactic.kernel:
@@ -399,6 +508,7 @@ class TacticReplayer:
             self.problems += self._selector.notes
             self.problems += compare_choices(self.replay.tactics, self._selector.chosen)
         else:
+            _unlisten(builder, self)
             self.problems += self._check_engine(engine_bytes)
         if self.problems and self.strict:
             raise BackendError(f"TensorRT did not follow {self._where} for {len(self.problems)} layers/keys: {self.problems[0]}")

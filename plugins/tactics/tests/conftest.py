@@ -8,3 +8,5 @@ from pathlib import Path
 TRT_TESTS = str(Path(__file__).resolve().parents[2] / "trt" / "tests")
 if TRT_TESTS not in sys.path:
     sys.path.insert(0, TRT_TESTS)
+
+from trt_model.fixtures import trt_backend  # noqa: E402, F401 - fixture: each modelled TensorRT version, then the real one

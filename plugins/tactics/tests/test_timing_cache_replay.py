@@ -3,7 +3,9 @@
 The ``tensorrt`` module here is trt_model's 11.0 model, NOT TensorRT: a model of its documented behaviour (timing
 cache keys and values, the engine inspector naming each layer's kernel only under ``ProfilingVerbosity.DETAILED``),
 each behaviour cited in trt_model/behaviour.py. ``build`` stands in for TensorRT's autotuner: each op takes its
-tactic from the timing cache unless told to re-time it (as TensorRT does when a cached tactic cannot be used).
+tactic from the timing cache unless told to re-time it: a stand-in for an engine whose layer used another kernel
+than the replay's. (A cached tactic the layer cannot use does not make TensorRT re-time: it fails the build,
+NvInfer.h@v11.0:L10283-L10284; test_tactics_flows.py covers that.)
 """
 
 from __future__ import annotations
