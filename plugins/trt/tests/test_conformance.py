@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from parity_trt import conformance
 from parity_trt.versions import GATES, Gate
-
-REPO = Path(__file__).resolve().parents[3]
-API_DIR = Path(os.environ.get("PARITY_TRT_API_DIR", REPO.parent / "shared" / "trt-api"))
+from trt_model.manifest import MANIFESTS as API_DIR
 
 
 @pytest.fixture(scope="module")

@@ -104,8 +104,9 @@ def test_one_mapping_covers_every_datatype_of_every_manifest_version():
     from pathlib import Path
 
     from parity_trt import dtypes
+    from trt_model.manifest import MANIFESTS
 
-    manifests = sorted(Path(__file__).resolve().parents[3].parent.glob("shared/trt-api/tensorrt-*-enums.txt"))
+    manifests = sorted(MANIFESTS.glob("tensorrt-*-enums.txt"))
     members = {line.split(".", 1)[1].strip() for p in manifests for line in p.read_text().splitlines() if line.startswith("DataType.")}
     members |= set(ENUM_VALUES["DataType"])
     assert members <= set(dtypes.DTYPES), members - set(dtypes.DTYPES)

@@ -32,13 +32,14 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from trt_model.manifest import MANIFESTS as API_DIR
+from trt_model.manifest import versions as manifest_versions
 
 pytest.importorskip("mypy")
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
-API_DIR = Path(os.environ.get("PARITY_TRT_API_DIR", REPO.parent / "shared" / "trt-api"))
-VERSIONS = ["10.0.1", "10.7.0", "10.8.0.43", "10.16.1.11", "11.0.0.114", "11.4.0.106"]
+VERSIONS = manifest_versions()
 PACKAGES = {"parity_trt": REPO / "plugins/trt/parity_trt", "parity_tactics": REPO / "plugins/tactics/parity_tactics"}
 
 sys.path.insert(0, str(HERE / "stubs"))
