@@ -16,16 +16,18 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
-from test_runner_behaviour import fake_cuda, install_model, run  # noqa: F401 - fixtures
+from test_runner_behaviour import fake_cuda, run  # noqa: F401 - fixtures
 from trt_model.behaviour import ENUM_VALUES
 from trt_model.engine import Program, engine
+from trt_model.install import install, uninstall
 
 from parity.errors import UsageError
 
 
 @pytest.fixture
 def trt(monkeypatch):
-    return install_model(monkeypatch, "10.16.1.11")  # FP4 and E8M0 are not in 10.7
+    yield install(monkeypatch, "10.16.1.11")  # FP4 and E8M0 are not in 10.7
+    uninstall()
 
 
 ITEMSIZE = {"BF16": 2, "FP8": 1, "INT4": 0.5, "FP4": 0.5}  # tensorrt/__init__.py@v10.16
