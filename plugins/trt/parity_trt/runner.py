@@ -25,7 +25,7 @@ from parity.backend.base import BaseRunner, invoke_if_callable
 from parity.data.meta import TensorMeta
 from parity.errors import BackendError, UsageError
 from parity_trt import cuda, dtypes, versions
-from parity_trt._trt import import_trt
+from parity_trt._trt import get_logger, import_trt, reason_since
 from parity_trt.callbacks import clear, guard, raise_pending
 from parity_trt.dtypes import DTYPES, to_numpy_dtype
 
@@ -252,9 +252,12 @@ class TrtRunner(BaseRunner):
             buffer = self.device.setdefault(name, cuda.DeviceArray()).resize((dtypes.device_nbytes(shape, self.dtypes[name]),), np.uint8)
             context.set_tensor_address(name, buffer.ptr)
         callbacks = [self.listener, *self.allocators.values()]
+        mark = get_logger().logged_errors
         if not context.execute_async_v3(self.stream.ptr):
             raise_pending(*callbacks)  # a callback's exception explains the failure better than TensorRT's log
-            raise BackendError("TensorRT execute_async_v3 failed (see the TensorRT log above)")
+            # TensorRT logs why (its logger keeps errors rather than printing them: parity_trt._trt.get_logger)
+            raise BackendError(f"TensorRT execute_async_v3 failed: {reason_since(mark) or 'it logged no error'} "
+                               "(PARITY_TRT_LOG=verbose shows more)")
         hosts = {}
         for name in self.outputs:
             if name in self.shape_io:

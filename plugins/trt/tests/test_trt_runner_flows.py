@@ -357,15 +357,22 @@ def test_cli_shape_no_profile_admits_exits_2(trt, tmp_path: Path, cli) -> None:
     assert code == 2 and "fit no optimization profile" in error_line(err)
 
 
-def test_backend_failure_at_enqueue_is_one_line_exit_3(trt, tmp_path: Path) -> None:
-    # an engine whose execution fails (TensorRT returns False from execute_async_v3): BackendError, one line
+def test_backend_failure_at_enqueue_is_one_line_exit_3_with_tensorrt_s_reason(trt, tmp_path: Path) -> None:
+    # execute_async_v3 returns False after TensorRT logged why ("If an error recorder is not set, messages will be
+    # sent to the global log stream": NvInferRuntime.h@v10.7.0:L4283); that reason is the user's one line
     from parity_trt import TrtRunner
+    from parity_trt._trt import get_logger
 
     if getattr(trt, "_memory", None) is None:
         pytest.skip("replaces a method of the TensorRT model's execution context")
+    reason = "IExecutionContext::enqueueV3: Error Code 1: Cuda Runtime (an illegal memory access was encountered)"
+
+    def failing_enqueue(stream: int) -> bool:
+        get_logger().log(trt.ILogger.Severity.ERROR, reason)
+        return False
+
     with TrtRunner(build(relu_add(tmp_path / "m.onnx", (2, 3)))) as runner:
-        context = runner._context(0)
-        context.execute_async_v3 = lambda stream: False
+        runner._context(0).execute_async_v3 = failing_enqueue
         with pytest.raises(BackendError) as exc:
             runner.infer({"x": np.ones((2, 3), np.float32)})
-        assert "execute_async_v3 failed" in one_line(exc) and exc.value.exit_code == 3
+        assert "execute_async_v3 failed" in one_line(exc) and reason in one_line(exc) and exc.value.exit_code == 3
