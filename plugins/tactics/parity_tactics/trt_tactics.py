@@ -306,27 +306,6 @@ def _is_error(trt: ModuleType, level: Any) -> bool:
         return False
 
 
-@functools.cache
-def _monitor_class(trt: ModuleType) -> type:
-    """An ``IProgressMonitor`` that only holds an error for ``parity_trt.callbacks.raise_pending``, which raises
-    what the config's progress monitor kept right after the build, before reporting a failed build."""
-
-    class ParityBuildWatch(trt.IProgressMonitor):
-        def __init__(self) -> None:
-            trt.IProgressMonitor.__init__(self)
-
-        def phase_start(self, phase_name: str, parent_phase: Any, num_steps: int) -> None:
-            return None
-
-        def step_complete(self, phase_name: str, step: int) -> bool:
-            return True  # False would cancel the build
-
-        def phase_finish(self, phase_name: str) -> None:
-            return None
-
-    return ParityBuildWatch
-
-
 class TacticRecorder:
     """``--save-tactics PATH``: write the tactics TensorRT chose in this build to a replay file.
 
@@ -407,7 +386,7 @@ class TacticReplayer:
         self.strict = strict
         self.problems: list[str] = []
         self._selector: Any = None
-        self._watch: Any = None  # the config's progress monitor, where a failed build's error is kept
+        self._failure: str | None = None  # why the build failed, when TensorRT's error names a replayed key or op
 
     @property
     def _where(self) -> str:
@@ -447,30 +426,28 @@ class TacticReplayer:
             hint = "" if self.replay.timing_cache is not None else " (the replay has no embedded timing cache; pass --load-timing-cache)"
             raise BackendError(f"{len(missing)} of {len(self.replay)} keys of {self._where} are not in the timing cache, first {missing[0]}{hint}")
         self.problems = [f"{key}: not in the timing cache" for key in missing]
-        self._watch = None
-        if _listen(builder, config, self, functools.partial(self._on_log, trt, config)):
-            self._watch = config.progress_monitor
-            if self._watch is None:
-                self._watch = _monitor_class(trt)()
-                config.progress_monitor = self._watch
+        self._failure = None
+        _listen(builder, config, self, functools.partial(self._on_log, trt))
 
-    def _on_log(self, trt: ModuleType, config: Any, level: Any, msg: str) -> None:
+    def _on_log(self, trt: ModuleType, level: Any, msg: str) -> None:
         """An error TensorRT logs about a replayed key or op fails the build ("If this layer cannot use the new
         tactic, build errors will be reported when building the next engine", NvInfer.h@v11.0:L10283-L10284):
-        kept on the config's progress monitor, so the build's error names the op and the replay."""
-        if self._watch is None or not _is_error(trt, level):
+        kept, so ``build_failed`` names the op and the replay."""
+        if self._failure is not None or not _is_error(trt, level):
             return
         text = " ".join(str(msg).split())
         lowered = text.lower()
         for key, tactic in self.replay.items():
             if key.lower() in lowered or (tactic.name and tactic.name in text):
-                from parity_trt.callbacks import keep
-
                 op = f"op '{tactic.name}', " if tactic.name else ""
-                keep(self._watch, "the tactic replayer", BackendError(
-                    f"TensorRT cannot use tactic {tactic_hex(tactic.tactic)} that {self._where} gives {op}key {key}: "
-                    f"the build failed ({text}); record the tactics again with --save-tactics"))
+                self._failure = (f"TensorRT cannot use tactic {tactic_hex(tactic.tactic)} that {self._where} gives {op}key "
+                                 f"{key}: the build failed ({text}); record the tactics again with --save-tactics")
                 return
+
+    def build_failed(self, builder: Any, network: Any, config: Any, reason: str) -> str | None:
+        """The build extension hook of a failed build: the replayed tactic TensorRT refused, if that was why."""
+        _unlisten(builder, self)
+        return self._failure
 
     def postprocess_config(self, builder: Any, network: Any, config: Any) -> None:
         self.configure(builder, network, config)
@@ -541,6 +518,10 @@ class TacticExtension:
     def after_build(self, builder: Any, network: Any, config: Any, engine_bytes: bytes | None = None) -> None:
         for hook in self.hooks:
             hook.finish(builder, network, config, engine_bytes)
+
+    def build_failed(self, builder: Any, network: Any, config: Any, reason: str) -> str | None:
+        messages = [hook.build_failed(builder, network, config, reason) for hook in self.hooks if hasattr(hook, "build_failed")]
+        return next((m for m in messages if m), None)
 
 
 def build_extension(options: Mapping[str, Any]) -> TacticExtension | None:

@@ -52,17 +52,21 @@ class EngineBytesFromNetwork(BaseLoader):
         # TensorRT logs and swallows exceptions raised in Python callbacks (calibrator, algorithm selector,
         # progress monitor); the first one kept explains a failed build better than TensorRT's log
         raise_pending(*owners)
+        # extensions given to CreateConfig(postprocess=...) see the end of the build too (a tactic recorder writes
+        # its replay, a replayer explains a failure), once each even if also passed to this loader
+        config_exts = list(getattr(self.config_loader, "postprocess", []))
+        unique = {id(ext): ext for ext in [*self.extensions, *config_exts]}  # by identity: may be unhashable
         if serialized is None:
             reason = reason_since(mark)
+            for ext in unique.values():  # build_failed(builder, network, config, reason) -> a better message, or None
+                message = ext.build_failed(builder, network, config, reason) if hasattr(ext, "build_failed") else None
+                if message:
+                    raise BackendError(message)
             raise BackendError(f"TensorRT failed to build the engine: {reason or 'it logged no error'} (PARITY_TRT_LOG=verbose shows more)")
         data = bytes(serialized)
         warn_errors_since(mark, "the engine build")
         if self.timing_cache_path:
             save_timing_cache(config, self.timing_cache_path)
-        # extensions given to CreateConfig(postprocess=...) see the finished build too (a tactic recorder
-        # writes its replay here), once each even if also passed to this loader
-        config_exts = list(getattr(self.config_loader, "postprocess", []))
-        unique = {id(ext): ext for ext in [*self.extensions, *config_exts]}  # by identity: may be unhashable
         for ext in unique.values():
             if hasattr(ext, "after_build"):
                 ext.after_build(builder, network, config, data)
