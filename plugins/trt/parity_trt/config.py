@@ -168,7 +168,14 @@ class CreateConfig(BaseLoader):
             func = _postprocess_of(ext)
             if func is not None:
                 func(builder, network, config)
+        self._check_calibrator_used(trt, config)
         return config
+
+    def _check_calibrator_used(self, trt: Any, config: Any) -> None:
+        # TensorRT ignores a calibrator unless BuilderFlag.INT8 is set: the build would quietly make no int8 engine
+        int8 = versions.lookup(trt, PRECISION_FLAGS["int8"])
+        if self.calibrator is not None and int8 is not None and not config.get_flag(int8):
+            raise UsageError("a calibrator (or --calibration-cache) was given without int8 (--int8); TensorRT would ignore it")
 
     def _precision(self, trt: Any, config: Any) -> None:
         for name, wanted in self.precisions.items():
@@ -215,7 +222,12 @@ class CreateConfig(BaseLoader):
             if config.add_optimization_profile(profile) < 0:
                 raise UsageError(f"TensorRT rejected optimization profile {index}: {full}")
         if self.calibrator is not None and wanted:
+            # the last profile, as Polygraphy's CreateConfig does; TensorRT reads dynamic inputs' calibration batches
+            # at its OPT shape ("MIN and MAX values will be overwritten by kOPT", NvInfer.h@v10.7.0:L9244-9252)
             config.set_calibration_profile(profile)
+            from parity_trt.calibrator import expect_calibration_shapes
+
+            expect_calibration_shapes(self.calibrator, {n: s[1] for n, s in full.shapes.items() if n not in shape_inputs})
 
 
 def save_timing_cache(config: Any, path: str) -> None:

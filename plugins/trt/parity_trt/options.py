@@ -276,7 +276,13 @@ def build_options() -> list[click.Option]:
             default=None,
             help="Layer precision constraints (TensorRT 10 only).",
         ),
-        _opt("--calibration-cache", type=click.Path(dir_okay=False), default=None, help="Int8 calibration cache to read/write."),
+        _opt(
+            "--calibration-cache",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Int8 calibration cache: used if present and accepted, else written after a calibration that succeeds "
+            "(never after one that fails). Needs --int8 (refused without it); TensorRT 10 only.",
+        ),
         _many("--pool-limit", help="Memory pool limit pool:size, e.g. workspace:1G (repeatable)."),
         _opt("--builder-optimization-level", type=click.IntRange(0, 5), default=None, help="Builder optimisation level 0-5."),
         _opt("--load-timing-cache", type=click.Path(dir_okay=False), default=None, help="Timing cache to start from (missing file: empty)."),
@@ -343,8 +349,11 @@ def validate_precisions(options: Mapping[str, object], trt_major: int) -> list[s
             f"--strongly-typed with {flags}: a strongly typed network takes precision from the model's tensor types, "
             "so TensorRT does not allow precision flags with it; drop one of them"
         )
-    if options.get("calibration_cache") and not options.get("int8") and trt_major >= 11:
-        raise UsageError("--calibration-cache: TensorRT 11 has no int8 calibration; quantize with Q/DQ nodes instead")
+    if options.get("calibration_cache") and not options.get("int8"):
+        if trt_major >= 11:
+            raise UsageError("--calibration-cache: TensorRT 11 has no int8 calibration; quantize with Q/DQ nodes instead")
+        # without --int8 TensorRT never calibrates nor reads the cache: the engine would silently not be int8
+        raise UsageError("--calibration-cache needs --int8 (without it TensorRT builds no int8 engine and ignores the cache)")
     return [p for p in PRECISIONS if options.get(p)]
 
 

@@ -207,6 +207,44 @@ def test_calibration_get_batch_exception_resurfaces_after_the_build(trt, fake_cu
         build_with([{"y": np.zeros((2, 4), np.float32)}], tmp_path)
 
 
+@pytest.mark.parametrize("network_dtype", ["float16", "bfloat16", "float8_e4m3fn", "int8"])
+@pytest.mark.parametrize("feed_dtype", ["network", "float32"])
+def test_calibration_batches_of_non_index_inputs_are_float32(network_dtype, feed_dtype):
+    """TensorRT reads calibration batches as float32 for every input that is not FLOAT/INT32/INT64/BOOL
+    (trt_model/calibration.py; Polygraphy 0.53.6 backend/trt/calibrator.py set_input_metadata): feeds of the
+    network's type or float32 are accepted and handed over as float32."""
+    import ml_dtypes
+    from parity_trt.calibrator import check_feed
+
+    dtype = np.dtype(getattr(ml_dtypes, network_dtype, None) or network_dtype)
+    values = np.array([[0.5, -1.0, 2.0]], np.float32)
+    feed = values.astype(dtype if feed_dtype == "network" else np.float32)
+    arrays = check_feed({"x": feed}, ["x"], {"x": (dtype, (1, 3))})
+    assert arrays["x"].dtype == np.float32
+    np.testing.assert_array_equal(arrays["x"], feed.astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.bool_])
+def test_calibration_batches_of_index_inputs_keep_their_type(dtype):
+    from parity_trt.calibrator import check_feed
+
+    arrays = check_feed({"x": np.ones((1, 3), dtype)}, ["x"], {"x": (np.dtype(dtype), (1, 3))})
+    assert arrays["x"].dtype == dtype
+    with pytest.raises(UsageError, match=rf"^calibration data for input 'x' has dtype float64, but the network expects {np.dtype(dtype)}$"):
+        check_feed({"x": np.ones((1, 3), np.float64)}, ["x"], {"x": (np.dtype(dtype), (1, 3))})
+
+
+def test_calibration_checks_dynamic_inputs_against_the_opt_shape():
+    from parity_trt.calibrator import check_feed
+
+    expected = {"x": (np.dtype(np.float32), (-1, 4))}
+    assert check_feed({"x": np.zeros((2, 4), np.float32)}, ["x"], expected, {"x": (2, 4)})["x"].shape == (2, 4)
+    with pytest.raises(UsageError, match=r"has shape \[1, 4\], but TensorRT calibrates it at the calibration profile's OPT shape \[2, 4\]"):
+        check_feed({"x": np.zeros((1, 4), np.float32)}, ["x"], expected, {"x": (2, 4)})
+    # no OPT shape known (a config made without CreateConfig): any size in the dynamic dim
+    assert check_feed({"x": np.zeros((1, 4), np.float32)}, ["x"], expected)["x"].shape == (1, 4)
+
+
 # ---- the same debug-tensor path on a real GPU (real CUDA layer; TensorRT's call modelled as above) ----------
 
 
