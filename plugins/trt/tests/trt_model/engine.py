@@ -256,6 +256,7 @@ class Runtime:
         cuda_engine = self._trt.ICudaEngine._new(_program(data), self._trt._memory)
         cuda_engine._detailed = data["verbosity"] == "DETAILED"
         cuda_engine._serialized, cuda_engine._name = raw, data["name"]
+        cuda_engine._logger = self._logger
         return cuda_engine
 
 
@@ -407,6 +408,7 @@ class EngineInspector:
 class ICudaEngine:
     def _init(self, program: Program, memory: Any) -> None:
         self._program, self._memory, self._detailed = program, memory, False
+        self._logger: Any = None  # the runtime's, for enqueue errors
         self._serialized, self._name = None, "Unnamed Network 0"
 
     name = property(lambda self: self._name)
@@ -477,6 +479,14 @@ class IExecutionContext:
         self._errors: list[str] = []
 
     # helpers for Programs (not TensorRT API)
+    def _error(self, message: str) -> None:
+        """An enqueue error: to the runtime's logger, as TensorRT does without an error recorder ("messages will be
+        sent to the global log stream", NvInferRuntime.h@v10.7.0:L4283), and kept for tests."""
+        self._errors.append(message)
+        logger = getattr(self._engine, "_logger", None)
+        if logger is not None:
+            logger.log(self._trt.ILogger.Severity.ERROR, f"IExecutionContext::enqueueV3: Error Code 1: {message}")
+
     def _io(self, name: str) -> tuple:
         return self._engine._program.io[name]
 
@@ -500,6 +510,10 @@ class IExecutionContext:
                                            lambda self, v: setattr(self, "_unfused_debug", bool(v)))
 
     def set_optimization_profile_async(self, profile_index: int, stream_handle: int) -> bool:
+        # false for an index out of range (NvInferRuntime.h@v10.7.0:L4362), which the binding raises as
+        # RuntimeError("Error in set optimization profile async.") (pyCore.cpp@v10.7.0:L333-339)
+        if not 0 <= profile_index < self._engine.num_optimization_profiles:
+            raise RuntimeError("Error in set optimization profile async.")
         self._profile = profile_index
         return True
 
@@ -557,19 +571,19 @@ class IExecutionContext:
             if mode == "INPUT" and shape_io:
                 values = self._shape_values(name)
                 if values is None:
-                    self._errors.append(f"shape tensor {name!r} is not in host memory")
+                    self._error(f"shape tensor {name!r} is not in host memory")
                     return False
                 lo, _, hi = program.value_profiles[self._profile][name]
                 if not all(a <= v <= b for v, a, b in zip(values, lo, hi)):
-                    self._errors.append(f"values of {name!r} {values} are outside profile {self._profile}")
+                    self._error(f"values of {name!r} {values} are outside profile {self._profile}")
                     return False
             elif name not in self._addresses and name not in self._allocators:
                 # every IO tensor needs an address (or, for an output, an allocator): NvInferRuntime.h@v10.7.0 enqueueV3
-                self._errors.append(f"no address set for {name!r}")
+                self._error(f"no address set for {name!r}")
                 return False
         result = program.compute(self)
         if isinstance(result, str):
-            self._errors.append(result)
+            self._error(result)
             return False
         outputs, debug = result
         if self._listener is not None:
@@ -601,7 +615,7 @@ class IExecutionContext:
                 # int(stream)); an exception gives nullptr (L574-583), and enqueue fails without memory
                 ptr = trampoline(allocator, "reallocate_output_async", name, 0, array.nbytes, 256, stream, default=None)
                 if not ptr:
-                    self._errors.append("output allocator returned nullptr")
+                    self._error("output allocator returned nullptr")
                     return False
                 trampoline(allocator, "notify_shape", name, tuple(array.shape))  # pyCore.cpp@v10.7.0:L592
             else:
