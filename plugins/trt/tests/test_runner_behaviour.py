@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
-import trt_model
 from parity_trt import cuda
 from trt_model.engine import Program, engine
 from trt_model.host_cuda import HostCudart
+from trt_model.install import install, uninstall
 
 from parity.errors import BackendError, UsageError
 
@@ -63,19 +64,9 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> HostCudart:
 
 
 @pytest.fixture
-def trt(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    return install_model(monkeypatch, "10.7.0")
-
-
-def install_model(monkeypatch: pytest.MonkeyPatch, version: str) -> types.ModuleType:
-    import parity_trt.calibrator
-    import parity_trt.runner
-
-    module = trt_model.make(version)
-    for mod in (parity_trt.runner, parity_trt.calibrator):
-        monkeypatch.setattr(mod, "import_trt", lambda: module)
-    monkeypatch.setitem(sys.modules, "tensorrt", module)
-    return module
+def trt(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
+    yield install(monkeypatch, "10.7.0")
+    uninstall()
 
 
 def run(engine: Any, feed: dict[str, np.ndarray], **kwargs: Any) -> dict[str, np.ndarray]:
