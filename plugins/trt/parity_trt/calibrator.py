@@ -28,7 +28,7 @@ TensorRT swallows exceptions raised in these methods (pyInt8.cpp logs them), so 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +114,11 @@ def _describe(cache: Any) -> str:
     return f"'{cache}'" if isinstance(cache, (str, Path)) else "(the file object given)"
 
 
-def Calibrator(data: Iterable[Mapping[str, np.ndarray]] | None, cache: Any = None) -> Any:  # noqa: N802 - a class factory
+def Calibrator(data: Iterable[Mapping[str, np.ndarray]] | Callable[[Mapping[str, tuple[np.dtype, tuple[int, ...]]]], Iterable[Mapping[str, np.ndarray]]] | None,
+               cache: Any = None) -> Any:  # noqa: N802 - a class factory
+    """An int8 entropy calibrator. ``data``: feeds, or a function of the network's ``{input: (dtype, shape)}``
+    (the calibration profile's OPT shape for dynamic inputs) returning feeds, called when calibration starts;
+    ``None`` with a ``cache`` that TensorRT accepts. ``cache``: a path or a binary file object."""
     trt = import_trt()
     versions.require(trt, "IInt8EntropyCalibrator2", "--int8 calibration")
 
@@ -165,7 +169,8 @@ def Calibrator(data: Iterable[Mapping[str, np.ndarray]] | None, cache: Any = Non
             if self._data is None:
                 raise UsageError(self._no_data())
             if self._iterator is None:
-                self._iterator = iter(self._data)
+                inputs = {n: (d, self._opt_shapes.get(n, s)) for n, (d, s) in self._expected.items()}
+                self._iterator = iter(self._data(inputs) if callable(self._data) else self._data)
             try:
                 feed = next(self._iterator)
             except StopIteration:

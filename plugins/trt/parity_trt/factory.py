@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+import numpy as np
 
 from parity.errors import UsageError
 from parity.registry import RunnerRequest
@@ -67,6 +70,24 @@ def network_loader(model: str, options: Mapping[str, Any]) -> Any:
     )
 
 
+def synthetic_calibration_data(options: Mapping[str, Any]) -> Callable[[Mapping[str, tuple[Any, tuple[int, ...]]]], Any]:
+    """``--int8`` with neither data nor a cache calibrates on the run's synthetic inputs (``--seed``, ``--val-range``,
+    ``--iterations``), as Polygraphy does, with a warning: ranges from random data rarely fit real inputs."""
+
+    def feeds(inputs: Mapping[str, tuple[Any, tuple[int, ...]]]) -> Any:
+        from parity.data.loader import DataLoader
+        from parity.data.meta import TensorMeta
+        from parity.data.parse import parse_val_ranges
+
+        warnings.warn("--int8 with no --data-loader-script, --load-inputs or --calibration-cache: calibrating on "
+                      "random inputs, whose ranges rarely fit real data", stacklevel=2)
+        meta = {name: TensorMeta(np.dtype(dtype), tuple(shape)) for name, (dtype, shape) in inputs.items()}
+        return DataLoader(meta, seed=options.get("seed", 1), iterations=options.get("iterations") or 1,
+                          val_range=parse_val_ranges(options.get("val_range") or ()), style="cli")
+
+    return feeds
+
+
 def calibration_data(options: Mapping[str, Any], model: str) -> Iterable[Mapping[str, Any]] | None:
     """Feeds for int8 calibration: the run's data-loader script or saved inputs; ``None`` uses the cache only."""
     if options.get("data_loader_script"):
@@ -86,11 +107,12 @@ def config_loader(model: str, options: Mapping[str, Any], extensions: list[Any])
 
     calibrator = None
     if options.get("int8"):
-        data = calibration_data(options, model)
-        if data is not None or options.get("calibration_cache"):
-            from parity_trt.calibrator import Calibrator
+        from parity_trt.calibrator import Calibrator
 
-            calibrator = Calibrator(data, cache=options.get("calibration_cache"))
+        data = calibration_data(options, model)
+        if data is None and not options.get("calibration_cache"):
+            data = synthetic_calibration_data(options)
+        calibrator = Calibrator(data, cache=options.get("calibration_cache"))
     cpps = options.get("trt_config_postprocess_script")
     post = [*extensions]
     if cpps:

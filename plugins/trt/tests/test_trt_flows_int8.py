@@ -181,6 +181,19 @@ def test_run_int8_with_only_a_cache(trt10, tmp_path):
     assert result.exit_code == 0, result.output
 
 
+def test_run_int8_with_no_data_calibrates_on_the_runs_random_inputs(trt10, tmp_path):
+    """As Polygraphy does: ``--int8`` alone calibrates on the run's synthetic inputs, with a warning; before, no
+    calibrator was made, so the engine was silently not int8 and compared exactly."""
+    model = save_model(tmp_path / "identity.onnx")
+    with pytest.warns(UserWarning, match="calibrating on random inputs"):
+        result = parity("run", model, "--trt", "--int8", "--onnxrt", "--iterations", "2")
+    model_only(trt10, "fake quantization with the calibrated range")
+    assert result.exit_code == 1 and last_line(result).startswith("FAILED | mismatched outputs: y"), result.output
+    with pytest.warns(UserWarning, match="calibrating on random inputs"):
+        tolerant = parity("run", model, "--trt", "--int8", "--onnxrt", "--tolerance-preset", "int8")
+    assert tolerant.exit_code == 0, tolerant.output
+
+
 FOREIGN = b"TRT-100700-MinMaxCalibration\nx: 3c010204\ny: 3c010204\n"  # another calibrator's scales
 
 
