@@ -114,3 +114,21 @@ def test_failed_build_returns_none_and_logs():
     network._input("x", (-1, 3))
     assert builder.build_serialized_network(network, builder.create_builder_config()) is None
     assert "no optimization profile" in builder.logger._messages[0]
+
+
+def test_argument_kinds_are_checked_as_pybind11_casts_them():
+    trt = trt_model.make("10.7.0")
+    builder = trt.Builder(trt.Logger())
+    config, network = builder.create_builder_config(), builder.create_network(0)
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        config.set_flag(int(trt.BuilderFlag.FP16))  # pybind11 enums do not convert from int
+    config.set_flag(trt.BuilderFlag.FP16)
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        network.mark_output(config)  # an ITensor parameter refuses another class
+    profile = builder.create_optimization_profile()
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        profile.set_shape("x", (1, 3), (2, "3"), (4, 3))  # Dims: a sequence of ints
+    profile.set_shape(b"x", [1, 3], (2, 3), (4, 3))  # std::string takes bytes too
+    tensor = network._input("x", (-1, 3))
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        tensor.set_dynamic_range("0", 1.0)  # float parameters refuse str

@@ -5,8 +5,10 @@
 enums and their members), so code that reaches for a name another version lacks fails here as it would there.
 
 - Every method and constructor checks its call against ``tensorrt-<version>-signatures.txt`` as pybind11 does: a
-  call no overload accepts (wrong number of arguments, an unknown keyword, a missing required one, a non-``str``
-  for a ``str`` parameter, a ``str``/``float`` for an ``int`` one) raises ``TypeError``. A class with no
+  call no overload accepts (wrong number of arguments, an unknown keyword, a missing required one, or an argument
+  pybind11's caster refuses: not ``str``/``bytes`` for a string, ``str``/``float`` for an ``int``, ``str`` for a
+  ``float``, a non-sequence or non-int items for ``Dims``/``List[int]``, an ``int`` for an enum, another class for
+  a class parameter) raises ``TypeError``. A class with no
   constructor line raises ``TypeError`` when Python calls it (pybind11's "No constructor defined!").
 - What TensorRT DOES is modelled only where a test needs it, in ``behaviour.py``, each behaviour with its citation
   (file, tag, line in NVIDIA/TensorRT). Every other method raises ``NotImplementedError("not modelled: ...")``;
@@ -57,15 +59,37 @@ class EnumMember:
         return f"{type(self).__qualname__}.{self._name}"
 
 
-def _kind_ok(annotation: str, value: Any) -> bool:
-    if annotation == "str":
-        return isinstance(value, str)
-    if annotation in ("int", "typing.SupportsInt"):  # pybind11's int caster refuses float and str
-        return not isinstance(value, (float, str)) and hasattr(value, "__index__")
+_INT = ("int", "typing.SupportsInt")
+_FLOAT = ("float", "typing.SupportsFloat")
+_INT_SEQUENCES = ("Dims", "List[int]", "collections.abc.Sequence[typing.SupportsInt]")
+
+
+def _is_int(value: Any) -> bool:  # pybind11's int caster refuses float and str, takes objects with __index__
+    return not isinstance(value, (float, str, bytes)) and hasattr(value, "__index__")
+
+
+def _kind_ok(annotation: str, value: Any, resolve: Callable[[str], Any]) -> bool:
+    """Whether pybind11's caster for ``annotation`` (a signature manifest's type text) would take ``value``."""
+    if annotation == "str":  # std::string casts from str and bytes
+        return isinstance(value, (str, bytes))
+    if annotation in _INT:
+        return _is_int(value)
+    if annotation in _FLOAT:  # the float caster takes anything with __float__ or __index__, not str
+        return not isinstance(value, (str, bytes)) and (hasattr(value, "__float__") or hasattr(value, "__index__"))
+    if annotation in _INT_SEQUENCES:  # Dims and vectors of ints: a sequence of ints (or a Dims)
+        if type(value).__name__ == "Dims":
+            return True
+        sequence = hasattr(value, "__len__") and hasattr(value, "__getitem__") and not isinstance(value, (str, bytes))
+        return sequence and all(_is_int(v) for v in value)
+    cls = resolve(annotation.rsplit("::", 1)[-1])  # nvinfer1::TensorFormat -> TensorFormat
+    if isinstance(cls, type):
+        if issubclass(cls, EnumMember):  # pybind11 enums do not convert from int
+            return isinstance(value, cls)
+        return value is None or isinstance(value, cls)  # pointers take None (references check it in the binding)
     return True
 
 
-def _accepts(params: list[tuple[str, str, bool]], args: tuple, kwargs: dict) -> bool:
+def _accepts(params: list[tuple[str, str, bool]], args: tuple, kwargs: dict, resolve: Callable[[str], Any]) -> bool:
     if any(name.startswith("*") for name, _, _ in params):
         return True
     if len(args) > len(params):
@@ -77,17 +101,19 @@ def _accepts(params: list[tuple[str, str, bool]], args: tuple, kwargs: dict) -> 
             return False
         bound[key] = value
     return all(name in bound or default for name, _, default in params) and all(
-        _kind_ok(ann, bound[name]) for name, ann, _ in params if name in bound
+        _kind_ok(ann, bound[name], resolve) for name, ann, _ in params if name in bound
     )
 
 
-def _checked(qual: str, sigs: list[str], impl: Callable, bound: bool = True) -> Callable:
-    """``impl`` behind pybind11's overload resolution for ``qual`` (TypeError when no overload takes the call)."""
+def _checked(qual: str, sigs: list[str], impl: Callable, bound: bool = True,
+             resolve: Callable[[str], Any] = lambda name: None) -> Callable:
+    """``impl`` behind pybind11's overload resolution for ``qual`` (TypeError when no overload takes the call);
+    ``resolve`` gives the model class a parameter's type names, for the argument checks."""
     overloads = [parameters(parse_callable(s)[0]) for s in sigs if s.startswith("(")]
 
     def call(*args: Any, **kwargs: Any) -> Any:
         given = args[1:] if bound else args
-        if overloads and not any(_accepts(o, given, kwargs) for o in overloads):
+        if overloads and not any(_accepts(o, given, kwargs, resolve) for o in overloads):
             supported = "\n".join(f"    {i + 1}. {qual.rsplit('.', 1)[-1]}{s}" for i, s in enumerate(sigs))
             raise TypeError(f"{qual}(): incompatible function arguments. The following argument types are supported:\n"
                             f"{supported}\n\nInvoked with: {', '.join(map(repr, given))}")
@@ -150,6 +176,10 @@ class _Builder:
             setattr(cls, member, cls(member, values.get(member, index)))
         return cls
 
+    def resolve(self, name: str) -> Any:
+        """The model class or enum a signature's type text names, or None (builtins, typing constructs)."""
+        return self.get(name) if name in self.m.types else None
+
     def get(self, qual: str) -> Any:
         if qual not in self.built:
             kind, _ = self.m.kinds[qual]
@@ -165,7 +195,7 @@ class _Builder:
         ns.update({k: v for k, v in vars(impl).items() if k.startswith("_") and not k.startswith("__")})  # model helpers
         ctor = getattr(impl, "__init__", None) if "__init__" in vars(impl) else None
         if self.m.sigs.get(qual):
-            ns["__init__"] = _checked(qual, self.m.sigs[qual], ctor or (lambda self, *a, **k: None))
+            ns["__init__"] = _checked(qual, self.m.sigs[qual], ctor or (lambda self, *a, **k: None), resolve=self.resolve)
         else:
             ns["__init__"] = _no_constructor(qual)
         self.members(qual, impl, ns)
@@ -193,9 +223,9 @@ class _Builder:
                 continue
             elif kind == "staticmethod":
                 impl_fn = functools.partial(found.__func__, self.module) if found else _not_modelled(member)
-                ns[short] = staticmethod(_checked(member, self.m.sigs.get(member, []), impl_fn, bound=False))
+                ns[short] = staticmethod(_checked(member, self.m.sigs.get(member, []), impl_fn, bound=False, resolve=self.resolve))
             elif kind in ("method", "classmethod"):
-                ns[short] = _checked(member, self.m.sigs.get(member, []), found or _not_modelled(member))
+                ns[short] = _checked(member, self.m.sigs.get(member, []), found or _not_modelled(member), resolve=self.resolve)
 
     def enum_value(self, enum: str, short: str) -> Any:
         member = behaviour.ENUM_ALIASES.get(short, short)
@@ -228,7 +258,7 @@ def make(version: str = "10.7.0", memory: Any = None) -> types.ModuleType:
             setattr(module, qual, builder.enum_value(kind.split(":", 1)[1], qual))
         elif kind == "function":
             fn = functools.partial(behaviour.FUNCTIONS[qual], module) if qual in behaviour.FUNCTIONS else _not_modelled(qual)
-            setattr(module, qual, _checked(qual, manifest.sigs.get(qual, []), fn, bound=False))
+            setattr(module, qual, _checked(qual, manifest.sigs.get(qual, []), fn, bound=False, resolve=builder.resolve))
         elif kind.startswith("attribute:") and qual == "__version__":
             continue
         elif kind == "module":
