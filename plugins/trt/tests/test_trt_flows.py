@@ -14,20 +14,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 from click.testing import CliRunner, Result
 from onnx import TensorProto, helper
-from trt_test_models import make_model
-
-OPSET = [helper.make_opsetid("", 17)]
-
-
-def save(graph: onnx.GraphProto, path: Path) -> Path:
-    model = helper.make_model(graph, opset_imports=OPSET, ir_version=10)
-    onnx.checker.check_model(model, full_check=True)
-    onnx.save(model, str(path))
-    return path
+from trt_test_models import make_model, save_graph
 
 
 def parity(*args: str | Path) -> Result:
@@ -66,7 +56,7 @@ def loop_model(path: Path) -> Path:
         "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [trip, cond],
     )
-    return save(graph, path)
+    return save_graph(graph, path)
 
 
 def reshape_model(path: Path) -> Path:
@@ -76,7 +66,7 @@ def reshape_model(path: Path) -> Path:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]), helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
     )
-    return save(graph, path)
+    return save_graph(graph, path)
 
 
 def nonzero_model(path: Path) -> Path:
@@ -86,7 +76,7 @@ def nonzero_model(path: Path) -> Path:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
         [helper.make_tensor_value_info("y", TensorProto.INT64, [1, "n"])],
     )
-    return save(graph, path)
+    return save_graph(graph, path)
 
 
 def test_convert_then_inspect_and_run_an_engine_with_several_profiles(trt_backend, tmp_path):

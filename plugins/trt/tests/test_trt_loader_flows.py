@@ -17,34 +17,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from trt_model.fixtures import trt_backend  # noqa: F401 - the fixture, over every modelled version
+from trt_test_models import relu_add, save_model
 
 from parity.errors import BackendError, ModelError, UsageError
 
-OPSET = 17
-
-
 # ---- models ---------------------------------------------------------------------------------------------------
-def _save(path: Path, nodes: list, inputs: list, outputs: list, initializers: list = ()) -> Path:
-    import onnx
-    from onnx import helper
-
-    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 10
-    onnx.save(model, str(path))
-    return path
-
-
-def relu_add(path: Path) -> Path:
-    """h = relu(x); y = h + h, x float[2, 3]."""
-    from onnx import TensorProto, helper
-
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    nodes = [helper.make_node("Relu", ["x"], ["h"], name="relu"), helper.make_node("Add", ["h", "h"], ["y"], name="add")]
-    return _save(path, nodes, [x], [y])
-
 
 def with_loop(path: Path) -> Path:
     """a = relu(x); v = a doubled three times in a Loop (body tensors 'doubled', 'cond_out'); s = shape(v) (a SHAPE
@@ -68,7 +45,7 @@ def with_loop(path: Path) -> Path:
         helper.make_node("Sigmoid", ["v"], ["y"], name="sigmoid"),
     ]
     inits = [numpy_helper.from_array(np.array(3, np.int64), "trips"), numpy_helper.from_array(np.array(True), "keep_going")]
-    return _save(path, nodes, [x], [y], inits)
+    return save_model(path, nodes, [x], [y], inits)
 
 
 def unsupported(path: Path) -> Path:
@@ -76,7 +53,7 @@ def unsupported(path: Path) -> Path:
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [])
-    return _save(path, [helper.make_node("Det", ["x"], ["y"], name="det")], [x], [y])
+    return save_model(path, [helper.make_node("Det", ["x"], ["y"], name="det")], [x], [y])
 
 
 X = np.array([[-1.0, 0.5, 2.0], [3.0, -4.0, 0.25]], np.float32)
@@ -160,7 +137,7 @@ def test_marking_a_loop_body_tensor_by_name_fails_the_build_with_tensorrt_s_reas
 
 # ---- mark / unmark outputs ----------------------------------------------------------------------------------
 def test_outputs_are_exactly_the_names_given(trt, tmp_path: Path) -> None:
-    model = relu_add(tmp_path / "m.onnx")
+    model = relu_add(tmp_path / "m.onnx", (2, 3))
     assert outputs_of(network_of(model)) == ["y"]
     only_h = network_of(model, outputs=["h"])
     assert outputs_of(only_h) == ["h"]  # y unmarked, h marked
@@ -172,10 +149,10 @@ def test_outputs_are_exactly_the_names_given(trt, tmp_path: Path) -> None:
 
 def test_an_unknown_output_name_is_refused_in_one_line_with_a_suggestion(trt, tmp_path: Path) -> None:
     with pytest.raises(UsageError) as exc:
-        outputs_of(network_of(relu_add(tmp_path / "m.onnx"), outputs=["hh"]))
+        outputs_of(network_of(relu_add(tmp_path / "m.onnx", (2, 3)), outputs=["hh"]))
     assert "no tensor 'hh'" in one_line(exc) and "'h'" in one_line(exc)
     with pytest.raises(UsageError) as exc:
-        outputs_of(network_of(relu_add(tmp_path / "m.onnx"), debug=["yy"]))
+        outputs_of(network_of(relu_add(tmp_path / "m.onnx", (2, 3)), debug=["yy"]))
     assert "--mark-debug" in one_line(exc) and "'y'" in one_line(exc)
 
 
@@ -191,7 +168,7 @@ def test_postprocess_runs_last_on_the_network(trt, tmp_path: Path) -> None:
         network.unmark_output(tensors["h"])
         network.mark_output(tensors["y"])
 
-    network = network_of(relu_add(tmp_path / "m.onnx"), outputs=["h"], postprocess=[swap_outputs])
+    network = network_of(relu_add(tmp_path / "m.onnx", (2, 3)), outputs=["h"], postprocess=[swap_outputs])
     out = run(engine_bytes(network), {"x": X})
     assert seen == [["h"]] and list(out) == ["y"]
     np.testing.assert_allclose(out["y"], 2 * np.maximum(X, 0))
@@ -208,7 +185,7 @@ def test_cli_network_postprocess_script(trt, tmp_path: Path, capsys: pytest.Capt
         "        if layer.name == 'relu':\n"
         "            network.mark_output(layer.get_output(0))\n"
     )
-    model = relu_add(tmp_path / "m.onnx")
+    model = relu_add(tmp_path / "m.onnx", (2, 3))
     assert main(["run", str(model), "--trt", "--onnxrt", "--onnx-outputs", "h", "y", "--trt-npps", str(script)]) == 0
     out = capsys.readouterr().out
     assert "h" in out and "y" in out
@@ -222,7 +199,7 @@ def test_cli_network_postprocess_script(trt, tmp_path: Path, capsys: pytest.Capt
 def test_an_engine_saved_and_loaded_back_is_the_same_engine(trt, tmp_path: Path) -> None:
     from parity_trt import EngineFromPath, SaveEngine, engine_from_bytes, save_engine
 
-    built = engine_bytes(network_of(relu_add(tmp_path / "m.onnx")))
+    built = engine_bytes(network_of(relu_add(tmp_path / "m.onnx", (2, 3))))
     path = tmp_path / "m.engine"
     data = SaveEngine(built, str(path))()  # passes on what it saved
     assert isinstance(data, bytes) and path.read_bytes() == data
@@ -247,7 +224,7 @@ def test_cli_convert_then_run_the_engine(trt, tmp_path: Path, capsys: pytest.Cap
     from parity.cli import main
 
     engine = tmp_path / "m.engine"
-    assert main(["convert", str(relu_add(tmp_path / "m.onnx")), "-o", str(engine)]) == 0
+    assert main(["convert", str(relu_add(tmp_path / "m.onnx", (2, 3))), "-o", str(engine)]) == 0
     assert engine.stat().st_size > 0
     assert main(["run", str(engine), "--trt"]) == 0
     engine.write_bytes(b"garbage")
@@ -260,7 +237,7 @@ def test_cli_convert_then_run_the_engine(trt, tmp_path: Path, capsys: pytest.Cap
 # ---- timing caches ------------------------------------------------------------------------------------------
 def test_timing_cache_is_saved_merged_and_loaded(trt, tmp_path: Path) -> None:
     cache = tmp_path / "timing.cache"
-    first, second = relu_add(tmp_path / "a.onnx"), with_loop(tmp_path / "b.onnx")
+    first, second = relu_add(tmp_path / "a.onnx", (2, 3)), with_loop(tmp_path / "b.onnx")
     engine_bytes(network_of(first), save_timing_cache=str(cache))()
     assert cache.stat().st_size > 0
     only_first = cache.read_bytes()
@@ -273,7 +250,7 @@ def test_timing_cache_is_saved_merged_and_loaded(trt, tmp_path: Path) -> None:
 
 
 def test_a_timing_cache_miss_fails_the_build_only_when_asked(trt, tmp_path: Path) -> None:
-    model = relu_add(tmp_path / "m.onnx")
+    model = relu_add(tmp_path / "m.onnx", (2, 3))
     assert engine_bytes(network_of(model), load_timing_cache=str(tmp_path / "absent.cache"))()  # absent: empty cache
     with pytest.raises(BackendError) as exc:
         engine_bytes(network_of(model), error_on_timing_cache_miss=True)()

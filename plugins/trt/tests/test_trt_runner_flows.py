@@ -15,34 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from trt_model.fixtures import trt_backend  # noqa: F401 - the fixture, over every modelled version
+from trt_test_models import relu_add, save_model
 
 from parity.errors import BackendError, ModelError, UsageError
 
-OPSET = 17
-
-
 # ---- models ---------------------------------------------------------------------------------------------------
-def _save(path: Path, nodes: list, inputs: list, outputs: list, initializers: list = ()) -> Path:
-    import onnx
-    from onnx import helper
-
-    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 10
-    onnx.save(model, str(path))
-    return path
-
-
-def relu_add(path: Path, dims: tuple = ("N", 3)) -> Path:
-    """y = 2 * relu(x); h = relu(x)."""
-    from onnx import TensorProto, helper
-
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(dims))
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(dims))
-    nodes = [helper.make_node("Relu", ["x"], ["h"], name="relu"), helper.make_node("Add", ["h", "h"], ["y"], name="add")]
-    return _save(path, nodes, [x], [y])
-
 
 def reshape_by_values(path: Path) -> Path:
     """y = reshape(relu(x), s): ``s`` (int64[2]) is used as a shape, so TensorRT makes it a shape-tensor input."""
@@ -52,7 +29,7 @@ def reshape_by_values(path: Path) -> Path:
     s = helper.make_tensor_value_info("s", TensorProto.INT64, [2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     nodes = [helper.make_node("Relu", ["x"], ["h"], name="relu"), helper.make_node("Reshape", ["h", "s"], ["y"], name="reshape")]
-    return _save(path, nodes, [x, s], [y])
+    return save_model(path, nodes, [x, s], [y])
 
 
 def nonzero(path: Path) -> Path:
@@ -61,7 +38,7 @@ def nonzero(path: Path) -> Path:
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])
     y = helper.make_tensor_value_info("y", TensorProto.INT64, None)
-    return _save(path, [helper.make_node("NonZero", ["x"], ["y"], name="nonzero")], [x], [y])
+    return save_model(path, [helper.make_node("NonZero", ["x"], ["y"], name="nonzero")], [x], [y])
 
 
 # ---- helpers --------------------------------------------------------------------------------------------------
