@@ -102,8 +102,9 @@ class SessionFromOnnx(BaseLoader):
             options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[self.graph_optimization_level])
         if self.intra_op_num_threads:
             options.intra_op_num_threads = self.intra_op_num_threads
+        providers = resolve_providers(self.providers)  # outside the try: a missing provider is no fault of the model
         try:
-            return ort.InferenceSession(source, sess_options=options, providers=resolve_providers(self.providers))
+            return ort.InferenceSession(source, sess_options=options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own pybind exception types
             raise _session_error(exc, model) from None
 
@@ -124,7 +125,7 @@ def _session_error(exc: Exception, model: Any) -> ModelError:
         found = re.search(r"IR version:?\s*(\d+)", text)
         version = f" {found.group(1)}" if found else ""
         return ModelError(f"{where}: onnxruntime cannot load IR version{version}; fix: {onnx_models.IR_FIX}")
-    if "Protobuf parsing failed" in text:
+    if "protobuf parsing failed" in text.lower():  # a path says "Protobuf parsing failed", bytes "... protobuf parsing failed"
         return ModelError(f"{where}: not a valid ONNX model (onnxruntime: {reason(exc, 200)})")
     return ModelError(f"onnxruntime could not load {where}: {reason(exc)}")
 

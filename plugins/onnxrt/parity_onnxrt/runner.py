@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,30 @@ _ORT_TYPES = {
     "tensor(uint8)": np.uint8, "tensor(uint16)": np.uint16, "tensor(uint32)": np.uint32, "tensor(uint64)": np.uint64,
     "tensor(bool)": np.bool_,
 }  # fmt: skip
+# onnxruntime's messages for a feed it refuses before running (InferenceSession::ValidateInputs)
+_BAD_INPUT = re.compile(r"Invalid rank for input|Got invalid dimensions for input|Unexpected input data type|Missing Input|Invalid input name|Invalid Feed Input Name")
+
+
+def _unknown_rank(session: Any, names: list[str]) -> set[str]:
+    """Which of ``names`` have no shape in the model. onnxruntime reports shape [] both for a scalar and for an
+    input without a shape (unknown rank), and checks neither's rank at run time: only the model tells them apart."""
+    if not names:
+        return set()
+    from parity import onnx_models
+
+    path, data = getattr(session, "_model_path", None), getattr(session, "_model_bytes", None)
+    try:
+        if isinstance(path, str):
+            meta = onnx_models.read_inputs(path)
+        elif data:
+            import onnx
+
+            meta = onnx_models.graph_inputs(onnx.ModelProto.FromString(bytes(data)))
+        else:
+            return set()
+    except Exception:  # noqa: BLE001 - the session loaded it; without the model's word, [] stays a scalar
+        return set()
+    return {n for n in names if n in meta and meta[n].shape is None}
 
 
 class OnnxrtRunner(BaseRunner):
@@ -30,8 +55,9 @@ class OnnxrtRunner(BaseRunner):
 
     def activate_impl(self) -> None:
         self.session, _ = invoke_if_callable(self._session_source)
+        unknown = _unknown_rank(self.session, [i.name for i in self.session.get_inputs() if not i.shape])
         self._meta = {
-            i.name: TensorMeta(np.dtype(_ORT_TYPES[i.type]) if i.type in _ORT_TYPES else None, tuple(d if isinstance(d, int) else d for d in i.shape))
+            i.name: TensorMeta(np.dtype(_ORT_TYPES[i.type]) if i.type in _ORT_TYPES else None, None if i.name in unknown else tuple(i.shape))
             for i in self.session.get_inputs()
         }
 
@@ -47,5 +73,9 @@ class OnnxrtRunner(BaseRunner):
         try:
             values = self.session.run(names, feed_dict)
         except Exception as exc:  # onnxruntime's pybind errors
+            if _BAD_INPUT.search(str(exc)):  # onnxruntime's own checks of the feed: bad input, not a backend failure
+                from parity.errors import UsageError
+
+                raise UsageError(f"{self.name}: bad input: {reason(exc)}") from None
             raise BackendError(f"{self.name}: inference failed: {reason(exc)}") from None
         return dict(zip(names, values))

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import ort_models  # noqa: E402
+
+
+@pytest.fixture()
+def build(tmp_path: Path):
+    """``build("relu_add")`` -> path of that ort_models model, saved under tmp_path."""
+
+    def make(name: str, filename: str | None = None) -> Path:
+        return getattr(ort_models, name)(tmp_path / (filename or f"{name}.onnx"))
+
+    return make
+
+
+@pytest.fixture()
+def cli(capsys):
+    """``cli(*args)``: ``parity ...`` in-process; returns (exit code, stdout, stderr)."""
+    from parity import plugins
+    from parity.cli import main
+
+    def run(*args: object) -> tuple[int, str, str]:
+        plugins.reset()
+        code = main([str(a) for a in args])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
