@@ -6,8 +6,6 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import numpy as np
-
 from parity.errors import UsageError
 from parity.registry import RunnerRequest
 from parity_trt import options as opt
@@ -75,6 +73,8 @@ def synthetic_calibration_data(options: Mapping[str, Any]) -> Callable[[Mapping[
     ``--iterations``), as Polygraphy does, with a warning: ranges from random data rarely fit real inputs."""
 
     def feeds(inputs: Mapping[str, tuple[Any, tuple[int, ...]]]) -> Any:
+        import numpy as np  # here: this module is imported to build the command line, which never loads numpy
+
         from parity.data.loader import DataLoader
         from parity.data.meta import TensorMeta
         from parity.data.parse import parse_val_ranges
