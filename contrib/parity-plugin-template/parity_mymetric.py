@@ -11,8 +11,7 @@ from typing import Any
 
 import click
 
-from parity import hookimpl
-from parity.registry import ComparatorSpec
+from parity.api import ComparatorSpec, hookimpl
 
 DEFAULT_MAX = 1e-3
 
@@ -21,7 +20,7 @@ def make_compare(options: Mapping[str, Any]):
     """Called once per ``parity run`` with every parsed option; returns the per-output compare function."""
     import numpy as np
 
-    from parity.compare.result import OutputCheck
+    from parity.api import OutputCheck
 
     limit = options.get("mymetric_max")
     limit = DEFAULT_MAX if limit is None else float(limit)

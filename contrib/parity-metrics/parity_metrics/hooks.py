@@ -9,13 +9,12 @@ from typing import Any
 import click
 
 from parity import hookimpl
-from parity.cli.parsing import GreedyOption
-from parity.registry import ComparatorSpec
+from parity.api import ComparatorSpec, GreedyOption
 
 
 def _threshold(options: Mapping[str, Any], key: str, option: str, default: float) -> Any:
     """``--cosine-min 0.999 probs:0.9999`` -> ``{"": 0.999, "probs": 0.9999}``; numbers pass through (Python API)."""
-    from parity.data.parse import parse_per_name
+    from parity.api import parse_per_name
 
     value = options.get(key)
     if value is None or value == ():

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from parity.compare.result import OutputCheck
+from parity.api import OutputCheck
 
 Threshold = float | Mapping[str, float]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from parity import hookimpl
-from parity.registry import Backend, RunnerRequest
+from parity.api import Backend, RunnerRequest
 
 
 def make_runner(request: RunnerRequest):

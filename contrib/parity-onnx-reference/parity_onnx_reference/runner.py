@@ -7,11 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from parity import onnx_models
-from parity.backend.base import BaseLoader, BaseRunner, invoke_if_callable
-from parity.data.meta import TensorMeta
-from parity.errors import BackendError, ModelError
-from parity.util.text import first_line
+from parity.api import BackendError, BaseLoader, BaseRunner, ModelError, TensorMeta, first_line, invoke_if_callable, onnx_models
 
 
 class EvaluatorFromOnnx(BaseLoader):

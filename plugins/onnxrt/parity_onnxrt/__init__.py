@@ -13,7 +13,7 @@ free of numpy and onnxruntime.
 
 from __future__ import annotations
 
-from parity.util.lazy import lazy_attributes
+from parity.api import lazy_attributes
 
 _LAZY = {
     "ModifyOnnxOutputs": "parity_onnxrt.loaders",

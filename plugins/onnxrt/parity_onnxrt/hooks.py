@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from parity import hookimpl
-from parity.cli.parsing import GreedyOption
-from parity.registry import Backend, RunnerRequest
+from parity.api import Backend, GreedyOption, RunnerRequest
 
 LEVELS = ("disable", "basic", "extended", "layout", "all")
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from parity import onnx_models
-from parity.backend.base import BaseLoader, invoke_if_callable
-from parity.errors import BackendError, ModelError
-from parity.util.fs import check_model_path
+from parity.api import BackendError, BaseLoader, ModelError, check_model_path, invoke_if_callable, onnx_models
 from parity_onnxrt.messages import default_log_severity, reason
 
 MARK_ALL = onnx_models.MARK_ALL
@@ -85,7 +82,7 @@ class SessionFromOnnx(BaseLoader):
         try:
             import onnxruntime as ort
         except ImportError:
-            from parity.errors import missing_dependency
+            from parity.api import missing_dependency
 
             raise missing_dependency("onnxruntime", "pip install onnxruntime") from None
         model, _ = invoke_if_callable(self.model)

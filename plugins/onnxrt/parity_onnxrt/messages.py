@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 
-from parity.util.text import one_line
+from parity.api import one_line
 
 # onnxruntime's logger severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal.
 WARNING, FATAL = 2, 4

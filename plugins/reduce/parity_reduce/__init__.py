@@ -7,7 +7,7 @@ Heavy modules (onnx, onnxruntime) load on first use of these names.
 
 from __future__ import annotations
 
-from parity.util.lazy import lazy_attributes
+from parity.api import lazy_attributes
 
 _LAZY = {
     "Reducer": "parity_reduce.reducer",

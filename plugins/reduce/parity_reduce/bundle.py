@@ -40,7 +40,7 @@ ITERATION_FILES = ("polygraphy_debug.onnx",)  # Polygraphy's name for the iterat
 
 def check_target(directory: str | Path, option: str = "--repro") -> Path:
     """The bundle's folder, refused (exit 2) if something non-empty is there: Parity never replaces a folder."""
-    from parity.errors import UsageError
+    from parity.api import UsageError
 
     target = Path(directory)
     if target.is_symlink() or target.exists():
@@ -64,7 +64,7 @@ class _Copies:
         self.outside: list[tuple[str, str]] = []  # (path as check.sh names it, why it was not copied)
 
     def _is_load_input(self, path: Path) -> bool:
-        from parity.util.fs import same_file
+        from parity.api import same_file
 
         return any(same_file(path, p) for p in self.load_inputs)
 
@@ -136,8 +136,7 @@ def write_bundle(
     checks: int,
     load_inputs: Sequence[str] = (),
 ) -> Path:
-    from parity.errors import UsageError
-    from parity.util.fs import part_path
+    from parity.api import UsageError, part_path
 
     target = Path(directory)
     if (target.exists() or target.is_symlink()) and not target.is_dir():
@@ -160,7 +159,7 @@ def write_bundle(
 
 def _move_into(tmp: Path, target: Path) -> None:
     """Each file of ``tmp`` into the existing folder ``target``, replacing nothing (link, then unlink)."""
-    from parity.errors import UsageError
+    from parity.api import UsageError
 
     moved = []
     try:
@@ -179,9 +178,7 @@ def _move_into(tmp: Path, target: Path) -> None:
 
 
 def _fill(tmp, model, nodes, inputs, expected, check, substitutions, source, checks, load_inputs) -> None:
-    from parity.results.files import save_inputs, save_results
-    from parity.results.model import IterationResult, RunResults
-    from parity.util.fs import write_bytes_atomic, write_text_atomic
+    from parity.api import IterationResult, RunResults, save_inputs, save_results, write_bytes_atomic, write_text_atomic
 
     write_bytes_atomic(tmp / "model.onnx", model.SerializeToString())
     if inputs:

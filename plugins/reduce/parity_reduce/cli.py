@@ -7,12 +7,21 @@ from typing import Any
 
 import click
 
-from parity.cli import options as opts
-from parity.cli.common import echo, verbosity_options, warn
-from parity.cli.parsing import GreedyOption, ParityCommand
-from parity.debug import debug_options, file_fingerprint, session_from_options
-from parity.errors import ExitCode, UsageError
-from parity.util.fs import check_model_path, refuse_overwrite
+from parity.api import (
+    ExitCode,
+    GreedyOption,
+    ParityCommand,
+    UsageError,
+    check_model_path,
+    data_options,
+    debug_options,
+    echo,
+    file_fingerprint,
+    refuse_overwrite,
+    session_from_options,
+    verbosity_options,
+    warn,
+)
 
 REDUCE_HELP = """Shrink a failing ONNX MODEL to a minimal subgraph that still fails the --check.
 
@@ -40,14 +49,14 @@ expects, so it works with any backend. The result is a set of nodes, not a prefi
 
 
 def _modes(kind: str) -> list[str]:
-    from parity.plugins import get_registry
+    from parity.api import get_registry
 
     names = {name for name, spec in get_registry().strategies.items() if kind in spec.kinds}
     return sorted(names | ({"staged", "auto"} if kind == "reduce" else set()))  # staged: parity_reduce.strategies
 
 
 def add_commands(cli: click.Group) -> None:
-    from parity.cli import group
+    from parity.api import group
 
     debug = group(cli, "debug")
     reduce_params = [
@@ -79,7 +88,7 @@ def add_commands(cli: click.Group) -> None:
         ),
         click.Option(["--repro"], metavar="DIR", help="Repro bundle folder [<output>_repro]."),
         click.Option(["--no-repro"], is_flag=True, help="Do not write the repro bundle."),
-        *opts.data_options(),
+        *data_options(),
         *debug_options("parity_debug.onnx"),
     ]
     command = ParityCommand("reduce", params=reduce_params, callback=reduce_command, help=REDUCE_HELP, short_help="Shrink a failing model to a minimal failing subgraph.")
@@ -96,7 +105,7 @@ def add_commands(cli: click.Group) -> None:
             help="As convert --fp-to-fp16: clamp weights beyond +-65504 instead of keeping them and their readers fp32 (they become search candidates).",
         ),
         GreedyOption(["--model-input-shapes"], metavar="NAME:[D0,...]", help="Input shapes for the generated inputs (dynamic dims), e.g. x:[1,3,224,224]."),
-        *opts.data_options(),
+        *data_options(),
         *debug_options("parity_debug.onnx"),
     ]
     command = ParityCommand(
@@ -106,8 +115,7 @@ def add_commands(cli: click.Group) -> None:
 
 
 def _feeds(model: str, params: dict[str, Any], shapes: dict) -> list[dict]:
-    from parity.cli.run import make_data_loader
-    from parity.plugins import get_registry
+    from parity.api import get_registry, make_data_loader
 
     loader_params = dict(params)
     if shapes and not loader_params.get("input_shapes"):
@@ -117,7 +125,7 @@ def _feeds(model: str, params: dict[str, Any], shapes: dict) -> list[dict]:
 
 def _check_writable(**paths: str | None) -> None:
     """Every file the command will write can be written: refused before the search, not after it."""
-    from parity.results.files import check_output_path
+    from parity.api import check_output_path
 
     for option, path in paths.items():
         if path:
@@ -134,7 +142,7 @@ def _auto_mode(mode: str, iter_inputs: str | None) -> str:
 
 
 def reduce_command(model: str, output: str, **params: Any) -> int:
-    from parity.data.parse import parse_shapes
+    from parity.api import parse_shapes
     from parity_reduce.bundle import check_target, write_bundle
     from parity_reduce.reducer import Reducer
 
@@ -152,7 +160,7 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
     shapes = parse_shapes(params.get("model_input_shapes") or (), "--model-input-shapes")
     feeds = _feeds(model, params, shapes)
     if params.get("save_inputs"):
-        from parity.results.files import save_inputs
+        from parity.api import save_inputs
 
         save_inputs(feeds, params["save_inputs"])
     check = params.get("check") or []
@@ -181,11 +189,10 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
         if result.min_good is None:
             warn("no passing candidate was checked; --min-good not written")
         else:
-            from parity.onnx_models import validate
-            from parity.util.fs import write_bytes_atomic
+            from parity.api import onnx_models, write_bytes_atomic
 
             data = result.min_good.SerializeToString()
-            validate(data, f"the largest passing model (not written to {params['min_good']})", missing_kernels_ok=True)
+            onnx_models.validate(data, f"the largest passing model (not written to {params['min_good']})", missing_kernels_ok=True)
             write_bytes_atomic(params["min_good"], data)
     echo(session.summary.line())
     echo(f"Minimum bad model: {len(result.nodes)} of {total} nodes -> {output}")
@@ -208,7 +215,7 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
 def precision_command(model: str, output: str, **params: Any) -> int:
     import json
 
-    from parity.util.fs import write_text_atomic
+    from parity.api import write_text_atomic
     from parity_reduce.precision import PrecisionSearch
 
     check_model_path(model)
@@ -217,8 +224,7 @@ def precision_command(model: str, output: str, **params: Any) -> int:
     if params.get("mode") not in _modes("precision"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")
     if params.get("save_inputs"):  # the data options make the inputs the check reads, as in debug reduce
-        from parity.data.parse import parse_shapes
-        from parity.results.files import save_inputs
+        from parity.api import parse_shapes, save_inputs
 
         save_inputs(_feeds(model, params, parse_shapes(params.get("model_input_shapes") or (), "--model-input-shapes")), params["save_inputs"])
     session = session_from_options(params, label="precision", fingerprint={"model": file_fingerprint(model)})

@@ -15,8 +15,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from parity.errors import ModelError, UsageError
-from parity.onnx_models import keep_ir_valid, node_inputs, topological_order
+from parity.api import ModelError, UsageError, onnx_models
 
 
 def _constant_value(node: onnx.NodeProto) -> np.ndarray | None:
@@ -86,11 +85,11 @@ def _forget_negative_dims(graph: onnx.GraphProto) -> None:
 def _toposort(nodes: list[onnx.NodeProto], available: set[str]) -> list[onnx.NodeProto]:
     """Nodes in topological order (``parity.onnx_models.topological_order``); cycles and reads of tensors
     nothing produces are errors."""
-    order = topological_order(nodes)
+    order = onnx_models.topological_order(nodes)
     if len(order) != len(nodes):
         raise ModelError("the graph has a cycle; cannot order its nodes")
     producer = {o for n in nodes for o in n.output if o}
-    missing = {t for n in nodes for t in node_inputs(n) if t not in producer and t not in available}
+    missing = {t for n in nodes for t in onnx_models.node_inputs(n) if t not in producer and t not in available}
     if missing:
         raise ModelError(f"nodes read tensors nothing produces: {', '.join(sorted(missing)[:5])}")
     return [nodes[i] for i in order]
@@ -112,7 +111,7 @@ class GraphIndex:
         if not self.nodes:
             raise ModelError("the model has no nodes to reduce")
         self.producer = {o: i for i, n in enumerate(self.nodes) for o in n.output if o}
-        self.reads = [node_inputs(n) for n in self.nodes]
+        self.reads = [onnx_models.node_inputs(n) for n in self.nodes]
         self.consumers = {}
         for i, names in enumerate(self.reads):
             for t in names:
@@ -202,7 +201,7 @@ class GraphIndex:
         model = onnx.helper.make_model(graph, opset_imports=list(self.model.opset_import), producer_name="parity-reduce")
         model.ir_version = self.model.ir_version
         model.functions.extend(self.model.functions)
-        return keep_ir_valid(model)
+        return onnx_models.keep_ir_valid(model)
 
     def tensor_info(self, name: str, reference: Reference | None) -> onnx.ValueInfoProto:
         """Type of a tensor: its shape across reference samples (dims that differ become symbolic)."""

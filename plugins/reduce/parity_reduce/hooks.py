@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from parity import hookimpl
-from parity.registry import StrategySpec
+from parity.api import StrategySpec
 
 # name -> help; the factories live in parity_reduce.strategies (imported when a strategy is built).
 MODES = {

@@ -18,9 +18,7 @@ from typing import Any
 import onnx
 from onnx import TensorProto
 
-from parity.debug import DebugSession, PredicateCheck, Summary
-from parity.errors import ExitCode, ParityError
-from parity.util.fs import write_bytes_atomic
+from parity.api import DebugSession, ExitCode, ParityError, PredicateCheck, Summary, write_bytes_atomic
 from parity_reduce.reducer import Search, load_model
 from parity_reduce.strategies import DEFAULT_MODE, STRATEGIES
 
@@ -51,10 +49,10 @@ class PrecisionResult:
 
     def save(self, path: str | Path) -> None:
         """Write the model if it passes ``parity.onnx_models.validate`` (checker full check, onnxruntime load)."""
-        from parity.onnx_models import validate
+        from parity.api import onnx_models
 
         data = self.model.SerializeToString()
-        validate(data, f"the mixed-precision model (not written to {path})", missing_kernels_ok=True)
+        onnx_models.validate(data, f"the mixed-precision model (not written to {path})", missing_kernels_ok=True)
         write_bytes_atomic(path, data)
 
 
@@ -100,7 +98,7 @@ class PrecisionSearch:
         keep_out_of_range: bool = True,
         check_original: bool = True,
     ) -> None:
-        from parity.errors import UsageError
+        from parity.api import UsageError
 
         if (predicate is None) == (session is None):
             raise UsageError("give PrecisionSearch either a predicate or a DebugSession")
@@ -120,7 +118,7 @@ class PrecisionSearch:
     def strategy(self) -> Any:
         if self.mode in STRATEGIES:
             return STRATEGIES[self.mode][0]({})
-        from parity.plugins import get_registry
+        from parity.api import get_registry
 
         return get_registry().strategy(self.mode).factory({})
 
@@ -133,7 +131,7 @@ class PrecisionSearch:
         full = list(range(len(cands)))
         passes_low = False
         if self.check_original:  # the model fully in low precision: its failure signature defines bad
-            from parity.debug.session import OriginalNotFailing
+            from parity.api import OriginalNotFailing
 
             try:
                 passes_low = self.session.original(search.candidate(frozenset()), f"the {self.low} model (no node kept fp32)", passing_ok=True) == "good"

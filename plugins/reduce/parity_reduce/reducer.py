@@ -21,10 +21,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from parity.debug import Candidate, DebugSession, Iteration, Oracle, PredicateCheck, Summary, subset_key
-from parity.errors import ExitCode, ParityError, UsageError
-from parity.util import text
-from parity.util.fs import write_bytes_atomic
+from parity.api import Candidate, DebugSession, ExitCode, Iteration, Oracle, ParityError, PredicateCheck, Summary, UsageError, first_line, subset_key, write_bytes_atomic
+from parity.api import warn as print_warning
 from parity_reduce.graph import GraphIndex, Reference, prepare, run_reference
 from parity_reduce.strategies import REDUCE_DEFAULT_MODE, STRATEGIES
 
@@ -53,10 +51,10 @@ class ReduceResult:
     def save(self, path: str | Path) -> None:
         """Write the minimal model atomically, after it passes the full checker and loads in onnxruntime
         (a minimal model the user cannot open answers nothing: that is a ModelError, exit 3)."""
-        from parity.onnx_models import validate
+        from parity.api import onnx_models
 
         data = self.model.SerializeToString()
-        validate(data, f"the minimal model ({len(self.nodes)} nodes; not written to {path})", missing_kernels_ok=True)
+        onnx_models.validate(data, f"the minimal model ({len(self.nodes)} nodes; not written to {path})", missing_kernels_ok=True)
         write_bytes_atomic(path, data)
 
     def inputs(self) -> list[dict[str, np.ndarray]]:
@@ -73,24 +71,23 @@ class ReduceResult:
 def load_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
     if isinstance(model, onnx.ModelProto):
         return model
-    from parity.onnx_models import load
+    from parity.api import onnx_models
 
-    return load(model)
+    return onnx_models.load(model)
 
 
 def make_reference(model: onnx.ModelProto, inputs: Sequence[Mapping[str, np.ndarray]] | None, warn: Callable[[str], None]) -> Reference | None:
     """Run the prepared model once per sample; ``None`` (with a warning) when onnxruntime cannot."""
     if inputs is None:
-        from parity.data.loader import DataLoader
-        from parity.onnx_models import graph_inputs
+        from parity.api import DataLoader, onnx_models
 
-        inputs = list(DataLoader(graph_inputs(model)))
+        inputs = list(DataLoader(onnx_models.graph_inputs(model)))
     try:
         return run_reference(model, inputs)
     except ParityError:
         raise
     except Exception as exc:
-        warn(f"reference run with onnxruntime failed ({text.first_line(exc, 200)}); cut tensors get types from shape inference and no values")
+        warn(f"reference run with onnxruntime failed ({first_line(exc, 200)}); cut tensors get types from shape inference and no values")
         return None
 
 
@@ -122,7 +119,7 @@ class Search:
                 return
             write_bytes_atomic(it.artifact, model.SerializeToString())
             if self.iter_inputs and self.inputs_for:
-                from parity.results.files import save_inputs
+                from parity.api import save_inputs
 
                 save_inputs(self.inputs_for(model), it.slot_path(self.iter_inputs))
 
@@ -136,7 +133,7 @@ class Search:
 
     def original(self, subset: frozenset[int], what: str) -> None:
         """Check the unchanged input first (its failure signature defines bad); stop if it does not fail."""
-        from parity.debug.session import OriginalNotFailing
+        from parity.api import OriginalNotFailing
 
         try:
             self.session.original(self.candidate(subset), what)
@@ -190,7 +187,7 @@ class Reducer:
             raise UsageError(f"--cut-tensors: expected 'input' or 'constant', got '{cut}'")
         if not reduce_inputs and not reduce_outputs:
             raise UsageError("--no-reduce-inputs and --no-reduce-outputs together leave nothing to reduce")
-        self.warn = warn or text.warn
+        self.warn = warn or print_warning
         self.model = prepare(load_model(model), input_shapes)
         self.index = GraphIndex(self.model)
         self.reference = make_reference(self.model, inputs, self.warn) if reference else None
@@ -213,10 +210,10 @@ class Reducer:
         """Writes each improvement to ``save_best`` atomically, after the same validation as the final save."""
 
         def save(subset: frozenset[int]) -> None:
-            from parity.onnx_models import validate
+            from parity.api import onnx_models
 
             data = self.build(subset).SerializeToString()
-            validate(data, f"the failing model of {len(subset)} nodes (not written to {self.save_best})", missing_kernels_ok=True)
+            onnx_models.validate(data, f"the failing model of {len(subset)} nodes (not written to {self.save_best})", missing_kernels_ok=True)
             write_bytes_atomic(self.save_best, data)
 
         return save
@@ -225,7 +222,7 @@ class Reducer:
         options = {"graph": self.index, "no_reduce_inputs": not self.reduce_inputs, "no_reduce_outputs": not self.reduce_outputs}
         if self.mode in STRATEGIES:
             return STRATEGIES[self.mode][0](options)
-        from parity.plugins import get_registry
+        from parity.api import get_registry
 
         return get_registry().strategy(self.mode).factory(options)
 
@@ -323,7 +320,7 @@ def prove_bundle(directory: str | Path, session: DebugSession) -> tuple[bool, st
     import shutil
     import tempfile
 
-    from parity.debug.check import CommandCheck
+    from parity.api import CommandCheck
 
     check = session.check
     if not isinstance(check, CommandCheck):

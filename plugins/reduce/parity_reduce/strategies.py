@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from parity.debug.strategy import Oracle
+from parity.api import Oracle
 
 
 @dataclass

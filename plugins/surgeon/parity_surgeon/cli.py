@@ -8,10 +8,7 @@ from typing import Any
 
 import click
 
-from parity.cli.common import echo, verbosity_options
-from parity.cli.parsing import GreedyOption, ParityCommand
-from parity.errors import ExitCode, ModelError, UsageError
-from parity.util.fs import check_model_path, refuse_overwrite
+from parity.api import ExitCode, GreedyOption, ModelError, ParityCommand, UsageError, check_model_path, echo, refuse_overwrite, verbosity_options
 
 
 def _check_model(model: str, output: str | None = None) -> None:
@@ -63,7 +60,7 @@ def sanitize_cmd(
       parity surgeon sanitize model.onnx -o folded.onnx --fold-constants
       parity surgeon sanitize model.onnx -o static.onnx --override-input-shapes x:[1,3,224,224] --fold-constants
     """
-    from parity.data.parse import parse_shapes
+    from parity.api import parse_shapes
     from parity_surgeon import graph as g
     from parity_surgeon.sanitizer import sanitize
 
@@ -158,7 +155,7 @@ def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool) -> int:
     \b
       parity check lint model.onnx -o lint.json
     """
-    from parity.util.fs import write_text_atomic
+    from parity.api import write_text_atomic
     from parity_surgeon.linter import lint
 
     _check_model(model)
@@ -176,7 +173,7 @@ def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool) -> int:
 
 
 def convert_fp16(request: Any) -> None:
-    from parity.util.fs import write_bytes_atomic
+    from parity.api import write_bytes_atomic
     from parity_surgeon.fp16 import convert_to_fp16_bytes
 
     if not request.get("fp_to_fp16"):
@@ -215,8 +212,7 @@ _SKIP_COMPARE = {"load_outputs", "save_outputs", "fail_fast", "validate"}
 
 
 def make_localize_cmd() -> click.Command:
-    from parity.cli import options as opts
-    from parity.plugins import get_registry
+    from parity.api import backend_params, compare_options, data_options, get_registry, model_options, onnx_options
 
     registry = get_registry()
     params: list[click.Parameter] = [
@@ -235,11 +231,11 @@ def make_localize_cmd() -> click.Command:
         ),
         click.Option(["--all-tensors"], is_flag=True, help="Compare every tensor instead of stopping after the batch with the first divergence."),
         click.Option(["--extract-to"], type=click.Path(), default=None, help="Also write the first divergent node as a standalone model to PATH."),
-        *opts.model_options(),
-        *opts.onnx_options(),
-        *opts.data_options(),
-        *[p for p in opts.compare_options(registry) if p.name not in _SKIP_COMPARE],
-        *opts.backend_params(registry),
+        *model_options(),
+        *onnx_options(),
+        *data_options(),
+        *[p for p in compare_options(registry) if p.name not in _SKIP_COMPARE],
+        *backend_params(registry),
     ]
     return verbosity_options(
         ParityCommand(
@@ -249,10 +245,7 @@ def make_localize_cmd() -> click.Command:
 
 
 def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
-    from parity.cli.run import cast_runner_settings, make_compare_funcs, make_data_loader
-    from parity.data.loader import as_feed
-    from parity.plugins import get_registry
-    from parity.util.fs import write_text_atomic
+    from parity.api import as_feed, cast_runner_settings, get_registry, make_compare_funcs, make_data_loader, write_text_atomic
     from parity_surgeon import graph as g
     from parity_surgeon.extractor import extract_node
     from parity_surgeon.localizer import localize, runner_specs_from_cli

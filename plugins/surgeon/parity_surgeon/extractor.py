@@ -11,9 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from parity import onnx_models
-from parity.errors import UsageError
-from parity.util.text import did_you_mean
+from parity.api import UsageError, did_you_mean, onnx_models
 from parity_surgeon import graph as g
 
 AUTO = "auto"
@@ -32,7 +30,7 @@ def parse_input_spec(text: str) -> TensorSpec:
     """``name:shape:dtype`` with either part ``auto``: ``x:[1,3]:float32``, ``x:auto:auto``, ``x``."""
     import numpy as np
 
-    from parity.data.parse import parse_shape
+    from parity.api import parse_shape
 
     parts = text.rsplit(":", 2)
     if len(parts) == 3 and (parts[1] == AUTO or parts[1].startswith("[")):
@@ -121,10 +119,10 @@ def _resolved(spec: TensorSpec, types: Mapping[str, tuple]) -> bool:
 
 
 def _boundary(tensor: Any, spec: TensorSpec, types: Mapping[str, tuple], observed: Mapping[str, Any], gs: Any, is_input: bool) -> Any:
-    from parity.onnx_models import dtype_of
+    from parity.api import onnx_models
 
     elem, shape = types.get(spec.name, (0, None))
-    dtype = spec.dtype if spec.dtype is not None else (dtype_of(elem) if elem else None)
+    dtype = spec.dtype if spec.dtype is not None else (onnx_models.dtype_of(elem) if elem else None)
     if is_input:
         shape = spec.shape if spec.shape is not None else shape
     if spec.name in observed:
@@ -162,8 +160,7 @@ def _observe(model: Any, names: Sequence[str], feed: Mapping[str, Any] | None) -
     """Run the model once with ``names`` marked as outputs (the fallback when shape inference cannot tell)."""
     from parity_onnxrt.loaders import ModifyOnnxOutputs, SessionFromOnnx
 
-    from parity import onnx_models
-    from parity.data.loader import DataLoader
+    from parity.api import DataLoader, onnx_models
 
     session = SessionFromOnnx(ModifyOnnxOutputs(lambda: _copy(model), list(names)))()
     data = dict(feed) if feed is not None else DataLoader(onnx_models.graph_inputs(model))[0]
@@ -186,7 +183,7 @@ class ExtractSubgraph:
         self.model, self.inputs, self.outputs = model, inputs, outputs
 
     def __call__(self) -> Any:
-        from parity.backend.base import invoke_if_callable
+        from parity.api import invoke_if_callable
 
         model, _ = invoke_if_callable(self.model)
         return extract(model, self.inputs, self.outputs)

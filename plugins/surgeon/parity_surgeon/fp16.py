@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from parity.onnx_models import read_varint
+from parity.api import onnx_models
 from parity_surgeon import graph as g
 
 FP16_MAX = 65504.0
@@ -233,17 +233,17 @@ def _wire(buf: Any, start: int, end: int) -> Iterable[tuple[int, int, int, int, 
     pos = start
     while pos < end:
         head = pos
-        key, pos = read_varint(buf, pos)
+        key, pos = onnx_models.read_varint(buf, pos)
         wire = key & 7
         if wire == 0:
             value = pos
-            _, pos = read_varint(buf, pos)
+            _, pos = onnx_models.read_varint(buf, pos)
         elif wire == 1:
             value, pos = pos, pos + 8
         elif wire == 5:
             value, pos = pos, pos + 4
         elif wire == 2:
-            length, value = read_varint(buf, pos)
+            length, value = onnx_models.read_varint(buf, pos)
             pos = value + length
         else:
             raise ValueError(f"unsupported protobuf wire type {wire}")
@@ -316,7 +316,7 @@ class _FileWeights:
         a name not seen before (its span recorded in ``spans``); None to keep it as it is."""
         fields = list(_wire(buf, start, end))
         raw = [f for f in fields if f[0] == _T_RAW and f[1] == 2]
-        types = [read_varint(buf, f[3])[0] for f in fields if f[0] == _T_TYPE and f[1] == 0]
+        types = [onnx_models.read_varint(buf, f[3])[0] for f in fields if f[0] == _T_TYPE and f[1] == 0]
         names = [bytes(buf[f[3] : f[4]]) for f in fields if f[0] == _T_NAME and f[1] == 2]
         location = [f for f in fields if f[0] == _T_LOCATION]
         if len(raw) != 1 or types[-1:] != [FLOAT] or len(names) != 1 or location or raw[0][4] - raw[0][3] <= _SMALL or (raw[0][4] - raw[0][3]) % 4:
@@ -387,7 +387,7 @@ class _FileWeights:
             pieces += graph
         total = sum(size(p) for p in pieces)
         if total >= 2**31:
-            from parity.errors import ModelError
+            from parity.api import ModelError
 
             raise ModelError(f"the fp16 model is over protobuf's 2 GiB limit ({total} bytes) and cannot be written as one file")
         out = io.BytesIO()
@@ -430,7 +430,7 @@ class Fp16Converter:
     ) -> None:
         import numpy as np
 
-        from parity.errors import UsageError
+        from parity.api import UsageError
 
         if low not in _LOW:
             raise UsageError(f"--precision: expected one of {', '.join(_LOW)}, got '{low}'")
@@ -446,7 +446,7 @@ class Fp16Converter:
         known = {n.name for graph in _walk(self.model.graph) for n in graph.node}
         unknown = sorted(self.block_names - known)
         if unknown:
-            from parity.util.text import did_you_mean
+            from parity.api import did_you_mean
 
             raise UsageError(f"--node-block-list: the model has no node '{unknown[0]}'{did_you_mean(unknown[0], known)}")
         self.opset = next((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), 17)
@@ -488,14 +488,14 @@ class Fp16Converter:
     def probe_onnxruntime(self) -> None:
         """Keep fp32 the op types onnxruntime's CPU provider has no kernel for at the low type, found by
         loading default builds (what ``convert_to_fp16`` does), so later builds load."""
-        from parity.onnx_models import MissingKernelError, validate
+        from parity.api import onnx_models
 
         while True:
             model, _ = self.build()
             try:
-                validate(model.SerializeToString(), "the fp16 model")
+                onnx_models.validate(model.SerializeToString(), "the fp16 model")
                 return
-            except MissingKernelError as exc:
+            except onnx_models.MissingKernelError as exc:
                 if exc.op_type in self.block_ops or exc.op_type in self.auto_ops:
                     return
                 self.auto_ops.append(exc.op_type)
@@ -715,12 +715,12 @@ class _Build:
 
 def _captured(node: Any) -> list[str]:
     """Outer-scope names read inside a node's bodies."""
-    from parity.onnx_models import node_inputs
+    from parity.api import onnx_models
 
     if not _subgraphs(node):
         return []
     direct = set(node.input)
-    return [t for t in node_inputs(node) if t not in direct]
+    return [t for t in onnx_models.node_inputs(node) if t not in direct]
 
 
 def _rename(nodes: list[Any], old: str, new: str) -> None:
@@ -778,9 +778,7 @@ def _convert_validated(
     validate: bool = True,
     keep_model: bool = True,
 ) -> tuple[Any, Fp16Report]:
-    from parity.errors import ModelError
-    from parity.onnx_models import MissingKernelError
-    from parity.onnx_models import validate as validate_model
+    from parity.api import ModelError, onnx_models
 
     path = isinstance(model, (str, Path))
     auto: list[str] = []
@@ -805,8 +803,8 @@ def _convert_validated(
             if weights is not None:
                 data = weights.assemble(data, "float16", out_of_range)
         try:
-            validate_model(data, "the fp16 model", missing_kernels_ok=not check_onnxruntime)
-        except MissingKernelError as exc:
+            onnx_models.validate(data, "the fp16 model", missing_kernels_ok=not check_onnxruntime)
+        except onnx_models.MissingKernelError as exc:
             if exc.op_type in set(op_block_list) or exc.op_type in auto:
                 raise
             auto.append(exc.op_type)
@@ -825,7 +823,7 @@ class Fp16FromOnnx:
         self.model, self.options = model, options
 
     def __call__(self) -> Any:
-        from parity.backend.base import invoke_if_callable
+        from parity.api import invoke_if_callable
 
         model, _ = invoke_if_callable(self.model)
         return convert_to_fp16(model, **self.options)[0]

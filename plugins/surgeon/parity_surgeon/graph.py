@@ -10,10 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from parity import onnx_models
-from parity.errors import ModelError, UsageError
-from parity.util.fs import refuse_overwrite, write_bytes_atomic
-from parity.util.text import first_line
+from parity.api import ModelError, UsageError, first_line, onnx_models, refuse_overwrite, write_bytes_atomic
 
 IR_VERSION_FALLBACK = 10  # what onnxruntime loads; onnx.helper writes newer versions it cannot
 
@@ -65,10 +62,10 @@ class NodeInfo:
 
 def topo_nodes(graph: Any) -> list[Any]:
     """Nodes in topological order (``parity.onnx_models.topological_order``); a cycle is an error."""
-    from parity.onnx_models import topological_order
+    from parity.api import onnx_models
 
     nodes = list(graph.node)
-    order = topological_order(nodes)
+    order = onnx_models.topological_order(nodes)
     if len(order) != len(nodes):
         raise ModelError(f"the graph has a cycle through {len(nodes) - len(order)} node(s); it is not a valid ONNX graph")
     return [nodes[i] for i in order]
@@ -133,7 +130,7 @@ def infer_shapes(model: Any, data_prop: bool = True) -> tuple[Any, str]:
 
 def set_input_shapes(model: Any, shapes: dict[str, tuple]) -> None:
     """Overwrite graph input shapes in place (``--override-input-shapes``), dropping stale inferred shapes."""
-    from parity.util.text import did_you_mean
+    from parity.api import did_you_mean
 
     inputs = {vi.name: vi for vi in model.graph.input}
     for name, dims in shapes.items():

@@ -15,8 +15,7 @@ def _convert(request) -> None:
 def parity_register_converters(register):
     import click
 
-    from parity.cli.parsing import GreedyOption
-    from parity.registry import ConverterSpec
+    from parity.api import ConverterSpec, GreedyOption
 
     register(
         ConverterSpec(
@@ -46,7 +45,7 @@ def parity_register_converters(register):
 
 @hookimpl
 def parity_register_commands(cli):
-    from parity.cli import group
+    from parity.api import group
     from parity_surgeon import cli as commands
 
     surgeon = group(cli, "surgeon")

@@ -11,8 +11,7 @@ import ast
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from parity.errors import UsageError
-from parity.util.text import did_you_mean
+from parity.api import UsageError, did_you_mean
 from parity_surgeon import graph as g
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from parity import onnx_models
+from parity.api import onnx_models
 from parity_surgeon import graph as g
 
 ERROR, WARNING = "error", "warning"
@@ -72,7 +72,7 @@ def lint(model: Any, label: str | None = None, onnxruntime: bool = True) -> Lint
         report.add(ERROR, "shape-inference", _first_line(exc))
     _structure(proto, report)
     if onnxruntime:
-        from parity.plugins import module_available
+        from parity.api import module_available
 
         if module_available("onnxruntime"):
             _onnxruntime(proto, report)

@@ -33,10 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity import onnx_models
-from parity.compare.divergence import DivergenceReport, GraphInfo, TensorError, first_divergent, tensor_error
-from parity.errors import UsageError
-from parity.util.fs import check_model_path
+from parity.api import DivergenceReport, GraphInfo, TensorError, UsageError, check_model_path, first_divergent, onnx_models, tensor_error
 from parity_surgeon import graph as g
 
 DEFAULT_BUDGET_CAP = 2 << 30  # bytes
@@ -200,7 +197,7 @@ class _Session:
     def __init__(self, model: str, runners: Sequence[RunnerSpec], feed: Mapping[str, Any], funcs: Sequence[Any], progress: Callable[[str], None] | None) -> None:
         import onnx
 
-        from parity import onnx_models
+        from parity.api import onnx_models
 
         self.model = model
         self.specs = [RunnerSpec(r.backend, dict(r.options), r.model or model) for r in runners]
@@ -227,8 +224,7 @@ class _Session:
 
     # --- runners --------------------------------------------------------------------------------------
     def _runner(self, side: int, outputs: Sequence[str], model: str | None = None) -> Any:
-        from parity.plugins import get_registry
-        from parity.registry import RunnerRequest
+        from parity.api import RunnerRequest, get_registry
 
         spec = self.specs[side]
         backend = get_registry().backend(spec.backend)
@@ -328,10 +324,10 @@ class _Session:
         return self.ref_tensors is None or t in self.ref_tensors
 
     def _dtype(self, t: str, value: Any) -> Any:
-        from parity.onnx_models import dtype_of
+        from parity.api import onnx_models
 
         elem = self.types.get(t, (0, None))[0]
-        return (dtype_of(elem) if elem else None) or value.dtype
+        return (onnx_models.dtype_of(elem) if elem else None) or value.dtype
 
 
 def _cast_inputs(feed: Mapping[str, Any], dtypes: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -372,12 +368,12 @@ def _fit(feed: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _init_bytes(init: Any) -> int:
-    from parity.onnx_models import dtype_of
+    from parity.api import onnx_models
 
     n = 1
     for d in init.dims:
         n *= d
-    dtype = dtype_of(init.data_type)
+    dtype = onnx_models.dtype_of(init.data_type)
     return n * (dtype.itemsize if dtype is not None else 4)
 
 
@@ -407,7 +403,7 @@ def _tensor_bytes(model: Any, feed: Mapping[str, Any]) -> dict[str, int | None]:
     """Bytes of every node output for this feed's shapes (shape inference); ``None`` where unknown."""
     import numpy as np
 
-    from parity.onnx_models import dtype_of
+    from parity.api import onnx_models
 
     light = _light(model)
     g.set_input_shapes(light, {k: tuple(int(d) for d in np.shape(v)) for k, v in feed.items() if k in {i.name for i in light.graph.input}})
@@ -416,7 +412,7 @@ def _tensor_bytes(model: Any, feed: Mapping[str, Any]) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     for t in g.tensor_order(model):
         elem, shape = types.get(t, (0, None))
-        dtype = dtype_of(elem) if elem else None
+        dtype = onnx_models.dtype_of(elem) if elem else None
         if shape is None or dtype is None or not all(isinstance(d, int) and d >= 0 for d in shape):
             out[t] = None
             continue
@@ -443,9 +439,7 @@ def localize(
     ``runners`` are backend names or :class:`RunnerSpec`; the second runs ``reference_model`` when given.
     ``isolate``: ``suspect`` (the first divergent node), ``all`` (every compared node) or ``none``.
     """
-    from parity import onnx_models
-    from parity.compare.comparator import resolve_compare_funcs
-    from parity.data.loader import DataLoader
+    from parity.api import DataLoader, onnx_models, resolve_compare_funcs
 
     started = time.perf_counter()
     if mode not in ("batches", "bisect"):
@@ -506,7 +500,7 @@ def localize(
 def _candidates(session: _Session, tensors: Sequence[str] | None, exclude: Sequence[str]) -> list[str]:
     """Every node output in topological order, ``Constant`` nodes' included (an fp16 conversion may clamp
     one: it is then the first divergence, as ``--onnx-outputs mark all`` reports)."""
-    from parity.util.text import did_you_mean
+    from parity.api import did_you_mean
 
     order = list(session.info.order)
     if tensors and list(tensors) not in (["mark", "all"], ["mark all"], ["*"]):
@@ -598,7 +592,7 @@ def _graph_outputs(session: _Session) -> list[str]:
 
 def runner_specs_from_cli(chosen: Sequence[tuple[str, Mapping[str, str]]], params: Mapping[str, Any], cast: Callable[[Any, Mapping[str, str]], dict]) -> list[RunnerSpec]:
     """``--onnxrt --onnxrt=graph-optimization-level=disable`` -> runner specs with per-runner settings."""
-    from parity.plugins import get_registry
+    from parity.api import get_registry
 
     registry = get_registry()
     specs = []

@@ -116,7 +116,7 @@ class SanitizeOnnx:
         self.model, self.options = model, options
 
     def __call__(self) -> Any:
-        from parity.backend.base import invoke_if_callable
+        from parity.api import invoke_if_callable
 
         model, _ = invoke_if_callable(self.model)
         return sanitize(model, **self.options)[0]

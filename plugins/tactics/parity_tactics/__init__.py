@@ -13,7 +13,7 @@ Python API (mirrors the CLI; none of it needs TensorRT except the recorder/repla
 
 from __future__ import annotations
 
-from parity.util.lazy import lazy_attributes
+from parity.api import lazy_attributes
 
 _LAZY = {
     "TacticReplay": "parity_tactics.replay",

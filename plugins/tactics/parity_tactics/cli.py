@@ -6,7 +6,7 @@ import json
 
 import click
 
-from parity.cli.common import echo, verbosity_options
+from parity.api import echo, verbosity_options
 
 
 @click.command("tactics")
@@ -38,7 +38,7 @@ def _diff_command(name: str, hidden: bool = False) -> click.Command:
         Each tactic seen in a bad replay is ranked by a one-sided Fisher exact test on how many bad and good
         builds used it, so a culprit that also slipped into one good build still ranks first.
         """
-        from parity.cli.common import SETTINGS
+        from parity.api import SETTINGS
         from parity_tactics.diff import diff_tactics
         from parity_tactics.render import render_diff
 
@@ -60,8 +60,7 @@ debug_diff_tactics = _diff_command("diff-tactics", hidden=True)  # Polygraphy's 
 
 def debug_build_command() -> click.Command:
     """``parity debug build``: TensorRT builder options + tactic options + the core debug engine's options."""
-    from parity.cli.parsing import ParityCommand
-    from parity.debug.options import debug_options, until_option
+    from parity.api import ParityCommand, debug_options, until_option
     from parity_tactics.debug_build import DEFAULT_ITER_ARTIFACT
     from parity_tactics.options import tactic_options
 
@@ -101,8 +100,7 @@ Exit code 1 if any build was bad; 3 if none was bad but some checks were unresol
 
 
 def _debug_build(model: str, until: str, **params: object) -> int:
-    from parity.errors import ExitCode, UsageError
-    from parity.plugins import module_available
+    from parity.api import ExitCode, UsageError, module_available
     from parity_tactics.debug_build import debug_build
 
     if not module_available("parity_trt"):

@@ -17,10 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.debug.check import Outcome
-from parity.debug.options import make_check, session_from_options
-from parity.debug.session import Iteration, Summary, file_fingerprint
-from parity.errors import ExitCode, ParityError
+from parity.api import ExitCode, Iteration, Outcome, ParityError, Summary, file_fingerprint, make_check, session_from_options
 
 DEFAULT_ITER_ARTIFACT = "parity_debug.engine"
 Build = Callable[[str, str, Mapping[str, Any]], None]  # (model, engine path, options)
@@ -73,7 +70,7 @@ def debug_build(
     ``check`` is the command line (exit status judged as ``--fail-code``/``--fail-regex`` say) or a
     callable ``check(iteration) -> Outcome``; ``None`` asks at the terminal.
     """
-    from parity.errors import UsageError
+    from parity.api import UsageError
 
     if not Path(model).exists():
         raise UsageError(f"model not found: {model}")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.errors import UsageError
+from parity.api import UsageError
 from parity_tactics.replay import Tactic, TacticReplay, load_replays, tactic_hex
 
 NO_RESULT = "Could not determine potentially bad tactics. Try generating more tactic replay files?"

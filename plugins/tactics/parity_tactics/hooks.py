@@ -14,8 +14,7 @@ def _validate(command: str, params: Any, ctx: Any) -> None:
     used = [f"--{p.replace('_', '-')}" for p in TACTIC_PARAMS if params.get(p)]
     if not used:
         return
-    from parity.errors import UsageError
-    from parity.plugins import module_available
+    from parity.api import UsageError, module_available
 
     if not module_available("parity_trt"):
         raise UsageError(f"{', '.join(used)} needs the TensorRT plugin: pip install parity-trt")
@@ -26,7 +25,7 @@ def _validate(command: str, params: Any, ctx: Any) -> None:
 
 @hookimpl
 def parity_register_options(register):
-    from parity.registry import OptionSpec
+    from parity.api import OptionSpec
     from parity_tactics.options import tactic_options
 
     # --save-tactics/--load-tactics reach the TensorRT builder through the run options: the TensorRT plugin
@@ -36,7 +35,7 @@ def parity_register_options(register):
 
 @hookimpl
 def parity_register_commands(cli):
-    from parity.cli import group
+    from parity.api import group
     from parity_tactics import cli as commands
 
     group(cli, "inspect").add_command(commands.inspect_tactics)

@@ -40,8 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.errors import UsageError
-from parity.util.fs import write_text_atomic
+from parity.api import UsageError, write_text_atomic
 
 FORMAT = "parity-tactics"
 VERSION = 1

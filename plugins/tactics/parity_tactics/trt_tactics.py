@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from parity.errors import BackendError, UsageError, missing_dependency
+from parity.api import BackendError, UsageError, missing_dependency
 from parity_tactics.match import compare_choices, matching_choices
 from parity_tactics.replay import Tactic, TacticReplay, TensorFormat, load_replay, tactic_hex
 

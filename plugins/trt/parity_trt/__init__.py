@@ -17,7 +17,7 @@ import TensorRT.
 
 from __future__ import annotations
 
-from parity.util.lazy import lazy_attributes
+from parity.api import lazy_attributes
 
 _LAZY = {
     "CreateNetwork": "parity_trt.network",

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from parity.errors import missing_dependency
+from parity.api import missing_dependency
 
 INSTALL_HINT = "pip install 'parity-trt[tensorrt]' (or pip install tensorrt; needs an NVIDIA GPU and driver)"
 CUDA_INSTALL_HINT = "pip install cuda-python"

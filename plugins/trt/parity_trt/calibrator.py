@@ -34,8 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from parity.errors import UsageError
-from parity.util.fs import write_bytes_atomic
+from parity.api import UsageError, write_bytes_atomic
 from parity_trt import versions
 from parity_trt._trt import import_trt
 from parity_trt.callbacks import guard, pending

@@ -25,7 +25,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from parity.errors import BackendError, ParityError
+from parity.api import BackendError, ParityError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

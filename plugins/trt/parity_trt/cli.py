@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from parity.errors import ParityError
+from parity.api import ParityError
 
 
 def _one_line_errors(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -50,7 +50,7 @@ def add_commands(cli: click.Group) -> None:
     inspect_group = cli.commands.get("inspect")
     if inspect_group is None:
         try:
-            from parity.cli import group  # the core's helper, once the core CLI exists
+            from parity.api import group  # the core's helper, once the core CLI exists
         except ImportError:
             return
         inspect_group = group(cli, "inspect")

@@ -16,9 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from parity.backend.base import BaseLoader
-from parity.errors import BackendError, UsageError
-from parity.util.fs import write_bytes_atomic
+from parity.api import BackendError, BaseLoader, UsageError, write_bytes_atomic
 from parity_trt import versions
 from parity_trt._trt import import_trt
 from parity_trt.callbacks import guard

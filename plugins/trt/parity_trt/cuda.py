@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from parity.errors import BackendError, missing_dependency
+from parity.api import BackendError, missing_dependency
 
 
 class CudaError(BackendError):

@@ -32,7 +32,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from parity.errors import BackendError
+from parity.api import BackendError
 
 # TensorRT DataType member name -> host NumPy dtype. The one place this mapping lives.
 DTYPES: dict[str, Any] = {

@@ -7,9 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from parity.backend.base import BaseLoader, invoke_if_callable
-from parity.errors import BackendError, ModelError, UsageError
-from parity.util.fs import write_bytes_atomic
+from parity.api import BackendError, BaseLoader, ModelError, UsageError, invoke_if_callable, write_bytes_atomic
 from parity_trt._trt import get_logger, import_trt, reason_since, warn_errors_since
 from parity_trt.callbacks import clear, raise_pending
 from parity_trt.config import CreateConfig, _postprocess_of, save_timing_cache

@@ -6,8 +6,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from parity.errors import UsageError
-from parity.registry import RunnerRequest
+from parity.api import RunnerRequest, UsageError
 from parity_trt import options as opt
 from parity_trt.versions import major
 
@@ -29,7 +28,7 @@ def input_shapes(options: Mapping[str, Any]) -> dict[str, tuple]:
         return {}
     if isinstance(value, Mapping):
         return {str(k): tuple(v) for k, v in value.items()}
-    from parity.data.parse import parse_shapes
+    from parity.api import parse_shapes
 
     return parse_shapes(opt.split_values(_as_list(value)))
 
@@ -75,9 +74,7 @@ def synthetic_calibration_data(options: Mapping[str, Any]) -> Callable[[Mapping[
     def feeds(inputs: Mapping[str, tuple[Any, tuple[int, ...]]]) -> Any:
         import numpy as np  # here: this module is imported to build the command line, which never loads numpy
 
-        from parity.data.loader import DataLoader
-        from parity.data.meta import TensorMeta
-        from parity.data.parse import parse_val_ranges
+        from parity.api import DataLoader, TensorMeta, parse_val_ranges
 
         warnings.warn("--int8 with no --data-loader-script, --load-inputs or --calibration-cache: calibrating on "
                       "random inputs, whose ranges rarely fit real data", stacklevel=2)
@@ -91,11 +88,11 @@ def synthetic_calibration_data(options: Mapping[str, Any]) -> Callable[[Mapping[
 def calibration_data(options: Mapping[str, Any], model: str) -> Iterable[Mapping[str, Any]] | None:
     """Feeds for int8 calibration: the run's data-loader script or saved inputs; ``None`` uses the cache only."""
     if options.get("data_loader_script"):
-        from parity.data.loader import load_script_loader
+        from parity.api import load_script_loader
 
         return load_script_loader(options["data_loader_script"])
     if options.get("load_inputs"):
-        from parity.results import load_inputs
+        from parity.api import load_inputs
 
         return [feed for path in _as_list(options["load_inputs"]) for feed in load_inputs(path)]
     return None

@@ -41,7 +41,7 @@ def _describe_script(path: str, show: Any = (), options: Any = None) -> str:
 
 @hookimpl
 def parity_register_backends(register):
-    from parity.registry import Backend
+    from parity.api import Backend
     from parity_trt._trt import INSTALL_HINT
     from parity_trt.options import runner_options
 
@@ -60,7 +60,7 @@ def parity_register_backends(register):
 
 @hookimpl
 def parity_register_model_kinds(register):
-    from parity.registry import ModelKind
+    from parity.api import ModelKind
     from parity_trt.factory import ENGINE_SUFFIXES
 
     register(ModelKind(name="engine", suffixes=ENGINE_SUFFIXES, read_inputs=_read_engine_inputs, describe=_describe_engine))
@@ -80,7 +80,7 @@ def _convert(request: Any) -> None:
 
 @hookimpl
 def parity_register_converters(register):
-    from parity.registry import ConverterSpec
+    from parity.api import ConverterSpec
     from parity_trt.factory import ENGINE_SUFFIXES
     from parity_trt.options import build_options
 

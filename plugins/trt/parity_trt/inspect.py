@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from parity.data.meta import TensorMeta
+from parity.api import TensorMeta
 from parity_trt import versions
 from parity_trt._trt import import_trt
 

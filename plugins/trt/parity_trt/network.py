@@ -9,9 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from parity.backend.base import BaseLoader, invoke_if_callable
-from parity.errors import ModelError, UsageError
-from parity.util.text import did_you_mean
+from parity.api import BaseLoader, ModelError, UsageError, did_you_mean, invoke_if_callable
 from parity_trt import versions
 from parity_trt._trt import get_logger, import_trt
 from parity_trt.options import MARK_ALL, log_severity

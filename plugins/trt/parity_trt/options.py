@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 
 import click
 
-from parity.data.parse import parse_shape
-from parity.errors import UsageError
-from parity.util.text import did_you_mean
+from parity.api import UsageError, did_you_mean, parse_shape
 from parity_trt.versions import trt_name
 
 Shape = tuple[int, ...]
@@ -252,7 +250,7 @@ def _opt(*names: str, **kwargs) -> click.Option:
 def _many(*names: str, **kwargs) -> click.Option:
     """A repeatable option that also takes space-separated values after one flag (the core's GreedyOption)."""
     try:
-        from parity.cli.parsing import GreedyOption
+        from parity.api import GreedyOption
     except ImportError:  # an older core: one value per flag
         return click.Option(list(names), multiple=True, **kwargs)
     return GreedyOption(list(names), **kwargs)

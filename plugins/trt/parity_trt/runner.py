@@ -21,9 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from parity.backend.base import BaseRunner, invoke_if_callable
-from parity.data.meta import TensorMeta
-from parity.errors import BackendError, UsageError
+from parity.api import BackendError, BaseRunner, TensorMeta, UsageError, invoke_if_callable
 from parity_trt import cuda, dtypes, versions
 from parity_trt._trt import get_logger, import_trt, reason_since
 from parity_trt.callbacks import clear, guard, raise_pending

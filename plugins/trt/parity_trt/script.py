@@ -9,9 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from parity.backend.base import BaseLoader, invoke_if_callable
-from parity.errors import UsageError
-from parity.util.text import did_you_mean
+from parity.api import BaseLoader, UsageError, did_you_mean, invoke_if_callable
 from parity_trt.options import parse_script
 
 

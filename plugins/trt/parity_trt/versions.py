@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from parity.errors import UsageError
+from parity.api import UsageError
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def require(trt: ModuleType, name: str, feature: str) -> Any:
 
 def enum_member(trt: ModuleType, enum: str, member: str, option: str) -> Any:
     """A member of a TensorRT enum chosen by the user (case-insensitive), with the valid choices on error."""
-    from parity.util.text import did_you_mean
+    from parity.api import did_you_mean
 
     cls = require(trt, enum, option)
     wanted = member.strip().upper()

@@ -1,0 +1,135 @@
+"""Everything a plugin may use from Parity's core, in one module (documented in docs/plugins/api.md).
+
+Plugins import from here, from :mod:`parity` and from :mod:`parity.hookspecs` only; every other ``parity.*``
+module is internal and may change in any release. ``tests/test_import_surface.py`` enforces this for the
+first-party plugins and the contrib packages.
+
+Names resolve lazily: ``from parity.api import DataLoader`` imports only the module that defines
+``DataLoader``, so ``import parity.api`` costs no more than ``import parity`` (no numpy, onnx, onnxruntime,
+tensorrt or click), and a plugin's ``hooks`` module stays cheap to import during discovery.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> the module that defines it today. When a name moves inside the core, change its module here (and
+# nowhere else: plugins keep importing it from parity.api). A module path ending in ".<name>" exports that
+# module itself (``onnx_models``), for helpers plugins call as ``onnx_models.load(...)``.
+_EXPORTS: dict[str, str] = {
+    # hooks and what they register
+    "hookimpl": "parity.hookspecs",
+    "Backend": "parity.registry",
+    "RunnerRequest": "parity.registry",
+    "ModelKind": "parity.registry",
+    "ComparatorSpec": "parity.registry",
+    "DataLoaderSpec": "parity.registry",
+    "StrategySpec": "parity.registry",
+    "ConverterSpec": "parity.registry",
+    "ConvertRequest": "parity.registry",
+    "OptionSpec": "parity.registry",
+    "get_registry": "parity.plugins",
+    "module_available": "parity.plugins",
+    # errors
+    "ExitCode": "parity.errors",
+    "ParityError": "parity.errors",
+    "UsageError": "parity.errors",
+    "ModelError": "parity.errors",
+    "BackendError": "parity.errors",
+    "PluginError": "parity.errors",
+    "missing_dependency": "parity.errors",
+    # runners, loaders and tensors
+    "BaseRunner": "parity.backend.base",
+    "BaseLoader": "parity.backend.base",
+    "invoke_if_callable": "parity.backend.base",
+    "TensorMeta": "parity.data.meta",
+    # input data
+    "DataLoader": "parity.data.loader",
+    "as_feed": "parity.data.loader",
+    "load_script_loader": "parity.data.loader",
+    "parse_shape": "parity.data.parse",
+    "parse_shapes": "parity.data.parse",
+    "parse_per_name": "parity.data.parse",
+    "parse_val_ranges": "parity.data.parse",
+    # comparison
+    "OutputCheck": "parity.compare.result",
+    "resolve_compare_funcs": "parity.compare.comparator",
+    "DivergenceReport": "parity.compare.divergence",
+    "GraphInfo": "parity.compare.divergence",
+    "TensorError": "parity.compare.divergence",
+    "first_divergent": "parity.compare.divergence",
+    "tensor_error": "parity.compare.divergence",
+    # results files
+    "RunResults": "parity.results.model",
+    "IterationResult": "parity.results.model",
+    "save_inputs": "parity.results.files",
+    "load_inputs": "parity.results.files",
+    "save_results": "parity.results.files",
+    "load_results": "parity.results.files",
+    "check_output_path": "parity.results.files",
+    # command line: groups, option classes, shared options, output
+    "group": "parity.cli",
+    "GreedyOption": "parity.cli.parsing",
+    "ParityCommand": "parity.cli.parsing",
+    "verbosity_options": "parity.cli.common",
+    "SETTINGS": "parity.console",
+    "echo": "parity.console",
+    "model_options": "parity.cli.options",
+    "onnx_options": "parity.cli.options",
+    "data_options": "parity.cli.options",
+    "compare_options": "parity.cli.options",
+    "backend_params": "parity.cli.options",
+    # options -> runners, data loader and compare functions, as `parity run` builds them
+    "cast_runner_settings": "parity.cli.run",
+    "make_data_loader": "parity.assemble",
+    "make_compare_funcs": "parity.assemble",
+    # the debug engine
+    "debug_options": "parity.debug.cli",
+    "until_option": "parity.debug.cli",
+    "make_check": "parity.debug.options",
+    "session_from_options": "parity.debug.options",
+    "DebugSession": "parity.debug.session",
+    "Iteration": "parity.debug.session",
+    "Candidate": "parity.debug.session",
+    "Summary": "parity.debug.session",
+    "OriginalNotFailing": "parity.debug.session",
+    "file_fingerprint": "parity.debug.session",
+    "Outcome": "parity.debug.check",
+    "CommandCheck": "parity.debug.check",
+    "PredicateCheck": "parity.debug.check",
+    "Strategy": "parity.debug.strategy",
+    "Oracle": "parity.debug.strategy",
+    "subset_key": "parity.debug.strategy",
+    # ONNX models (the module; its public functions are listed in docs/plugins/api.md)
+    "onnx_models": "parity.onnx_models",
+    # files and text
+    "write_bytes_atomic": "parity.util.fs",
+    "write_text_atomic": "parity.util.fs",
+    "part_path": "parity.util.fs",
+    "check_model_path": "parity.util.fs",
+    "refuse_overwrite": "parity.util.fs",
+    "same_file": "parity.util.fs",
+    "did_you_mean": "parity.util.text",
+    "first_line": "parity.util.text",
+    "one_line": "parity.util.text",
+    "names_preview": "parity.util.text",
+    "warn": "parity.util.text",
+    "lazy_attributes": "parity.util.lazy",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'parity.api' has no attribute '{name}' (plugins may use only the names in parity.api.__all__)")
+    found = importlib.import_module(module)
+    value = found if module.endswith(f".{name}") else getattr(found, name)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
