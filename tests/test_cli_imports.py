@@ -19,14 +19,19 @@ print(json.dumps({{"code": code, "heavy": sorted(m for m in sys.modules if m.spl
 
 
 def commands() -> list[list[str]]:
+    """Every command path, read from the lazy tree's listing (imports no command module)."""
+    import click
+
     from parity.cli import build_cli
 
     cli = build_cli()
+    ctx = click.Context(cli)
     found = [[]]
-    for name, cmd in cli.commands.items():
+    for name in cli.list_commands(ctx):
         found.append([name])
-        for sub in getattr(cmd, "commands", {}):
-            found.append([name, sub])
+        sub = cli.commands.get(name)
+        if isinstance(sub, click.Group):
+            found += [[name, child] for child in sub.list_commands(ctx)]
     return found
 
 

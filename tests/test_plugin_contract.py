@@ -253,6 +253,64 @@ def test_hook_parity_register_commands(toy):
     assert "toy-hello" in ok(parity("--plugin", toy["plugin"], "--help")).stdout
 
 
+DESCRIBING_PLUGIN = '''
+from parity import hookimpl
+
+
+@hookimpl
+def parity_describe_commands(register):
+    register("toy", None, "Toy commands.")
+    register("toy greet", "toy_commands:greet", "Greet someone (imported when used).")
+    register("inspect toy-size", "toy_commands:make_size", "Show a toy file's size.")
+    register("toy old-greet", "toy_commands:old_greet", "An old spelling.", hidden=True)
+'''
+
+DESCRIBED_COMMANDS = '''
+from pathlib import Path
+import os
+
+import click
+
+Path(os.environ["TOY_MARKER"]).write_text("imported")
+
+
+@click.command("greet")
+@click.argument("who")
+def greet(who):
+    """Greet someone (imported when used)."""
+    click.echo(f"greetings {who}")
+
+
+old_greet = click.Command("old-greet", callback=lambda: click.echo("old"))
+
+
+def make_size():
+    return click.Command("toy-size", params=[click.Argument(["path"])], callback=lambda path: click.echo(len(Path(path).read_text())))
+'''
+
+
+def test_hook_parity_describe_commands(tmp_path):
+    (tmp_path / "toy_describer.py").write_text(DESCRIBING_PLUGIN)
+    (tmp_path / "toy_commands.py").write_text(DESCRIBED_COMMANDS)
+    marker = tmp_path / "marker"
+    env = {"PYTHONPATH": str(tmp_path), "TOY_MARKER": str(marker)}
+    plugin = ("--plugin", tmp_path / "toy_describer.py")
+    root = ok(parity(*plugin, "--help", env=env)).stdout
+    assert "toy " in root and "Toy commands." in root
+    listing = ok(parity(*plugin, "toy", "--help", env=env)).stdout
+    assert "greet" in listing and "Greet someone (imported when used)." in listing and "old-greet" not in listing
+    assert "Show a toy file's size." in ok(parity(*plugin, "inspect", "--help", env=env)).stdout
+    assert not marker.exists(), "listing a described command imported its module"
+    assert ok(parity(*plugin, "toy", "greet", "you", env=env)).stdout.strip() == "greetings you"
+    assert marker.exists()
+    assert ok(parity(*plugin, "inspect", "toy-size", tmp_path / "toy_commands.py", env=env)).stdout.strip().isdigit()
+    assert ok(parity(*plugin, "toy", "old-greet", env=env)).stdout.strip() == "old"
+    # two plugins describing one command: an error naming both
+    (tmp_path / "copy.py").write_text(DESCRIBING_PLUGIN.replace('register("toy", None, "Toy commands.")', ""))
+    line = one_line_error(parity(*plugin, "--plugin", tmp_path / "copy.py", "--help", env=env))
+    assert "command 'parity toy greet' is registered by both" in line and "copy.py" in line
+
+
 def test_hook_parity_register_options(toy):
     assert "--toy-offset" in ok(parity("--plugin", toy["plugin"], "run", "--help")).stdout
     # the value reaches the backend (here for the second runner only)

@@ -12,8 +12,13 @@ Rules that keep plugins working across Parity versions:
 * Hooks only ever gain *optional* arguments. pluggy passes an implementation only the arguments it names,
   so a plugin written against an older signature keeps working. Never give a hookimpl argument a default:
   pluggy does not pass arguments with defaults.
-* All hooks are called once per process, right after plugins are loaded
-  (:func:`parity.plugins.get_registry`), in no guaranteed order: results never depend on plugin order, and
+* When: the registration hooks (``parity_register_*`` but ``parity_register_commands``) are called plugin by
+  plugin the first time the registry is needed (:func:`parity.plugins.get_registry`), and again only if the
+  set of loaded plugins changes (a ``--plugin`` file added later, :func:`parity.plugins.reset`).
+  ``parity_describe_commands`` is called the same way when a command tree is first built
+  (:func:`parity.plugins.command_table`). ``parity_register_commands`` is called each time a command tree is
+  built (:func:`parity.cli.build_cli`: once per ``parity`` invocation; callers that build several trees, such
+  as tests, call it once per tree). Order between plugins is not guaranteed: results never depend on it, and
   two plugins claiming the same name is an error naming both distributions.
 """
 
@@ -103,9 +108,10 @@ def parity_register_converters(register):
 def parity_register_options(register):
     """Add options to commands other plugins or the core own (``run``, ``convert``, ``debug build``, ...).
 
-    Called by: :func:`parity.cli.build_cli`, after every command exists. Each option joins the named
-    commands (space-separated paths such as ``"debug build"``); its value reaches the command, and
-    backends see it in ``RunnerRequest.options``. An option claimed by two plugins is an error naming both.
+    Called by: :func:`parity.plugins.get_registry`. Each option joins the named commands (space-separated
+    paths such as ``"debug build"``) when that command is loaded (it runs or shows its ``--help``: commands
+    load lazily); its value reaches the command, and backends see it in ``RunnerRequest.options``. An option
+    claimed by two plugins is an error naming both.
 
     :param register: ``register(options: parity.registry.OptionSpec)``. ``OptionSpec.validate(command,
         params, ctx)``, if given, runs before the command with its parsed values: raise
@@ -114,13 +120,40 @@ def parity_register_options(register):
 
 
 @hookspec
-def parity_register_commands(cli):
-    """Add CLI commands.
+def parity_describe_commands(register):
+    """Describe CLI commands and command groups cheaply: name, one-line help and where the command lives.
 
-    Called by: :func:`parity.cli.main` while building the click group, before argument parsing.
-    Add top-level commands with ``@cli.command()``; add sub-commands to the built-in groups with
-    :func:`parity.cli.group(cli, "inspect")` (groups: ``inspect``, ``debug``, ``surgeon``, ``check``,
-    ``data``). Keep command modules thin: import heavy libraries inside the command function.
+    Called by: :func:`parity.plugins.command_table`, when the command tree is first built (every ``parity``
+    invocation, ``--help`` included). Nothing is imported: ``parity --help`` and ``parity GROUP --help`` list
+    the described help, and the command's module is imported only when the command runs or shows its own
+    ``--help``. The preferred way to add commands.
+
+    :param register: ``register(path, target, help, hidden=False)``:
+
+        * ``path``: the command path, ``"lint"`` (top level) or ``"GROUP NAME"`` (``"debug reduce"``).
+          Groups: the core's ``inspect``, ``debug``, ``data``, and those plugins declare.
+        * ``target``: ``"module:attr"``; ``attr`` is a :class:`click.Command` named like the path's last
+          word, or a function without arguments that returns one (it may read the registry). ``None``
+          declares the top-level group ``path`` instead (a plugin's own group, e.g. ``surgeon``); several
+          plugins may declare one group, the first declaration's help is shown.
+        * ``help``: the one-line help the group's listing shows (the command's ``short_help``).
+        * ``hidden``: leave the command out of the listing (old spellings kept working).
+
+        Two plugins describing the same command path is an error naming both.
+    """
+
+
+@hookspec
+def parity_register_commands(cli):
+    """Add CLI commands by building them (eager: prefer :func:`parity_describe_commands`).
+
+    Called by: :func:`parity.cli.build_cli`, each time it builds a command tree (once per ``parity``
+    invocation, ``--help`` included), after the described commands are in place and before argument parsing.
+    Add top-level commands with ``@cli.command()``; add sub-commands to a group with
+    :func:`parity.api.group(cli, "inspect")` (the core's ``inspect``, ``debug``, ``data``, and groups plugins
+    declare with ``parity_describe_commands``, e.g. ``surgeon``, ``check``). Everything this imports is
+    imported on every start: import heavy libraries inside the command function. A command added here
+    replaces a described one of the same name.
 
     :param cli: the root :class:`click.Group`.
     """

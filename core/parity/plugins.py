@@ -10,24 +10,25 @@ empty loads no installed plugins), ``PARITY_DISABLE_PLUGINS`` (block-list), ``PA
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
-import importlib.util
-import inspect
 import os
 import sys
-import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from parity import hookspecs
+from parity import __version__, hookspecs
 from parity.errors import PluginError, UsageError
-from parity.registry import Registry
 from parity.util.text import warn
+
+if TYPE_CHECKING:  # pragma: no cover
+    from parity.registry import Registry
+
+# importlib.metadata, inspect and traceback are imported where needed: ``parity --help`` uses none of them
+# (importlib.metadata alone is ~45 ms of start-up; :func:`_entry_points` reads the same files directly).
 
 ENTRY_POINT_GROUP = "parity"
 BUILTIN_MODULES = ("parity.builtin",)
@@ -66,6 +67,16 @@ class PluginState:
     manager: pluggy.PluginManager
     infos: dict[str, PluginInfo]
     registry: Registry | None = None
+    commands: CommandTable | None = None
+
+
+class CommandTable:
+    """What the plugins described through ``parity_describe_commands``: their groups (name -> (help, owner))
+    and their commands (:class:`parity.cli.lazy.LazyCommand`), none of them imported."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, tuple[str, str]] = {}
+        self.commands: list[Any] = []
 
 
 _STATE: PluginState | None = None
@@ -92,6 +103,7 @@ def add_plugin_files(paths: Iterable[str]) -> None:
         for path in paths:
             _load_file(_STATE, path)
         _STATE.registry = None
+        _STATE.commands = None
 
 
 def reset() -> None:
@@ -115,7 +127,7 @@ def get_state() -> PluginState:
     if _STATE is None:
         state = PluginState(new_manager(), {})
         for module in BUILTIN_MODULES:
-            _register(state, importlib.import_module(module), PluginInfo(module, "parity", _version("parity"), "builtin"))
+            _register(state, importlib.import_module(module), PluginInfo(module, "parity", __version__, "builtin"))
         _load_entry_points(state)
         for path in [*(_env_list("PARITY_PLUGINS") or []), *_EXTRA_FILES]:
             _load_file(state, path)
@@ -127,14 +139,116 @@ def get_manager() -> pluggy.PluginManager:
     return get_state().manager
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+class EntryPoint:
+    """One entry point as :func:`_entry_points` finds it (the fields of ``importlib.metadata.EntryPoint`` that
+    discovery uses)."""
+
+    def __init__(self, name: str, value: str, dist: str | None, version: str | None) -> None:
+        self.name, self.value, self.dist, self.version = name, value, dist, version
+
+    def load(self) -> Any:
+        module, _, attr = self.value.partition("[")[0].strip().partition(":")
+        obj: Any = importlib.import_module(module.strip())
+        for part in filter(None, attr.strip().split(".")):
+            obj = getattr(obj, part)
+        return obj
 
 
-def _selected(ep: importlib.metadata.EntryPoint, dist: str | None) -> str | None:
+def _entry_points(group: str) -> list[EntryPoint]:
+    """Entry points of ``group``, as ``importlib.metadata.entry_points(group=...)`` finds them: the
+    ``entry_points.txt`` of every ``*.dist-info``/``*.egg-info`` folder in the ``sys.path`` folders, a
+    distribution found twice counted once (the first on ``sys.path`` wins). Read directly, because importing
+    importlib.metadata (email, zipfile, csv, ...) costs more than the rest of ``parity --help``. A zip archive
+    on sys.path is searched with importlib.metadata itself."""
+    found: list[EntryPoint] = []
+    seen: set[str] = set()
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            names = sorted(os.listdir(folder))
+        except (NotADirectoryError, FileNotFoundError, PermissionError):
+            if os.path.isfile(folder):  # a zip archive: importlib.metadata reads those
+                found.extend(_metadata_entry_points(group, folder, seen))
+            continue
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            key = _normalize(name.rpartition(".")[0].partition("-")[0])
+            if key in seen:
+                continue
+            info = os.path.join(folder, name)
+            try:
+                with open(os.path.join(info, "entry_points.txt"), encoding="utf-8") as fh:
+                    text = fh.read()
+            except OSError:  # no entry points (or a file-style egg-info)
+                if os.path.isdir(info):
+                    seen.add(key)
+                continue
+            seen.add(key)
+            points = _section(text, group)
+            if points:
+                dist, version = _headers(info, name)
+                found.extend(EntryPoint(ep_name, value, dist, version) for ep_name, value in points)
+    return found
+
+
+def _normalize(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _section(text: str, group: str) -> list[tuple[str, str]]:
+    """``name = value`` lines of ``[group]`` in an entry_points.txt (an ini file)."""
+    points, current = [], None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1].strip()
+        elif current == group and "=" in line:
+            name, _, value = line.partition("=")
+            points.append((name.strip(), value.strip()))
+    return points
+
+
+def _headers(info: str, folder_name: str) -> tuple[str | None, str | None]:
+    """``Name`` and ``Version`` from the METADATA (or PKG-INFO) headers; the folder name if they are missing."""
+    fields: dict[str, str] = {}
+    for file in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(info, file), encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if not line.strip():
+                        break
+                    key, sep, value = line.partition(":")
+                    if sep and key in ("Name", "Version") and key not in fields:
+                        fields[key] = value.strip()
+            break
+        except OSError:
+            continue
+    stem = folder_name.rpartition(".")[0]
+    name, _, version = stem.partition("-")
+    return fields.get("Name", name), fields.get("Version", version.partition("-")[0] or None)
+
+
+def _metadata_entry_points(group: str, path: str, seen: set[str]) -> list[EntryPoint]:
+    import importlib.metadata
+
+    points = []
+    for dist in importlib.metadata.distributions(path=[path]):
+        key = _normalize(dist.metadata["Name"] or "")
+        if key in seen:
+            continue
+        seen.add(key)
+        points += [EntryPoint(ep.name, ep.value, dist.metadata["Name"], dist.version) for ep in dist.entry_points if ep.group == group]
+    return points
+
+
+def _selected(ep: EntryPoint, dist: str | None) -> str | None:
     """Why an entry point is skipped (``None`` if it loads)."""
     names = {ep.name, *([dist] if dist else [])}
     allow = _env_list("PARITY_LOAD_PLUGINS")
@@ -148,13 +262,13 @@ def _selected(ep: importlib.metadata.EntryPoint, dist: str | None) -> str | None
 
 def _load_entry_points(state: PluginState) -> None:
     seen: set[tuple[str, str]] = set()
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        dist = ep.dist.name if ep.dist is not None else None
+    for ep in _entry_points(ENTRY_POINT_GROUP):
+        dist = ep.dist
         key = (ep.name, ep.value)
         if key in seen:  # editable installs can list a distribution twice
             continue
         seen.add(key)
-        info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist is not None else None)
+        info = PluginInfo(ep.name, dist, ep.version)
         reason = _selected(ep, dist)
         if reason:
             info.status, info.error = "blocked", reason
@@ -174,6 +288,8 @@ def _load_file(state: PluginState, path: str) -> None:
     info.name = f"file:{file}"
     if not file.is_file():
         raise UsageError(f"plugin file not found: {path}")
+    import importlib.util
+
     try:
         spec = importlib.util.spec_from_file_location(f"parity_plugin_{file.stem}", file)
         assert spec and spec.loader
@@ -202,6 +318,8 @@ def _register(state: PluginState, plugin: Any, info: PluginInfo) -> None:
 
 
 def _fail(state: PluginState, info: PluginInfo, exc: BaseException) -> None:
+    import traceback
+
     info.status = "failed"
     info.error = f"{type(exc).__name__}: {exc}"
     info.detail = traceback.format_exc()
@@ -220,6 +338,8 @@ def _call_impl(impl: pluggy.HookImpl, **kwargs: Any) -> Any:
 
 def get_registry() -> Registry:
     """Call every registration hook once, plugin by plugin, so collisions name both owners."""
+    from parity.registry import Registry
+
     state = get_state()
     if state.registry is not None:
         return state.registry
@@ -247,8 +367,51 @@ def get_registry() -> Registry:
     return registry
 
 
+def command_table() -> CommandTable:
+    """Call every ``parity_describe_commands`` once per loaded plugin set: the groups and commands the plugins
+    describe, imported by nobody yet. Two plugins describing the same command is an error naming both; a
+    group may be declared by several (the first declaration's help is shown)."""
+    from parity.cli.lazy import LazyCommand
+
+    state = get_state()
+    if state.commands is not None:
+        return state.commands
+    table = CommandTable()
+    owners: dict[str, str] = {}
+    for impl in reversed(state.manager.hook.parity_describe_commands.get_hookimpls()):
+        info = state.infos.get(impl.plugin_name)
+        owner = info.label if info else impl.plugin_name
+        described: list[tuple[str, str | None, str, bool]] = []
+
+        def register(path: str, target: str | None = None, help: str = "", hidden: bool = False, _into: list = described) -> None:
+            _into.append((" ".join(path.split()), target, help, hidden))
+
+        try:
+            _call_impl(impl, register=register)
+        except Exception as exc:
+            if info is None:
+                raise
+            _fail(state, info, exc)
+            continue
+        for path, target, text, hidden in described:
+            if not path or (target is not None and ":" not in target):
+                raise PluginError(f"{owner}: parity_describe_commands: register('{path}', '{target}', ...) needs a command path and a 'module:attr' target")
+            if target is None:
+                if " " in path:
+                    raise PluginError(f"{owner}: parity_describe_commands: groups are top-level; '{path}' is not")
+                table.groups.setdefault(path, (text, owner))
+                continue
+            if path in owners:
+                raise PluginError(f"command 'parity {path}' is registered by both {owners[path]} and {owner}; uninstall one, or set PARITY_DISABLE_PLUGINS")
+            owners[path] = owner
+            table.commands.append(LazyCommand(path, target, text, owner, hidden))
+    state.commands = table
+    return table
+
+
 def register_commands(cli: Any) -> None:
-    """Let every plugin add CLI commands; a plugin that fails here is reported, not fatal."""
+    """Let every plugin that implements ``parity_register_commands`` add its commands to ``cli`` (each time a
+    command tree is built); a plugin that fails here is reported, not fatal."""
     state = get_state()
     for impl in reversed(state.manager.hook.parity_register_commands.get_hookimpls()):
         try:
@@ -268,6 +431,8 @@ def plugin_infos() -> list[PluginInfo]:
 def module_available(name: str) -> bool:
     """Whether ``name`` could be imported, without importing it (an already imported module counts, even one
     made at run time without a spec, which ``find_spec`` refuses with ValueError)."""
+    import importlib.util
+
     if sys.modules.get(name) is not None:
         return True
     try:
@@ -278,6 +443,8 @@ def module_available(name: str) -> bool:
 
 def hook_signatures() -> dict[str, str]:
     """``name(args)`` of every hook spec (the docs meta-test checks these appear in docs/)."""
+    import inspect
+
     result = {}
     for name, obj in vars(hookspecs).items():
         if name.startswith("parity_") and callable(obj):

@@ -16,7 +16,8 @@ from parity.registry import ConvertRequest
 from parity.util.fs import check_model_path, refuse_overwrite
 
 
-def add_to(cli: click.Group) -> None:
+def make_command() -> click.Command:
+    """``parity convert``, built when it is used: its options come from the registry (converters, backends)."""
     registry = get_registry()
     params: list[click.Parameter] = [
         click.Argument(["model"]),
@@ -30,7 +31,7 @@ def add_to(cli: click.Group) -> None:
     for backend in registry.backends.values():  # builder options of backends (e.g. --fp16) apply to conversion too
         opts.add_unique(params, backend.options)
     command = ParityCommand("convert", params=params, callback=convert_command, help=CONVERT_HELP, short_help="Convert a model (ONNX fp16, TensorRT engine, ...).")
-    cli.add_command(verbosity_options(command))
+    return verbosity_options(command)
 
 
 CONVERT_HELP = """Convert MODEL and write it to -o OUTPUT; the converter is chosen by --convert-to or OUTPUT's suffix.

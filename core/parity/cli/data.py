@@ -11,23 +11,23 @@ from parity.util.fs import refuse_overwrite
 from parity.util.text import names_preview
 
 
-def add_to(cli: click.Group) -> None:
-    from parity.cli import group
-
-    data = group(cli, "data")
-    data.add_command(verbosity_options(ParityCommand(
+def make_concat_command() -> click.Command:
+    return verbosity_options(ParityCommand(
         "concat",
         params=[click.Argument(["paths"], nargs=-1, required=True), click.Option(["-o", "--output"], required=True, type=click.Path())],
         callback=concat,
         help="Append the iterations of several input files, or of several output files (runner by runner), into one file.",
-    )))
-    data.add_command(verbosity_options(ParityCommand(
+    ))
+
+
+def make_merge_command() -> click.Command:
+    return verbosity_options(ParityCommand(
         "merge",
         params=[click.Argument(["paths"], nargs=-1, required=True), click.Option(["-o", "--output"], required=True, type=click.Path())],
         callback=merge,
         help="Merge input files and single-runner output files into one inputs file, iteration by iteration "
         "(e.g. to feed a subgraph with the tensors a full run produced: use it with --load-inputs).",
-    )))
+    ))
 
 
 def concat(paths: tuple[str, ...], output: str) -> int:

@@ -11,11 +11,10 @@ from parity.errors import UsageError
 from parity.util.fs import check_model_path
 
 
-def add_to(cli: click.Group) -> None:
-    from parity.cli import group
+def make_model_command() -> click.Command:
+    """``parity inspect model``, built when it is used: the model kinds' options come from the registry."""
     from parity.plugins import get_registry
 
-    inspect = group(cli, "inspect")
     params: list[click.Parameter] = [
         click.Argument(["model"]),
         GreedyOption(["--show"], type=click.Choice(["layers", "attrs", "weights"]), help="Also show layers, their attributes, weights."),
@@ -23,13 +22,16 @@ def add_to(cli: click.Group) -> None:
     ]
     for kind in get_registry().model_kinds.values():
         add_unique(params, kind.options)
-    inspect.add_command(verbosity_options(ParityCommand(
+    return verbosity_options(ParityCommand(
         "model",
         params=params,
         callback=inspect_model,
         help="Show a model's inputs, outputs and (with --show) layers, attributes and weights.",
-    )))
-    inspect.add_command(verbosity_options(ParityCommand(
+    ))
+
+
+def make_data_command() -> click.Command:
+    return verbosity_options(ParityCommand(
         "data",
         params=[
             click.Argument(["path"]),
@@ -39,7 +41,7 @@ def add_to(cli: click.Group) -> None:
         ],
         callback=inspect_data,
         help="Show saved inputs or outputs (Parity or Polygraphy files) with statistics per tensor.",
-    )))
+    ))
 
 
 def inspect_model(model: str, show: tuple[str, ...], model_type: str | None, **options: object) -> int:

@@ -9,8 +9,10 @@ import click
 from parity.cli.common import echo
 
 
-def add_to(cli: click.Group) -> None:
-    @cli.command("plugins", short_help="List installed plugins.")
+def make_command() -> click.Command:
+    from parity.cli.parsing import ParityCommand
+
+    @click.command("plugins", cls=ParityCommand, short_help="List installed plugins.")
     @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
     @click.option("--all", "show_all", is_flag=True, help="Include the core's built-in plugin.")
     @click.option("--hook", default=None, help="Only plugins implementing this hook.")
@@ -58,3 +60,5 @@ def add_to(cli: click.Group) -> None:
             for kind, names in sorted(row["registered"].items()):
                 echo(f"  {kind}: {', '.join(sorted(names))}")
         return 0
+
+    return plugins_command

@@ -19,6 +19,11 @@ from parity.util.text import names_preview
 
 
 def add_to(cli: click.Group) -> None:
+    cli.add_command(make_command())
+
+
+def make_command() -> click.Command:
+    """``parity run``, built when it is used: its options come from the registry (backends, metrics)."""
     registry = get_registry()
     params = [click.Argument(["model"], required=False), *opts.model_options(), *opts.onnx_options(), *opts.data_options()]
     params += [*opts.compare_options(registry), *opts.backend_params(registry)]
@@ -30,7 +35,7 @@ def add_to(cli: click.Group) -> None:
         short_help="Run a model on backends and compare the outputs.",
         context_settings={"max_content_width": 110},
     )
-    cli.add_command(verbosity_options(command))
+    return verbosity_options(command)
 
 
 RUN_HELP = """Run MODEL with each backend flag given (in order) and compare each runner with the next.

@@ -21,12 +21,10 @@ Exit code 1 if any iteration was bad; 3 if none was bad but some were unresolved
 not find its input, or exited with a code --fail-code does not list); else 0."""
 
 
-def add_to(cli: click.Group) -> None:
-    from parity.cli import group
-
+def make_repeat_command() -> click.Command:
     params = [until_option(), *[p for p in debug_options("parity_debug.artifact", jobs=False) if p.name != "iter_artifact"]]
     command = ParityCommand("repeat", params=params, callback=repeat_command, help=REPEAT_HELP, short_help="Run a check repeatedly; sort artifacts.")
-    group(cli, "debug").add_command(verbosity_options(command))
+    return verbosity_options(command)
 
 
 def repeat_command(until: str, **params: Any) -> int:

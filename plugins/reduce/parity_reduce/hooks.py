@@ -34,7 +34,27 @@ def parity_register_debug_strategies(register):
 
 
 @hookimpl
-def parity_register_commands(cli):
+def parity_describe_commands(register):
+    # parity_reduce.cli is imported only when one of these runs or shows its --help
+    register("debug reduce", "parity_reduce.hooks:reduce_command", "Shrink a failing model to a minimal failing subgraph.")
+    register("debug precision", "parity_reduce.hooks:precision_command", "Find the nodes that must stay fp32 (strongly typed).")
+
+
+def reduce_command() -> Any:
+    return _debug_command("reduce")
+
+
+def precision_command() -> Any:
+    return _debug_command("precision")
+
+
+def _debug_command(name: str) -> Any:
+    """One of the commands ``parity_reduce.cli.add_commands`` builds into a ``debug`` group (it builds both)."""
+    import click
+
     from parity_reduce.cli import add_commands
 
-    add_commands(cli)
+    scratch = click.Group()
+    scratch.add_command(click.Group("debug"))
+    add_commands(scratch)
+    return scratch.commands["debug"].commands[name]  # type: ignore[attr-defined]

@@ -44,12 +44,12 @@ def parity_register_converters(register):
 
 
 @hookimpl
-def parity_register_commands(cli):
-    from parity.api import group
-    from parity_surgeon import cli as commands
-
-    surgeon = group(cli, "surgeon")
-    for command in (commands.sanitize_cmd, commands.extract_cmd, commands.insert_cmd):
-        surgeon.add_command(command)
-    group(cli, "check").add_command(commands.lint_cmd)
-    group(cli, "debug").add_command(commands.make_localize_cmd())
+def parity_describe_commands(register):
+    # parity_surgeon.cli (click, onnx helpers) is imported only when one of these runs or shows its --help
+    register("surgeon", None, "Edit ONNX models: sanitize, extract, insert.")
+    register("check", None, "Check models for problems.")
+    register("surgeon sanitize", "parity_surgeon.cli:sanitize_cmd", "Fold constants, clean up, toposort, fix input shapes.")
+    register("surgeon extract", "parity_surgeon.cli:extract_cmd", "Cut out the subgraph between given tensors.")
+    register("surgeon insert", "parity_surgeon.cli:insert_cmd", "Replace the subgraph between tensors with one node.")
+    register("check lint", "parity_surgeon.cli:lint_cmd", "ONNX checker plus common model problems, one line each.")
+    register("debug localize", "parity_surgeon.cli:make_localize_cmd", "Find the first divergent node, in bounded memory.")

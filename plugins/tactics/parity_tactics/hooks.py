@@ -34,14 +34,10 @@ def parity_register_options(register):
 
 
 @hookimpl
-def parity_register_commands(cli):
-    from parity.api import group
-    from parity_tactics import cli as commands
-
-    group(cli, "inspect").add_command(commands.inspect_tactics)
-    group(cli, "inspect").add_command(commands.inspect_diff_tactics)
-    debug = group(cli, "debug")
-    if "diff-tactics" not in debug.commands:
-        debug.add_command(commands.debug_diff_tactics)
-    if "build" not in debug.commands:
-        debug.add_command(commands.debug_build_command())
+def parity_describe_commands(register):
+    # parity_tactics.cli is imported only when one of these runs or shows its --help
+    register("inspect tactics", "parity_tactics.cli:inspect_tactics", "Show a tactic replay file (Parity or Polygraphy) as a table.")
+    diff = "Find the tactics that appear in bad builds and not (or rarely) in good ones."
+    register("inspect diff-tactics", "parity_tactics.cli:inspect_diff_tactics", diff)
+    register("debug diff-tactics", "parity_tactics.cli:debug_diff_tactics", diff, hidden=True)  # Polygraphy's older spelling
+    register("debug build", "parity_tactics.cli:debug_build_command", "Rebuild a TensorRT engine repeatedly, sorting tactic replays by a check.")

@@ -96,7 +96,7 @@ def parity_register_converters(register):
 
 
 @hookimpl
-def parity_register_commands(cli):
-    from parity_trt.cli import add_commands
-
-    add_commands(cli)
+def parity_describe_commands(register):
+    # parity_trt.cli is imported only when the command runs or shows its --help
+    text = "Print the TensorRT network a script builds (``file.py``, function from --trt-network-func)."
+    register("inspect trt-network", "parity_trt.cli:inspect_network_command", text)
