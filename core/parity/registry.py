@@ -77,6 +77,9 @@ class DataLoaderSpec:
 
     name: str
     factory: Callable[[Any], Iterable[dict[str, np.ndarray]]]
+    # parameter names (click's, e.g. "trt_outputs") of this backend's options that mark intermediate tensors as
+    # outputs: when any is given, `parity run` prints the first-divergence report after its summary
+    mark_options: tuple[str, ...] = ()
     help: str = ""
     options: Sequence[click.Option] = ()
 

@@ -25,5 +25,6 @@ def parity_register_backends(register):
             model_kinds=("onnx",),
             requires=("onnx",),
             install_hint="pip install onnx",
+            mark_options=("onnx_outputs",),  # the core's --onnx-outputs, which this backend honours
         )
     )

@@ -1,9 +1,9 @@
 """The first-divergence report: layerwise errors in topological order, and the first tensor out of tolerance.
 
-When every tensor is marked as an output (``--onnx-outputs mark all``, ``--trt-outputs``, ``--mark-debug``),
-the comparison yields one check per tensor. The report names the first divergent tensor's producing node,
-op type and inputs, and prints the ``parity surgeon extract`` command that cuts the node out as a
-standalone model.
+When every tensor is marked as an output (the options backends declare in ``Backend.mark_options``:
+``--onnx-outputs mark all``, ``--trt-outputs``, ``--mark-debug``), the comparison yields one check per
+tensor. The report names the first divergent tensor's producing node, op type and inputs, and prints the
+``parity surgeon extract`` command that cuts the node out as a standalone model.
 
 **The first divergence** (one definition, :func:`first_divergent`, used by ``parity run --onnx-outputs mark
 all`` and both modes of ``parity debug localize``): among the compared tensors, the one earliest in the
@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from parity.compare.result import OutputCheck
-
-MARK_PARAMS = ("onnx_outputs", "trt_outputs", "mark_debug")
+from parity.plugins import get_registry
 
 
 @dataclass(frozen=True)
@@ -246,8 +245,17 @@ def first_divergence(summary: Any, model: str | None = None) -> list[DivergenceR
     return reports
 
 
+def mark_params() -> tuple[str, ...]:
+    """The options that mark intermediate tensors as outputs: every registered backend's ``mark_options``."""
+    names: dict[str, None] = {}
+    for backend in get_registry().backends.values():
+        names.update(dict.fromkeys(backend.mark_options))
+    return tuple(names)
+
+
 def outputs_were_marked(params: Mapping[str, Any]) -> bool:
-    return any(params.get(p) for p in MARK_PARAMS)
+    """Whether any backend's marking option (:attr:`parity.registry.Backend.mark_options`) was given."""
+    return any(params.get(p) for p in mark_params())
 
 
 def print_first_divergence(summary: Any, model: str | None, params: Mapping[str, Any]) -> None:

@@ -44,5 +44,6 @@ def parity_register_backends(register):
             model_kinds=("onnx",),
             requires=("onnxruntime",),
             install_hint="pip install onnxruntime",
+            mark_options=("onnx_outputs",),  # the core's --onnx-outputs, which this backend honours
         )
     )
