@@ -54,6 +54,7 @@ def parity_register_backends(register):
             model_kinds=("onnx", "engine", "trt-network-script"),
             requires=("tensorrt",),
             install_hint=INSTALL_HINT,
+            mark_options=("trt_outputs", "mark_debug"),
         )
     )
 
@@ -61,7 +62,6 @@ def parity_register_backends(register):
 @hookimpl
 def parity_register_model_kinds(register):
     from parity.api import ModelKind
-            mark_options=("trt_outputs", "mark_debug"),
     from parity_trt.factory import ENGINE_SUFFIXES
 
     register(ModelKind(name="engine", suffixes=ENGINE_SUFFIXES, read_inputs=_read_engine_inputs, describe=_describe_engine))
