@@ -321,6 +321,61 @@ def test_hook_parity_register_options(toy):
     assert "--toy-offset works with one iteration on 'parity run'" in one_line_error(refused)
 
 
+DECLARING_PLUGIN = '''
+from parity import hookimpl
+from parity.api import call_hook
+from parity.hookspecs import hookspec
+
+
+class Specs:
+    @hookspec
+    def parity_toy_greeting(self, who):
+        "A greeting for who."
+
+
+@hookimpl
+def parity_add_hookspecs(add):
+    add(Specs)
+
+
+@hookimpl
+def parity_register_commands(cli):
+    import click
+
+    @cli.command("toy-greetings")
+    @click.argument("who")
+    def greetings(who):
+        for text in call_hook("parity_toy_greeting", who=who):
+            click.echo(text)
+'''
+
+GREETING_PLUGIN = '''
+from parity import hookimpl
+
+
+@hookimpl(optionalhook=True)
+def parity_toy_greeting(who):
+    return f"hello {who}"
+'''
+
+
+def test_hook_parity_add_hookspecs(tmp_path):
+    (tmp_path / "declaring.py").write_text(DECLARING_PLUGIN)
+    (tmp_path / "greeting.py").write_text(GREETING_PLUGIN)
+    (tmp_path / "broken.py").write_text(GREETING_PLUGIN.replace('return f"hello {who}"', "raise RuntimeError('no greeting')"))
+    # the implementations load before the declaring plugin
+    both = ("--plugin", tmp_path / "greeting.py", "--plugin", tmp_path / "broken.py", "--plugin", tmp_path / "declaring.py")
+    proc = ok(parity(*both, "toy-greetings", "you"))
+    assert proc.stdout.strip() == "hello you"
+    warning = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(warning) == 1 and "broken.py failed to load and is ignored (RuntimeError: no greeting)" in warning[0]
+    strict = parity(*both, "toy-greetings", "you", env={"PARITY_STRICT_PLUGINS": "1"})
+    assert "broken.py failed to load: RuntimeError: no greeting" in one_line_error(strict)
+    rows = {row["name"]: row for row in json.loads(ok(parity(*both, "plugins", "--json")).stdout)}
+    assert "parity_toy_greeting" in rows[f"file:{tmp_path / 'greeting.py'}"]["hooks"]
+    assert "parity_add_hookspecs" in rows[f"file:{tmp_path / 'declaring.py'}"]["hooks"]
+
+
 def test_every_hook_has_a_test():
     from parity.plugins import hook_signatures
 

@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "ConvertRequest": "parity.registry",
     "OptionSpec": "parity.registry",
     "get_registry": "parity.plugins",
+    "call_hook": "parity.plugins",
     "module_available": "parity.plugins",
     # errors
     "ExitCode": "parity.errors",

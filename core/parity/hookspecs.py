@@ -157,3 +157,20 @@ def parity_register_commands(cli):
 
     :param cli: the root :class:`click.Group`.
     """
+
+
+@hookspec(historic=True)
+def parity_add_hookspecs(add):
+    """Declare hooks of your own, for other plugins to implement (the TensorRT plugin declares
+    ``parity_trt_build_extension`` this way).
+
+    Called by: pluggy, as your plugin is registered (a historic hook: a plugin loaded later gets the call too),
+    before any hook is called, so the hooks exist for every plugin, whichever loads first. Call the hooks you
+    declare with :func:`parity.api.call_hook`: each implementation is called on its own and isolated like
+    every other hook's (a failing one is reported, one line, and skipped; ``parity plugins`` lists it).
+
+    :param add: ``add(specs)``, pluggy's ``PluginManager.add_hookspecs``: ``specs`` is a module or class whose
+        functions are marked with :data:`parity.hookspecs.hookspec`; name them after your plugin
+        (``parity_<plugin>_<what>``). Implementations of a hook from a plugin that may be absent use
+        ``@hookimpl(optionalhook=True)``.
+    """

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from parity import __version__, hookspecs
-from parity.errors import PluginError, UsageError
+from parity.errors import ParityError, PluginError, UsageError
 from parity.util.text import warn
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -102,6 +102,7 @@ def add_plugin_files(paths: Iterable[str]) -> None:
     if _STATE is not None:
         for path in paths:
             _load_file(_STATE, path)
+        _check_unknown_hooks(_STATE)
         _STATE.registry = None
         _STATE.commands = None
 
@@ -119,6 +120,9 @@ def new_manager() -> pluggy.PluginManager:
     if os.environ.get("PARITY_TRACE_PLUGINS"):
         pm.trace.root.setwriter(lambda text: print(text, end="", file=sys.stderr))
         pm.enable_tracing()
+    # historic: every plugin's parity_add_hookspecs runs as it is registered, so hooks a plugin adds exist
+    # before anything calls them (implementations registered earlier are checked against them then)
+    pm.hook.parity_add_hookspecs.call_historic(kwargs={"add": pm.add_hookspecs})
     return pm
 
 
@@ -131,6 +135,7 @@ def get_state() -> PluginState:
         _load_entry_points(state)
         for path in [*(_env_list("PARITY_PLUGINS") or []), *_EXTRA_FILES]:
             _load_file(state, path)
+        _check_unknown_hooks(state)
         _STATE = state
     return _STATE
 
@@ -307,7 +312,7 @@ def _register(state: PluginState, plugin: Any, info: PluginInfo) -> None:
         if pm.is_registered(plugin):
             return
         pm.register(plugin, name=info.name)
-        pm.check_pending()
+        _refuse_impl_options(pm, plugin, info)
     except Exception as exc:
         if pm.get_plugin(info.name) is not None:
             pm.unregister(name=info.name)
@@ -315,6 +320,40 @@ def _register(state: PluginState, plugin: Any, info: PluginInfo) -> None:
         return
     info.hooks = sorted(hc.name for hc in pm.get_hookcallers(plugin) or [])
     state.infos[info.name] = info
+
+
+# hookimpl options that order or wrap other plugins' implementations: Parity calls each implementation on its
+# own (to know each item's owner and isolate failures), so it refuses them instead of ignoring them
+REFUSED_IMPL_OPTIONS = ("hookwrapper", "wrapper", "tryfirst", "trylast")
+
+
+def _refuse_impl_options(pm: pluggy.PluginManager, plugin: Any, info: PluginInfo) -> None:
+    for caller in pm.get_hookcallers(plugin) or []:
+        for impl in caller.get_hookimpls():
+            if impl.plugin is not plugin:
+                continue
+            used = [opt for opt in REFUSED_IMPL_OPTIONS if getattr(impl, opt, False)]
+            if used:
+                raise PluginError(
+                    f"plugin {info.label}: {caller.name}: @hookimpl({used[0]}=True) is not supported "
+                    "(Parity calls each plugin's implementation on its own; order between plugins is not guaranteed)"
+                )
+
+
+def _check_unknown_hooks(state: PluginState) -> None:
+    """A plugin implementing a hook nobody declared fails (as ``pluggy``'s ``check_pending``), once every plugin
+    is registered: a plugin's hooks may be declared by a plugin loaded after it (``parity_add_hookspecs``)."""
+    pm = state.manager
+    for name, caller in list(vars(pm.hook).items()):
+        if name.startswith("_") or not isinstance(caller, pluggy.HookCaller) or caller.spec is not None:
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.optionalhook or pm.get_plugin(impl.plugin_name) is None:
+                continue
+            info = state.infos.get(impl.plugin_name) or PluginInfo(impl.plugin_name)
+            pm.unregister(name=impl.plugin_name)
+            exc = PluginError(f"unknown hook '{name}' (no plugin declares it; misspelt, or a plugin it extends is not loaded)")
+            _fail(state, info, exc)
 
 
 def _fail(state: PluginState, info: PluginInfo, exc: BaseException) -> None:
@@ -365,6 +404,36 @@ def get_registry() -> Registry:
         info.items = registry.items_of(info.label)
     state.registry = registry
     return registry
+
+
+def call_hook(name: str, **kwargs: Any) -> list[Any]:
+    """Call hook ``name`` (one a plugin added with ``parity_add_hookspecs``) as Parity calls its own: each
+    implementation on its own, in registration order. An implementation that raises a :class:`ParityError`
+    (a user error it found) stops the call; one that raises anything else is that plugin's failure, reported
+    like a failure to load (a one-line warning, ``parity plugins`` shows it; an error under
+    ``PARITY_STRICT_PLUGINS=1``) and not called again. Returns the results that are not ``None``; a hook no
+    loaded plugin declares (its plugin is blocked, say) has none."""
+    state = get_state()
+    caller = getattr(state.manager.hook, name, None)
+    if caller is None or caller.spec is None:
+        return []
+    results = []
+    for impl in reversed(caller.get_hookimpls()):  # registration order, not pluggy's LIFO
+        info = state.infos.get(impl.plugin_name)
+        if info is not None and info.status == "failed":  # reported once; not called again
+            continue
+        try:
+            result = _call_impl(impl, **kwargs)
+        except ParityError:
+            raise
+        except Exception as exc:
+            if info is None:
+                raise
+            _fail(state, info, exc)
+            continue
+        if result is not None:
+            results.append(result)
+    return results
 
 
 def command_table() -> CommandTable:

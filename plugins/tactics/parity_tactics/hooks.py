@@ -29,7 +29,7 @@ def parity_register_options(register):
     from parity_tactics.options import tactic_options
 
     # --save-tactics/--load-tactics reach the TensorRT builder through the run options: the TensorRT plugin
-    # passes every option to the build extension factory registered under the parity_trt.build entry point.
+    # passes every option to parity_trt_build_extension below.
     register(OptionSpec("tactics", ("run", "convert"), tuple(tactic_options()), _validate, "tactic record/replay for TensorRT builds"))
 
 
@@ -41,3 +41,10 @@ def parity_describe_commands(register):
     register("inspect diff-tactics", "parity_tactics.cli:inspect_diff_tactics", diff)
     register("debug diff-tactics", "parity_tactics.cli:debug_diff_tactics", diff, hidden=True)  # Polygraphy's older spelling
     register("debug build", "parity_tactics.cli:debug_build_command", "Rebuild a TensorRT engine repeatedly, sorting tactic replays by a check.")
+
+
+@hookimpl(optionalhook=True)  # declared by the TensorRT plugin (parity_trt.hookspecs), which may be absent
+def parity_trt_build_extension(options):
+    from parity_tactics.trt_tactics import build_extension  # at build time only: hooks stay cheap
+
+    return build_extension(options)

@@ -18,7 +18,7 @@ Two mechanisms, chosen by what the installed TensorRT has (never by version-numb
 Both objects are build extensions of the TensorRT plugin (``parity_trt.config``): ``postprocess_config(builder,
 network, config)`` before the build and ``after_build(builder, network, config, engine_bytes)`` after it
 (``configure``/``finish`` are the same with plain names; ``__call__`` makes them plain config post-processors).
-:func:`build_extension` is the factory the TensorRT plugin finds through the ``parity_trt.build`` entry point.
+:func:`build_extension` is what this plugin's ``parity_trt_build_extension`` hook returns (parity_tactics.hooks).
 
 Every TensorRT name used here is checked against the 10.x/11.x API manifests by
 tests/test_tactics_conformance.py, per line: ``LINE_OF`` says which functions run on one line only.
@@ -525,6 +525,6 @@ class TacticExtension:
 
 
 def build_extension(options: Mapping[str, Any]) -> TacticExtension | None:
-    """Factory for the ``parity_trt.build`` entry point: an extension when a tactic option is used, else ``None``."""
+    """For the ``parity_trt_build_extension`` hook: an extension when a tactic option is used, else ``None``."""
     hooks = build_hooks(options)
     return TacticExtension(hooks) if hooks else None

@@ -5,25 +5,25 @@ them: an extension is an object with optional ``postprocess_config(builder, netw
 after every option is applied, before the build) and ``after_build(builder, network, config, engine_bytes)``
 methods, or a plain callable used as ``postprocess_config``. Extensions come from three places:
 ``CreateConfig(postprocess=[...])`` in the Python API, :func:`register_build_extension` (a factory called with
-the run options), and the ``parity_trt.build`` entry-point group (same factories, found lazily).
+the run options, for scripts), and plugins implementing the ``parity_trt_build_extension`` hook
+(:mod:`parity_trt.hookspecs`), called through Parity's plugin manager like every other hook.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from parity.api import BackendError, BaseLoader, UsageError, write_bytes_atomic
+from parity.api import BackendError, BaseLoader, UsageError, call_hook, write_bytes_atomic
 from parity_trt import versions
 from parity_trt._trt import import_trt
 from parity_trt.callbacks import guard
 from parity_trt.network import network_inputs
 from parity_trt.options import CONSTRAINTS, PRECISION_FLAGS, Profile, complete_profile
 
-BUILD_ENTRY_POINT_GROUP = "parity_trt.build"
+BUILD_HOOK = "parity_trt_build_extension"
 _FACTORIES: list[Callable[[Mapping[str, Any]], Any]] = []
 
 
@@ -34,16 +34,10 @@ def register_build_extension(factory: Callable[[Mapping[str, Any]], Any]) -> Non
 
 
 def build_extensions(options: Mapping[str, Any]) -> list[Any]:
-    """The extensions that apply to one build, from registered factories and entry points."""
-    factories = list(_FACTORIES)
-    for ep in importlib.metadata.entry_points(group=BUILD_ENTRY_POINT_GROUP):
-        factories.append(ep.load())
-    found = []
-    for factory in factories:
-        ext = factory(options)
-        if ext is not None:
-            found.append(ext)
-    return found
+    """The extensions that apply to one build: from factories registered in this process, then from plugins
+    (the ``parity_trt_build_extension`` hook, each implementation isolated by Parity's plugin manager)."""
+    found = [ext for ext in (factory(options) for factory in _FACTORIES) if ext is not None]
+    return found + call_hook(BUILD_HOOK, options=options)
 
 
 def _postprocess_of(ext: Any) -> Callable[..., Any] | None:

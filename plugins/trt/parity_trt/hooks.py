@@ -40,6 +40,13 @@ def _describe_script(path: str, show: Any = (), options: Any = None) -> str:
 
 
 @hookimpl
+def parity_add_hookspecs(add):
+    from parity_trt import hookspecs
+
+    add(hookspecs)  # parity_trt_build_extension: other plugins' build extensions (docs/trt.md)
+
+
+@hookimpl
 def parity_register_backends(register):
     from parity.api import Backend
     from parity_trt._trt import INSTALL_HINT
