@@ -17,6 +17,7 @@ from parity.api import (
     debug_options,
     echo,
     file_fingerprint,
+    get_registry,
     refuse_overwrite,
     session_from_options,
     verbosity_options,
@@ -49,10 +50,8 @@ expects, so it works with any backend. The result is a set of nodes, not a prefi
 
 
 def _modes(kind: str) -> list[str]:
-    from parity.api import get_registry
-
     names = {name for name, spec in get_registry().strategies.items() if kind in spec.kinds}
-    return sorted(names | ({"staged", "auto"} if kind == "reduce" else set()))  # staged: parity_reduce.strategies
+    return sorted(names | ({"auto"} if kind == "reduce" else set()))  # auto: this command's choice, see _auto_mode
 
 
 def add_commands(cli: click.Group) -> None:

@@ -8,13 +8,16 @@ from typing import Any
 from parity import hookimpl
 from parity.api import StrategySpec
 
-# name -> help; the factories live in parity_reduce.strategies (imported when a strategy is built).
+# name -> (help, the commands whose --mode offers it); the factories live in parity_reduce.strategies
+# (imported when a strategy is built). debug reduce and debug precision look every mode up in the registry,
+# these as any third party's.
 MODES = {
-    "dichotomic": "binary search for each culprit node, O(k log n) checks (default)",
-    "quickxplain": "QuickXplain divide and conquer (Junker 2004)",
-    "ddmin": "delta debugging over graph regions (Zeller & Hildebrandt 2002); parallel with --jobs",
-    "bisect": "Polygraphy's bisect: ancestors, then descendants, of one node by binary search",
-    "linear": "Polygraphy's linear: every node as the new output, then as the new input",
+    "dichotomic": ("binary search for each culprit node, O(k log n) checks (default)", ("reduce", "precision")),
+    "quickxplain": ("QuickXplain divide and conquer (Junker 2004)", ("reduce", "precision")),
+    "ddmin": ("delta debugging over graph regions (Zeller & Hildebrandt 2002); parallel with --jobs", ("reduce", "precision")),
+    "bisect": ("Polygraphy's bisect: ancestors, then descendants, of one node by binary search", ("reduce", "precision")),
+    "linear": ("Polygraphy's linear: every node as the new output, then as the new input", ("reduce", "precision")),
+    "staged": ("a region in no more checks than bisect, then dichotomic inside it (for --max-checks/--max-time)", ("reduce",)),
 }
 
 
@@ -22,15 +25,15 @@ def _factory(name: str):
     def factory(options: Mapping[str, Any]) -> Any:
         from parity_reduce.strategies import STRATEGIES
 
-        return STRATEGIES[name][0](options)
+        return STRATEGIES[name](options)
 
     return factory
 
 
 @hookimpl
 def parity_register_debug_strategies(register):
-    for name, help_text in MODES.items():
-        register(StrategySpec(name, _factory(name), help_text, kinds=("reduce", "precision")))
+    for name, (help_text, kinds) in MODES.items():
+        register(StrategySpec(name, _factory(name), help_text, kinds=kinds))
 
 
 @hookimpl

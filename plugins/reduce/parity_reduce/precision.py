@@ -18,9 +18,9 @@ from typing import Any
 import onnx
 from onnx import TensorProto
 
-from parity.api import DebugSession, ExitCode, ParityError, PredicateCheck, Summary, write_bytes_atomic
+from parity.api import DebugSession, ExitCode, ParityError, PredicateCheck, Summary, get_registry, write_bytes_atomic
 from parity_reduce.reducer import Search, load_model
-from parity_reduce.strategies import DEFAULT_MODE, STRATEGIES
+from parity_reduce.strategies import DEFAULT_MODE
 
 LOW = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
 
@@ -116,11 +116,7 @@ class PrecisionSearch:
         return last.note if last is not None and last.note else "unresolved"
 
     def strategy(self) -> Any:
-        if self.mode in STRATEGIES:
-            return STRATEGIES[self.mode][0]({})
-        from parity.api import get_registry
-
-        return get_registry().strategy(self.mode).factory({})
+        return get_registry().strategy(self.mode).factory({})  # this plugin's modes are registered like any other
 
     def run(self) -> PrecisionResult:
         strategy = self.strategy()

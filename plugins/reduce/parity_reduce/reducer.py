@@ -21,10 +21,24 @@ from typing import Any
 import numpy as np
 import onnx
 
-from parity.api import Candidate, DebugSession, ExitCode, Iteration, Oracle, ParityError, PredicateCheck, Summary, UsageError, first_line, subset_key, write_bytes_atomic
+from parity.api import (
+    Candidate,
+    DebugSession,
+    ExitCode,
+    Iteration,
+    Oracle,
+    ParityError,
+    PredicateCheck,
+    Summary,
+    UsageError,
+    first_line,
+    get_registry,
+    subset_key,
+    write_bytes_atomic,
+)
 from parity.api import warn as print_warning
 from parity_reduce.graph import GraphIndex, Reference, prepare, run_reference
-from parity_reduce.strategies import REDUCE_DEFAULT_MODE, STRATEGIES
+from parity_reduce.strategies import REDUCE_DEFAULT_MODE
 
 
 class NotFailing(ParityError):
@@ -220,11 +234,7 @@ class Reducer:
 
     def strategy(self) -> Any:
         options = {"graph": self.index, "no_reduce_inputs": not self.reduce_inputs, "no_reduce_outputs": not self.reduce_outputs}
-        if self.mode in STRATEGIES:
-            return STRATEGIES[self.mode][0](options)
-        from parity.api import get_registry
-
-        return get_registry().strategy(self.mode).factory(options)
+        return get_registry().strategy(self.mode).factory(options)  # this plugin's modes are registered like any other
 
     def run(self) -> ReduceResult:
         strategy = self.strategy()  # unknown --mode fails before any check

@@ -184,17 +184,15 @@ def _polygraphy(linear: bool):
     return factory
 
 
-# name -> (factory(options) -> strategy, help); options may hold the GraphIndex ("graph") and reduce flags.
-STRATEGIES: dict[str, tuple[Callable[[Mapping[str, Any]], Any], str]] = {
-    "dichotomic": (lambda o: Dichotomic(), "binary search for each culprit node, O(k log n) checks"),
-    "quickxplain": (lambda o: QuickXplain(), "QuickXplain divide and conquer (Junker 2004), O(k log(n/k)) checks"),
-    "ddmin": (lambda o: DeltaDebugging(), "delta debugging over graph regions (Zeller & Hildebrandt 2002); parallel with --jobs"),
-    "staged": (
-        lambda o: Staged(graph=o.get("graph"), reduce_inputs=not o.get("no_reduce_inputs"), reduce_outputs=not o.get("no_reduce_outputs")),
-        "a region in no more checks than bisect, then dichotomic inside it (for --max-checks/--max-time)",
-    ),
-    "bisect": (_polygraphy(False), "Polygraphy's bisect: ancestors then descendants of one node, binary search"),
-    "linear": (_polygraphy(True), "Polygraphy's linear: try every node as the new output, then input"),
+# name -> factory(options) -> strategy; options may hold the GraphIndex ("graph") and reduce flags. Registered
+# (with their help) by parity_reduce.hooks: the commands look strategies up in the registry only.
+STRATEGIES: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "dichotomic": lambda o: Dichotomic(),
+    "quickxplain": lambda o: QuickXplain(),
+    "ddmin": lambda o: DeltaDebugging(),
+    "staged": lambda o: Staged(graph=o.get("graph"), reduce_inputs=not o.get("no_reduce_inputs"), reduce_outputs=not o.get("no_reduce_outputs")),
+    "bisect": _polygraphy(False),
+    "linear": _polygraphy(True),
 }
 DEFAULT_MODE = "dichotomic"  # debug precision (a list of nodes, no graph regions)
 REDUCE_DEFAULT_MODE = "dichotomic"  # staged finds the symptom, not the origin, when cut tensors carry the faulty model's values
