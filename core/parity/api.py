@@ -117,6 +117,7 @@ _EXPORTS: dict[str, str] = {
     "names_preview": "parity.util.text",
     "warn": "parity.util.text",
     "lazy_attributes": "parity.util.lazy",
+    "parse_size": "parity.util.units",
 }
 
 __all__ = list(_EXPORTS)

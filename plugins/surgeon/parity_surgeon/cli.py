@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from parity.api import ExitCode, GreedyOption, ModelError, ParityCommand, UsageError, check_model_path, echo, refuse_overwrite, verbosity_options
+from parity.api import ExitCode, GreedyOption, ModelError, ParityCommand, UsageError, check_model_path, echo, parse_size, refuse_overwrite, verbosity_options
 
 
 def _check_model(model: str, output: str | None = None) -> None:
@@ -17,14 +17,9 @@ def _check_model(model: str, output: str | None = None) -> None:
 
 
 def _size(text: str | None, option: str) -> int | None:
-    from parity_surgeon.localizer import parse_size
-
     if text is None or str(text).lower() in ("none", "0", "off"):
         return None
-    try:
-        return parse_size(text)
-    except UsageError:
-        raise UsageError(f"{option}: cannot read '{text}'; write a size such as 16M or 1G (or none)") from None
+    return parse_size(text, option, "{option}: cannot read '{text}'; write a size such as 16M or 1G (or none)")
 
 
 # --- surgeon sanitize -------------------------------------------------------------------------------

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -33,22 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.api import DivergenceReport, GraphInfo, TensorError, UsageError, check_model_path, first_divergent, onnx_models, tensor_error
+from parity.api import DivergenceReport, GraphInfo, TensorError, UsageError, check_model_path, first_divergent, onnx_models, parse_size, tensor_error
 from parity_surgeon import graph as g
 
 DEFAULT_BUDGET_CAP = 2 << 30  # bytes
 RUNTIME_OVERHEAD = 200 << 20  # interpreter, onnxruntime and numpy themselves
 
 
-def parse_size(text: str | int | None) -> int | None:
-    """``'2G'``, ``'512M'``, ``'1.5GiB'``, ``'100000'`` -> bytes."""
-    if text is None or isinstance(text, int):
-        return text
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*", str(text), re.IGNORECASE)
-    if not found:
-        raise UsageError(f"--memory-budget: cannot read '{text}'; write a size such as 512M, 2G or 1.5GiB")
-    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[found.group(2).lower()]
-    return int(float(found.group(1)) * scale)
+BUDGET_ERROR = "{option}: cannot read '{text}'; write a size such as 512M, 2G or 1.5GiB"
 
 
 def default_budget() -> int:
@@ -457,7 +448,7 @@ def localize(
         specs[1] = RunnerSpec(specs[1].backend, specs[1].options, reference_model)
     if feed is None:
         feed = DataLoader(onnx_models.read_inputs(model))[0]
-    budget = parse_size(memory_budget) or default_budget()
+    budget = (parse_size(memory_budget, "--memory-budget", BUDGET_ERROR) if memory_budget is not None else 0) or default_budget()
     session = _Session(model, specs, feed, resolve_compare_funcs(compare_func), progress)
     candidates = _candidates(session, tensors, exclude)
     feed_bytes = sum(getattr(v, "nbytes", 0) for v in session.feed.values())

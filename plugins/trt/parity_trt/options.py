@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import click
 
-from parity.api import UsageError, did_you_mean, parse_shape
+from parity.api import UsageError, did_you_mean, parse_shape, parse_size
 from parity_trt.versions import trt_name
 
 Shape = tuple[int, ...]
@@ -191,17 +191,6 @@ def complete_profile(partial: Profile, inputs: Mapping[str, Sequence[int]], inde
 
 
 # ---- sizes and pools ------------------------------------------------------------------------------------
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "T": 1 << 40}
-
-
-def parse_size(text: str, option: str = "--pool-limit") -> int:
-    """``'16M'`` -> 16777216 (binary units K/M/G/T, optional B); plain integers are bytes."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?B?)\s*", text, flags=re.IGNORECASE)
-    if not match:
-        raise UsageError(f"{option}: cannot read size '{text}'; write e.g. 16M, 1G or 1048576")
-    return int(float(match[1]) * _UNITS[match[2].upper()])
-
-
 def parse_pool_limits(values: Iterable[str] | None) -> dict[str, int]:
     """``['workspace:1G', 'tactic_dram:256M']`` -> ``{'WORKSPACE': 1073741824, ...}`` (names checked later)."""
     pools: dict[str, int] = {}
@@ -209,7 +198,7 @@ def parse_pool_limits(values: Iterable[str] | None) -> dict[str, int]:
         name, sep, size = value.rpartition(":")
         if not sep or not name:
             raise UsageError(f"--pool-limit: cannot read '{value}'; write pool:size, e.g. workspace:1G")
-        pools[name.strip().upper()] = parse_size(size)
+        pools[name.strip().upper()] = parse_size(size, "--pool-limit")
     return pools
 
 

@@ -63,13 +63,13 @@ def test_complete_profile_checks_names_and_fills_dynamic_inputs():
 
 
 def test_sizes_and_pool_limits():
-    assert opt.parse_size("16M") == 16 << 20
-    assert opt.parse_size("1g") == 1 << 30
-    assert opt.parse_size("1024") == 1024
+    assert opt.parse_pool_limits(["workspace:16M", "tactic_dram:1g", "x:1024"]) == {"WORKSPACE": 16 << 20, "TACTIC_DRAM": 1 << 30, "X": 1024}
     assert opt.parse_pool_limits(["workspace:1G", "tactic_dram:256M"]) == {"WORKSPACE": 1 << 30, "TACTIC_DRAM": 256 << 20}
     for bad in (["workspace"], ["workspace:lots"]):
         with pytest.raises(UsageError):
             opt.parse_pool_limits(bad)
+    with pytest.raises(UsageError, match=r"^--pool-limit: cannot read size 'lots'; write e.g. 16M, 1G or 1048576$"):
+        opt.parse_pool_limits(["workspace:lots"])
 
 
 def test_trt_outputs_forms():
