@@ -35,13 +35,12 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from parity.api import BackendError, UsageError, missing_dependency
+from parity.api import BackendError, UsageError
 from parity_tactics.match import compare_choices, matching_choices
 from parity_tactics.replay import Tactic, TacticReplay, TensorFormat, load_replay, tactic_hex
 
 MECHANISMS = ("auto", "timing-cache", "algorithm-selector")
 INVALID_TACTIC_HASH = (1 << 64) - 1  # TimingCacheValue.tacticHash of an entry with no tactic
-INSTALL_HINT = "pip install 'parity-trt[tensorrt]' (needs an NVIDIA GPU and driver)"
 
 # The capability probes of available_mechanisms(): present on exactly one line each (checked by the tests).
 SELECTOR_PROBE = "IAlgorithmSelector"
@@ -90,11 +89,12 @@ _LOG_KEY = re.compile(r"Autotuning op ([^(\n]*?[^(\s])\s*\(key:\s*(0x[0-9a-fA-F]
 
 
 def import_trt() -> ModuleType:
-    try:
-        import tensorrt
-    except ImportError as exc:
-        raise missing_dependency("tensorrt", INSTALL_HINT) from exc
-    return tensorrt
+    """The TensorRT plugin's :func:`parity_trt._trt.import_trt` (one import, one "not installed" message)."""
+    # imported here: parity-trt is optional for this plugin (replay files need no TensorRT), and every caller
+    # runs inside a build of the TensorRT plugin
+    from parity_trt._trt import import_trt as trt_plugin_import
+
+    return trt_plugin_import()
 
 
 def available_mechanisms(trt: ModuleType) -> list[str]:

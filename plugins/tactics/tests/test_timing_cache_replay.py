@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -55,13 +56,16 @@ def build(config: Any, choice: int = 0, retime: frozenset[str] = frozenset()) ->
 
 
 @pytest.fixture
-def trt(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+def trt(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     import parity_trt.engine
+    from parity_trt import _trt
 
     module = trt_model.make("11.0.0.114")
     monkeypatch.setitem(sys.modules, "tensorrt", module)
     monkeypatch.setattr(parity_trt.engine, "get_runtime", lambda: module.Runtime(module.Logger()))
-    return module
+    _trt.import_trt.cache_clear()  # the plugins' one import_trt caches the module: read this one
+    yield module
+    _trt.import_trt.cache_clear()
 
 
 LOG = "\n".join(f"[V] Autotuning op {op}(key: {key})" for op, key in OPS.items())
