@@ -9,6 +9,13 @@ The public Python API mirrors the CLI::
     results = Comparator.run(runners, data_loader=DataLoader(iterations=2))
     assert Comparator.compare_accuracy(results)
 
+or, as ``parity run model.onnx --onnxrt --onnxrt=graph-optimization-level=disable`` does, from option values::
+
+    from parity import RunRequest, run_comparison
+
+    outcome = run_comparison(RunRequest("model.onnx", [("onnxrt", {}), ("onnxrt", {"graph_optimization_level": "disable"})]))
+    assert outcome.passed  # outcome.code: the exit code parity run would return
+
 Heavy names are imported on first use, so ``import parity`` stays cheap.
 """
 
@@ -39,6 +46,12 @@ _LAZY = {
     "DataLoaderSpec": "parity.registry",
     "StrategySpec": "parity.registry",
     "RunnerRequest": "parity.registry",
+    "DataRequest": "parity.registry",
+    "RunRequest": "parity.runflow",
+    "RunOutcome": "parity.runflow",
+    "run_comparison": "parity.runflow",
+    "RunReporter": "parity.reporting",
+    "QuietReporter": "parity.reporting",
     "get_registry": "parity.plugins",
 }
 

@@ -32,6 +32,40 @@ class RunnerRequest:
 
 
 @dataclass(frozen=True)
+class DataRequest:
+    """Everything a data loader needs: what a registered loader's factory receives (:class:`DataLoaderSpec`).
+
+    ``val_range`` and ``input_shapes`` are parsed (``{name: (lo, hi)}``, ``{name: shape}``; the empty name is
+    the default); :meth:`from_options` builds a request from option values as the CLI spells them."""
+
+    input_metadata: Mapping[str, TensorMeta]
+    seed: int = 1
+    iterations: int = 1
+    val_range: Mapping[str, Any] = field(default_factory=dict)
+    input_shapes: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_options(cls, input_metadata: Mapping[str, TensorMeta], options: Mapping[str, Any]) -> DataRequest:
+        """``options`` as ``parity run`` parses them: ``seed``, ``iterations``, ``val_range`` (``["[0,1]",
+        "x:[-1,1]"]``), ``input_shapes`` (``["x:[1,3]"]``); all are kept as :attr:`options` too."""
+        from parity.data.parse import parse_shapes, parse_val_ranges
+
+        return cls(
+            input_metadata,
+            options.get("seed", 1),
+            options.get("iterations", 1),
+            parse_val_ranges(options.get("val_range") or ()),
+            parse_shapes(options.get("input_shapes") or ()),
+            options,
+        )
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.options.get(name, default)
+        return default if value is None else value
+
+
+@dataclass(frozen=True)
 class Backend:
     """An inference backend. ``flag`` selects it on the CLI and may be repeated (two runners)."""
 
@@ -43,6 +77,9 @@ class Backend:
     model_kinds: tuple[str, ...] = ("onnx",)
     requires: tuple[str, ...] = ()  # importable module names, checked with find_spec, never imported
     install_hint: str = ""
+    # parameter names (click's, e.g. "trt_outputs") of this backend's options that mark intermediate tensors as
+    # outputs: when any is given, `parity run` prints the first-divergence report after its summary
+    mark_options: tuple[str, ...] = ()
 
     @property
     def cli_flag(self) -> str:
@@ -73,13 +110,10 @@ class ComparatorSpec:
 
 @dataclass(frozen=True)
 class DataLoaderSpec:
-    """A source of feed dicts. ``factory(request)`` returns an iterable of ``{input name: array}``."""
+    """A source of feed dicts. ``factory(request: DataRequest)`` returns an iterable of ``{input name: array}``."""
 
     name: str
-    factory: Callable[[Any], Iterable[dict[str, np.ndarray]]]
-    # parameter names (click's, e.g. "trt_outputs") of this backend's options that mark intermediate tensors as
-    # outputs: when any is given, `parity run` prints the first-divergence report after its summary
-    mark_options: tuple[str, ...] = ()
+    factory: Callable[[DataRequest], Iterable[dict[str, np.ndarray]]]
     help: str = ""
     options: Sequence[click.Option] = ()
 

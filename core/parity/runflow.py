@@ -2,6 +2,16 @@
 
 One iteration is in memory at a time: inputs and outputs are written to their files as they come and
 compared immediately, so a run over many iterations or with huge outputs has bounded memory.
+
+Two levels: :func:`run` takes built runners, a data loader and compare functions; :func:`run_comparison`
+takes a :class:`RunRequest` (the model, the backends in order, the option values) and does everything
+``parity run`` does, showing progress through a :class:`parity.reporting.RunReporter`. The CLI parses its
+command line into a :class:`RunRequest`; the Python API builds one by hand::
+
+    from parity import RunRequest, run_comparison
+
+    outcome = run_comparison(RunRequest("model.onnx", [("onnxrt", {}), ("onnxrt", {"graph_optimization_level": "disable"})]))
+    assert outcome.passed
 """
 
 from __future__ import annotations
@@ -11,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +33,12 @@ from parity.results.files import ArchiveWriter
 from parity.results.model import IterationResult, RunResults
 from parity.util.fs import atomic_write, refuse_overwrite
 from parity.util.text import unique_labels
+
+if TYPE_CHECKING:  # pragma: no cover
+    from parity.assemble import SettingsCaster
+    from parity.compare.divergence import DivergenceReport
+    from parity.registry import Registry
+    from parity.reporting import RunReporter
 
 
 @dataclass
@@ -173,3 +190,94 @@ def median_ms(values: Sequence[float]) -> float:
     if not values:
         return math.nan
     return float(np.median(values)) * 1000.0
+
+
+# --- the whole of ``parity run`` -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One ``parity run``: ``runners`` are ``(backend name, per-runner settings)`` in order (``--onnxrt
+    --onnxrt=opt=value``); ``options`` are the option values as the CLI parses them, keyed by option name
+    (``seed``, ``iterations``, ``atol`` = ``("y:1e-3", "1e-5")``, ``load_outputs``, ``save_outputs``,
+    ``report``, every backend's options, ...). ``cast_settings`` turns per-runner settings into option values
+    (the CLI casts text with the options' types); without it the settings are used as given."""
+
+    model: str | None
+    runners: Sequence[tuple[str, Mapping[str, Any]]] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
+    cast_settings: SettingsCaster | None = None
+
+
+@dataclass
+class RunOutcome:
+    """What :func:`run_comparison` did: the summary, the exit code it means, the layerwise reports."""
+
+    summary: RunSummary
+    code: int
+    layerwise: list[DivergenceReport] | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.summary.passed
+
+
+def run_comparison(request: RunRequest, reporter: RunReporter | None = None, registry: Registry | None = None) -> RunOutcome:
+    """Everything ``parity run`` does, in its order: refuse bad paths, build the compare functions, golden runs,
+    data and runners, run, report (``reporter``; default :class:`parity.reporting.QuietReporter`), and write
+    the ``--report`` file. Errors are :class:`parity.errors.ParityError` subclasses carrying the exit code."""
+    from parity.assemble import check_requirements, detect_model_kind, make_compare_funcs, make_data_loader, make_runners, refuse_overwrite_inputs
+    from parity.compare.divergence import first_divergence, outputs_were_marked
+    from parity.errors import ExitCode
+    from parity.reporting import QuietReporter, write_report
+    from parity.results.files import check_output_path, load_results
+    from parity.util.fs import check_model_path
+
+    if registry is None:
+        from parity.plugins import get_registry
+
+        registry = get_registry()
+    reporter = reporter or QuietReporter()
+    model, params, chosen = request.model, request.options, list(request.runners)
+    refuse_overwrite_inputs(model, params)
+    for option in ("save_inputs", "save_outputs", "report"):  # a bad output path fails before any work
+        if params.get(option):
+            check_output_path(params[option], "--" + option.replace("_", "-"))
+    if not chosen and not params.get("load_outputs"):
+        flags = " ".join(b.cli_flag for b in registry.backends.values())
+        raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or --load-outputs")
+    if model:
+        check_model_path(model)
+    funcs = make_compare_funcs(params, registry)
+    golden = RunResults()
+    for path in params.get("load_outputs") or ():
+        golden.extend(load_results(path), prefix=f"{Path(path).name}:")
+    kind = detect_model_kind(model, registry, params.get("model_type")) if model else None
+    data = make_data_loader(params, model, kind, registry, reporter.warning) if model and chosen else None
+    runners = make_runners(model, chosen, params, registry, request.cast_settings)  # validates backend options: usage errors come first
+    check_requirements([name for name, _ in chosen], registry)
+    for path in (params.get("save_outputs"), params.get("save_inputs")):
+        if path and Path(path).suffix == ".json":
+            reporter.warning(f"{path} is written in Parity's binary format (a zip of .npy arrays), not JSON")
+    summary = run(
+        runners,
+        data,
+        golden,
+        funcs,
+        save_inputs=params.get("save_inputs"),
+        save_outputs=params.get("save_outputs"),
+        do_validate=params.get("validate", False),
+        fail_fast=params.get("fail_fast", False),
+        on_iteration=reporter.iteration,
+    )
+    if not runners:
+        for index in range(summary.iterations):
+            reporter.iteration(index, [p for p in summary.accuracy if index < len(p.iterations)])
+    code = ExitCode.PASSED if summary.passed else ExitCode.MISMATCH
+    # layerwise runs: where the runners start to disagree (built once: shown and reported)
+    layerwise = first_divergence(summary, model) if outputs_were_marked(params) else None
+    reporter.divergence(layerwise or [])
+    reporter.summary(summary)
+    if params.get("report"):
+        write_report(params["report"], summary, code, layerwise)
+    return RunOutcome(summary, int(code), layerwise)

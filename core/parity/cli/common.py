@@ -8,15 +8,11 @@ from typing import Any
 
 import click
 
+from parity.console import SETTINGS, echo
 from parity.errors import ExitCode, ParityError
 from parity.util.text import first_line, warn
 
-SETTINGS = {"verbose": False, "quiet": False}
-
-
-def echo(message: str = "", err: bool = False) -> None:
-    if not SETTINGS["quiet"] or err:
-        click.echo(message, err=err)
+__all__ = ["SETTINGS", "echo", "install_warning_printer", "run_guarded", "verbosity_options", "warn"]
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ARG001

@@ -1,61 +1,32 @@
-"""What ``parity run`` prints, and its ``--report`` JSON file."""
+"""What ``parity run`` prints: the CLI's :class:`parity.reporting.RunReporter`. The ``--report`` JSON file is
+written by the engine (:func:`parity.reporting.write_report`, re-exported here)."""
 
 from __future__ import annotations
 
-import json
-import math
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from parity.cli.common import echo
+from parity.cli.common import echo, warn
+from parity.reporting import write_report
 from parity.util.text import names_preview
 
-
-def write_report(path: str, summary: Any, code: int, layerwise: Sequence[Any] | None = None) -> None:
-    """``layerwise``: the run's first-divergence reports, when outputs were marked."""
-    from parity.util.fs import write_text_atomic
-
-    report = {
-        "format": "parity-report",
-        "version": 1,
-        "command": sys.argv,
-        "passed": summary.passed,
-        "exit_code": int(code),
-        "iterations": summary.iterations,
-        "runtimes_ms": {k: [t * 1000 for t in v] for k, v in summary.runtimes.items()},
-        "validation": [v.__dict__ for v in summary.validation] if summary.validated else None,
-        "comparisons": summary.accuracy.to_json(),
-    }
-    if layerwise is not None:
-        report["layerwise"] = [r.to_json() for r in layerwise]
-    write_text_atomic(path, json.dumps(_strict(report), indent=1, default=_json_default, allow_nan=False))
-
-
-def _strict(value: Any) -> Any:
-    """NaN/Inf become null, so the report is strict JSON (an empty tensor has no max error, a NaN output no
-    cosine; the check's message or ``cosine_undefined`` says why)."""
-    if isinstance(value, dict):
-        return {k: _strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_strict(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "item"):
-        return value.item()
-    return str(value)
+__all__ = ["ReportPrinter", "format_check", "format_details", "write_report"]
 
 
 class ReportPrinter:
     """Human-readable output: one line per output and verdict, details for failures (or with -v)."""
 
-    def iteration(self, index: int, pairs: list) -> None:
+    def warning(self, message: str) -> None:
+        warn(message)
+
+    def divergence(self, reports: Sequence[Any]) -> None:
+        from parity.compare.divergence import print_reports
+
+        print_reports(reports)
+
+    def iteration(self, index: int, pairs: Sequence[Any]) -> None:
         from parity.cli.common import SETTINGS
 
         for pair in pairs:

@@ -265,7 +265,7 @@ def print_first_divergence(summary: Any, model: str | None, params: Mapping[str,
 
 
 def print_reports(reports: Sequence[DivergenceReport]) -> None:
-    from parity.cli.common import echo
+    from parity.console import echo
 
     for report in reports:
         if len(report.tensors) < 2:

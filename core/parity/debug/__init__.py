@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from parity.debug.check import CommandCheck, InteractiveCheck, Outcome, PredicateCheck, Verdict
 from parity.debug.executor import Executor, SerialExecutor, ThreadExecutor, make_executor
-from parity.debug.options import debug_options, make_check, session_from_options, until_option
+from parity.debug.options import make_check, session_from_options
 from parity.debug.session import Candidate, DebugSession, Iteration, Reporter, Summary, file_fingerprint
 from parity.debug.strategy import Oracle, Strategy, subset_key
 
@@ -66,3 +66,11 @@ __all__ = [
     "subset_key",
     "until_option",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name in ("debug_options", "until_option"):  # click options: the CLI layer's (parity.debug.cli)
+        from parity.debug import cli
+
+        return getattr(cli, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

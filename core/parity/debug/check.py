@@ -3,7 +3,8 @@
 Three kinds of check, all callables ``check(iteration) -> Outcome``:
 
 * :class:`CommandCheck`: the ``--check CMD ...`` command. A ``parity run ...`` command runs in this
-  process through :func:`parity.cli.main` (no new interpreter, no re-import of onnxruntime per iteration)
+  process through the installed ``parity`` program's entry point (:func:`parity_program`; no new
+  interpreter, no re-import of onnxruntime per iteration)
   unless a timeout or parallel jobs need a killable process; anything else is a subprocess in its own
   process group, so ``--check-timeout`` kills the check *and* everything it started.
 * :class:`InteractiveCheck`: no ``--check`` given: ask at the terminal.
@@ -20,6 +21,7 @@ never count it as passing (as in Zeller's ddmin).
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import re
@@ -200,7 +202,7 @@ class CommandCheck:
     def __call__(self, iteration: Iteration) -> Outcome:
         argv = self.command_for(iteration)
         start = time.perf_counter()
-        if self.in_process and self.timeout is None and iteration.exclusive and is_parity_run(argv):
+        if self.in_process and self.timeout is None and iteration.exclusive and is_parity_run(argv) and parity_program() is not None:
             code, output = _run_in_process(argv[argv.index("run") :])
             outcome = self.judge(code, output, False, argv)
         else:
@@ -352,11 +354,25 @@ def _indent(text: str) -> str:
     return "".join(f"    | {line}\n" for line in lines)
 
 
-def _run_in_process(args: list[str]) -> tuple[int, str]:
-    """``parity run`` through :func:`parity.cli.main`, capturing what it prints (for ``--fail-regex``)."""
-    from parity.cli import main
-    from parity.cli.common import SETTINGS
+@functools.lru_cache(maxsize=1)
+def parity_program() -> Callable[[list[str]], int] | None:
+    """The ``parity`` program as installed: its ``console_scripts`` entry point, the function a ``parity``
+    subprocess would run. The debug engine calls it in this process; it never imports the CLI by name.
+    None when no installed distribution provides it (then ``parity run`` checks run as subprocesses)."""
+    from importlib.metadata import entry_points
 
+    for ep in entry_points(group="console_scripts", name="parity"):
+        if ep.value.split(":", 1)[0].split(".", 1)[0] == "parity":
+            return ep.load()
+    return None
+
+
+def _run_in_process(args: list[str]) -> tuple[int, str]:
+    """``parity run`` through :func:`parity_program`, capturing what it prints (for ``--fail-regex``)."""
+    from parity.console import SETTINGS
+
+    main = parity_program()
+    assert main is not None
     saved = dict(SETTINGS)
     buffer = io.StringIO()
     try:

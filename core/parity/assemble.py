@@ -1,0 +1,168 @@
+"""From parsed options to the objects a run needs: runners, a data loader, compare functions.
+
+The engine side of ``parity run`` (and of plugin commands that run models: ``surgeon localize``, ``debug
+precision``): plain functions of option values as the CLI parses them (``{"seed": 1, "atol": ("1e-5",),
+...}``), with no click in sight. The CLI turns its command line into these values and a
+:class:`parity.runflow.RunRequest`; the Python API builds the same request by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from parity.errors import UsageError
+from parity.registry import Backend, DataRequest, Registry, RunnerRequest
+from parity.util.fs import refuse_overwrite
+from parity.util.text import names_preview, warn
+
+# A backend's per-runner settings (``--onnxrt=opt=value``) turned into option values: the CLI casts them with
+# the options' click types; given typed values (the Python API), they are used as they are.
+SettingsCaster = Callable[[Backend, Mapping[str, Any]], Mapping[str, Any]]
+
+
+def detect_model_kind(model: str, registry: Registry, declared: str | None = None) -> str | None:
+    if declared:
+        if declared not in registry.model_kinds:
+            raise UsageError(f"--model-type: unknown kind '{declared}'; known: {', '.join(registry.model_kinds)}")
+        return declared
+    suffix = Path(model).suffix.lower()
+    for kind in registry.model_kinds.values():
+        if suffix in kind.suffixes:
+            return kind.name
+    try:
+        head = Path(model).read_bytes()[:64] if Path(model).is_file() else b""
+    except OSError:
+        head = b""
+    for kind in registry.model_kinds.values():
+        if kind.magic and kind.magic(head):
+            return kind.name
+    return None
+
+
+def make_runners(
+    model: str | None,
+    chosen: Sequence[tuple[str, Mapping[str, Any]]],
+    params: Mapping[str, Any],
+    registry: Registry,
+    cast_settings: SettingsCaster | None = None,
+) -> list:
+    """One runner per ``(backend name, per-runner settings)``, in order, named ``<backend>-<index>``."""
+    if chosen and not model:
+        raise UsageError("a model path is required to run backends")
+    kind = detect_model_kind(model, registry, params.get("model_type")) if model else None
+    runners = []
+    for index, (name, overrides) in enumerate(chosen):
+        backend = registry.backend(name)
+        if kind and kind not in backend.model_kinds:
+            raise UsageError(f"{backend.cli_flag} cannot run a {kind} model ({model}); it runs: {', '.join(backend.model_kinds)}")
+        settings = cast_settings(backend, overrides) if cast_settings else dict(overrides)
+        options = {**params, **settings}
+        runner = backend.make_runner(RunnerRequest(model, options, index, kind))
+        runner.name = f"{backend.name}-{index}"
+        runners.append(runner)
+    return runners
+
+
+def check_requirements(backends: Sequence[str], registry: Registry) -> None:
+    """A backend whose library is missing fails before any model is loaded, in one line."""
+    from parity.errors import missing_dependency
+    from parity.plugins import module_available
+
+    for name in backends:
+        backend = registry.backend(name)
+        for module in backend.requires:
+            if not module_available(module):
+                raise missing_dependency(module, backend.install_hint or f"pip install {module}")
+
+
+def make_data_loader(params: Mapping[str, Any], model: str | None, kind: str | None, registry: Registry, warn: Callable[[str], None] = warn):
+    """The feeds of a run: ``--load-inputs`` files, a ``--data-loader-script``, or the registered loader named
+    by ``--data-loader`` (default ``random``) given a :class:`DataRequest`. ``warn`` shows warnings."""
+    from parity.data.loader import load_script_loader
+    from parity.results.files import load_inputs
+
+    if params.get("load_inputs") and params.get("data_loader_script"):
+        raise UsageError("use either --load-inputs or --data-loader-script, not both")
+
+    def model_inputs() -> dict:
+        return registry.model_kinds[kind].read_inputs(model) if (model and kind in registry.model_kinds) else {}
+
+    if params.get("load_inputs"):
+        feeds = []
+        for path in params["load_inputs"]:
+            feeds.extend(load_inputs(path))
+        return drop_extra_tensors(feeds, model_inputs(), warn)
+    if params.get("data_loader_script"):
+        return load_script_loader(params["data_loader_script"])
+    spec = registry.data_loaders.get(params.get("data_loader") or "random")
+    if spec is None:
+        from parity.registry import _lookup
+
+        _lookup(registry.data_loaders, params["data_loader"], "data loader")
+    meta = model_inputs()
+    return load_data(DataRequest.from_options(meta, params), registry, params.get("data_loader") or "random")
+
+
+def load_data(request: DataRequest, registry: Registry, loader: str = "random"):
+    """The registered data loader ``loader`` (``--data-loader``) made from ``request``."""
+    from parity.registry import _lookup
+
+    spec = _lookup(registry.data_loaders, loader, "data loader")
+    data = spec.factory(request)
+    if hasattr(data, "check_names") and request.input_metadata:
+        data.check_names()
+    return data
+
+
+def drop_extra_tensors(feeds: list[dict], meta: Mapping[str, Any], warn: Callable[[str], None] = warn) -> list[dict]:
+    """Saved inputs may hold more tensors than the model takes (Polygraphy's layerwise inputs hold every
+    tensor): keep the model's inputs when all are there, with one warning; otherwise leave the names for the
+    runner to reject."""
+    if not meta:
+        return feeds
+    dropped: set[str] = set()
+    kept = []
+    for feed in feeds:
+        if set(meta) <= set(feed) and set(feed) - set(meta):
+            dropped |= set(feed) - set(meta)
+            feed = {name: feed[name] for name in meta}
+        kept.append(feed)
+    if dropped:
+        names = sorted(dropped)
+        warn(f"--load-inputs: ignoring {len(names)} tensor(s) the model does not take as inputs: {names_preview(names)}")
+    return kept
+
+
+def make_compare_funcs(params: Mapping[str, Any], registry: Registry) -> list:
+    from parity.data.parse import parse_per_name
+
+    options = dict(params)
+    options["atol"] = parse_per_name(params.get("atol") or (), float, "--atol") or None
+    options["rtol"] = parse_per_name(params.get("rtol") or (), float, "--rtol") or None
+    options["check_error_stat"] = parse_per_name(params.get("check_error_stat") or (), str, "--check-error-stat") or None
+    names = list(params.get("compare_func") or ()) or ["simple"]
+    funcs = []
+    for name in names:
+        try:
+            funcs.append(registry.comparator(name).factory(options))
+        except ValueError as exc:
+            raise UsageError(f"--compare-func {name}: {exc}") from None
+    return funcs
+
+
+def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any]) -> None:
+    """Before any work: no file ``run`` writes is the model or a file it reads, and no two are one file."""
+    script = params.get("data_loader_script")
+    if script and not Path(script).exists() and ":" in script:
+        script = script.rsplit(":", 1)[0]  # FILE.py:FUNC
+    refuse_overwrite(
+        {
+            "the model": model,
+            "the --load-inputs file": params.get("load_inputs"),
+            "the --load-outputs file": params.get("load_outputs"),
+            "the --data-loader-script": script,
+        },
+        **{"--save-inputs": params.get("save_inputs"), "--save-outputs": params.get("save_outputs"), "--report": params.get("report")},
+    )

@@ -1,0 +1,109 @@
+"""The engine has no CLI inside it: only the CLI imports ``parity.cli``, and a comparison runs without click."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import core_models
+
+CORE = Path(__file__).resolve().parent.parent / "core" / "parity"
+
+# The CLI layer: click commands and their helpers; ``__main__`` is ``python -m parity``, the program itself, and
+# ``testing`` the pytest plugin whose ``parity_invoke`` runs that program for plugins' tests.
+CLI_LAYER = ("cli/", "debug/cli.py", "__main__.py", "testing.py")
+
+
+def _imports_of_cli(path: Path) -> list[str]:
+    """``file:line`` of every import of ``parity.cli`` (or a module under it) in ``path``."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the module's package
+                package = path.relative_to(CORE.parent).with_suffix("").parts[: -node.level]
+                base = ".".join(package)
+                names = [f"{base}.{node.module}" if node.module else base]
+                if not node.module:
+                    names = [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                names = [node.module or ""]
+                if node.module == "parity":
+                    names = [f"parity.{alias.name}" for alias in node.names]
+        if any(n == "parity.cli" or n.startswith("parity.cli.") for n in names):
+            found.append(f"{path.relative_to(CORE.parent.parent)}:{node.lineno}")
+    return found
+
+
+def test_only_the_cli_imports_parity_cli():
+    engine = [p for p in sorted(CORE.rglob("*.py")) if not p.relative_to(CORE).as_posix().startswith(CLI_LAYER)]
+    assert any(p.name == "runflow.py" for p in engine) and any(p.parent.name == "debug" for p in engine)
+    offenders = [where for path in engine for where in _imports_of_cli(path)]
+    assert not offenders, "engine modules import the CLI (parity.cli): " + ", ".join(offenders)
+
+
+def test_the_walk_sees_every_spelling(tmp_path):
+    """The checker itself: absolute, from-parity and relative imports of the CLI are all caught."""
+    sample = CORE / "debug" / "_layer_probe.py"  # a path inside the package, for relative imports (never written)
+    source = "import parity.cli\nfrom parity.cli.common import echo\nfrom parity import cli\nfrom ..cli import run\nfrom parity import runflow\n"
+    probe = tmp_path / "probe.py"
+    probe.write_text(source)
+    original = Path.read_text
+    try:
+        Path.read_text = lambda self, *a, **k: source if self == sample else original(self, *a, **k)  # type: ignore[method-assign]
+        found = _imports_of_cli(sample)
+    finally:
+        Path.read_text = original  # type: ignore[method-assign]
+    assert [f.rsplit(":", 1)[1] for f in found] == ["1", "2", "3", "4"]
+
+
+_API_RUN = """
+import json, sys
+from parity import RunRequest, run_comparison
+
+model, golden, mode = sys.argv[1:4]
+if mode == "pair":
+    request = RunRequest(model, [("onnxrt", {}), ("onnxrt", {"graph_optimization_level": "disable"})], {"seed": 3, "iterations": 2})
+else:
+    request = RunRequest(model, [("onnxrt", {})], {"load_outputs": (golden,), "atol": ("1e-6",), "rtol": ("0",)})
+outcome = run_comparison(request)
+pairs = [(p.actual, p.reference, p.passed) for p in outcome.summary.accuracy]
+print(json.dumps({"code": outcome.code, "passed": outcome.passed, "pairs": pairs, "click": "click" in sys.modules,
+                  "cli": sorted(m for m in sys.modules if m == "parity.cli" or m.startswith("parity.cli."))}))
+"""
+
+
+def _api(model: Path, golden: Path | str, mode: str) -> dict:
+    result = subprocess.run([sys.executable, "-c", _API_RUN, str(model), str(golden), mode], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_comparison_through_the_engine_api_matches_the_cli(main, tmp_path):
+    a = core_models.affine(tmp_path / "a.onnx")
+    b = core_models.affine(tmp_path / "b.onnx", bias=0.501)
+    golden = tmp_path / "golden.npz"
+    assert main("run", a, "--onnxrt", "--save-outputs", golden)[0] == 0
+
+    # the same comparison, from the command line and from a RunRequest (a fresh interpreter: no CLI loaded)
+    cli_same = main("run", a, "--onnxrt", "--onnxrt=graph-optimization-level=disable", "--seed", "3", "--iterations", "2")
+    cli_diff = main("run", b, "--onnxrt", "--load-outputs", golden, "--atol", "1e-6", "--rtol", "0")
+    api_same = _api(a, "-", "pair")
+    api_diff = _api(b, golden, "golden")
+
+    assert cli_same[0] == api_same["code"] == 0 and api_same["passed"]
+    assert "[onnxrt-0 vs onnxrt-1] iteration 1: PASSED" in cli_same[1]
+    assert api_same["pairs"] == [["onnxrt-0", "onnxrt-1", True]]
+    assert cli_diff[0] == api_diff["code"] == 1 and not api_diff["passed"]
+    assert "FAILED | mismatched outputs: y (onnxrt-0 vs golden.npz:onnxrt-0)" in cli_diff[1]
+    assert api_diff["pairs"] == [["onnxrt-0", "golden.npz:onnxrt-0", False]]
+    # no command ran: neither `parity run` nor its printer was imported (plugins' option classes may load
+    # parity.cli.parsing while they register)
+    for loaded in (api_same["cli"], api_diff["cli"]):
+        assert "parity.cli.run" not in loaded and "parity.cli.report" not in loaded, loaded
