@@ -52,3 +52,61 @@ def test_malformed_files_still_get_the_clean_error(tmp_path, content):
     bad.write_bytes(content)
     with pytest.raises(ModelError, match="bad.onnx"):
         onnx_models.read_inputs(str(bad))
+
+
+def _inputs_model(path, ir_version=10):
+    import onnx
+    from onnx import TensorProto, helper
+
+    inputs = [
+        helper.make_tensor_value_info("f", TensorProto.FLOAT, ["N", 3, None, 4]),
+        helper.make_tensor_value_info("h", TensorProto.FLOAT16, [2]),
+        helper.make_tensor_value_info("i", TensorProto.INT64, []),
+        helper.make_tensor_value_info("b", TensorProto.BOOL, None),  # no shape at all
+        helper.make_tensor_value_info("s", TensorProto.STRING, [1]),
+        helper.make_tensor_value_info("d", TensorProto.DOUBLE, [0, 7]),
+        helper.make_tensor_value_info("w", TensorProto.FLOAT, [3]),  # also an initializer (old exporters)
+    ]
+    outputs = [helper.make_tensor_value_info(n.name + "_o", n.type.tensor_type.elem_type, None) for n in inputs]
+    nodes = [helper.make_node("Identity", [n.name], [n.name + "_o"]) for n in inputs]
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [3], [1.0, 2.0, 3.0])
+    model = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, [weight]),
+                              opset_imports=[helper.make_opsetid("", 17)], ir_version=ir_version)
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("ir_version", [3, 10])
+def test_input_metadata_without_onnx_matches_onnxs_parser(tmp_path, ir_version):
+    """read_inputs reads the wire format (onnx is not imported by a plain run); it must agree with onnx's own
+    parse on every kind of input: named/unknown/zero dims, no shape, scalars, strings, float16, old initializers."""
+    from parity.onnx_models import _scan_inputs, graph_inputs, load
+
+    path = _inputs_model(tmp_path / "inputs.onnx", ir_version)
+    assert _scan_inputs(path) == graph_inputs(load(str(path)))
+    assert set(_scan_inputs(path)) == {"f", "h", "i", "b", "s", "d"}
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["ppocr_det", "ppocr_rec", "silero_vad", "silero_vad_op15", "light_resnet50"])
+def test_input_metadata_without_onnx_matches_on_trained_models(corpus_model, name):
+    from parity.onnx_models import _scan_inputs, graph_inputs, load
+
+    path = corpus_model(name)
+    assert _scan_inputs(path) == graph_inputs(load(str(path), load_external_data=False))
+
+
+def test_a_plain_run_does_not_import_onnx(tmp_path):
+    """onnx costs about 0.1 s of start-up; an onnxrt run reads its input metadata from the wire format."""
+    import json
+    import subprocess
+    import sys
+
+    model = Path(__file__).parents[1] / "examples" / "models" / "tiny_cnn.onnx"
+    code = ("import sys, json\nfrom parity.cli import main\n"
+            f"sys.argv = ['parity', 'run', {str(model)!r}, '--onnxrt', '--input-shapes', 'x:[4,3,16,16]']\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
+            "print(json.dumps({'onnx': 'onnx' in sys.modules}), file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "PASSED" in proc.stdout, proc.stdout + proc.stderr
+    assert json.loads(proc.stderr.strip().splitlines()[-1]) == {"onnx": False}
