@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pluggy
 
@@ -70,13 +70,23 @@ class PluginState:
     commands: CommandTable | None = None
 
 
+class CommandEntry(NamedTuple):
+    """One command a plugin described: ``target`` is ``"module:attr"`` (the CLI makes it a lazy command)."""
+
+    path: str
+    target: str
+    help: str
+    owner: str
+    hidden: bool
+
+
 class CommandTable:
     """What the plugins described through ``parity_describe_commands``: their groups (name -> (help, owner))
-    and their commands (:class:`parity.cli.lazy.LazyCommand`), none of them imported."""
+    and their commands (:class:`CommandEntry`), none of them imported."""
 
     def __init__(self) -> None:
         self.groups: dict[str, tuple[str, str]] = {}
-        self.commands: list[Any] = []
+        self.commands: list[CommandEntry] = []
 
 
 _STATE: PluginState | None = None
@@ -440,8 +450,6 @@ def command_table() -> CommandTable:
     """Call every ``parity_describe_commands`` once per loaded plugin set: the groups and commands the plugins
     describe, imported by nobody yet. Two plugins describing the same command is an error naming both; a
     group may be declared by several (the first declaration's help is shown)."""
-    from parity.cli.lazy import LazyCommand
-
     state = get_state()
     if state.commands is not None:
         return state.commands
@@ -473,7 +481,7 @@ def command_table() -> CommandTable:
             if path in owners:
                 raise PluginError(f"command 'parity {path}' is registered by both {owners[path]} and {owner}; uninstall one, or set PARITY_DISABLE_PLUGINS")
             owners[path] = owner
-            table.commands.append(LazyCommand(path, target, text, owner, hidden))
+            table.commands.append(CommandEntry(path, target, text, owner, hidden))
     state.commands = table
     return table
 

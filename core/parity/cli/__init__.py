@@ -75,8 +75,8 @@ def build_cli() -> click.Group:
         cli.add_command(LazyGroup(name=name, help=text, short_help=text, path=name, on_load=_extend))
     for path, target, text in CORE_COMMANDS:
         _place(cli, LazyCommand(path, target, text))
-    for spec in table.commands:
-        _place(cli, spec)
+    for entry in table.commands:
+        _place(cli, LazyCommand(*entry))
     plugins.register_commands(cli)
     return cli
 
