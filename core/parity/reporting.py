@@ -69,7 +69,7 @@ def write_report(path: str, summary: Any, code: int, layerwise: Sequence[Any] | 
     }
     if layerwise is not None:
         report["layerwise"] = [r.to_json() for r in layerwise]
-    write_text_atomic(path, json.dumps(_strict(report), indent=1, default=_json_default, allow_nan=False))
+    write_text_atomic(path, json.dumps(_strict(report), indent=1, default=json_default, allow_nan=False))
 
 
 def _strict(value: Any) -> Any:
@@ -84,7 +84,10 @@ def _strict(value: Any) -> Any:
     return value
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """``json.dumps(default=...)`` for Parity's reports: NumPy scalars as numbers, sets as lists, else ``str``."""
     if hasattr(value, "item"):
         return value.item()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
     return str(value)

@@ -8,7 +8,19 @@ from typing import Any
 
 import click
 
-from parity.api import ExitCode, GreedyOption, ModelError, ParityCommand, UsageError, check_model_path, echo, parse_size, refuse_overwrite, verbosity_options
+from parity.api import (
+    ExitCode,
+    GreedyOption,
+    ModelError,
+    ParityCommand,
+    UsageError,
+    check_model_path,
+    echo,
+    json_default,
+    parse_size,
+    refuse_overwrite,
+    verbosity_options,
+)
 
 
 def _check_model(model: str, output: str | None = None) -> None:
@@ -280,15 +292,7 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
         g.save(extract_node(model, first.node), params["extract_to"], model)
         echo(f"wrote {params['extract_to']} (node '{first.node}' alone)")
     if params.get("report"):
-        write_text_atomic(params["report"], json.dumps(result.to_json(), indent=1, default=_json_default, allow_nan=False))
+        write_text_atomic(params["report"], json.dumps(result.to_json(), indent=1, default=json_default, allow_nan=False))
     verdict = "no divergence" if first is None else f"first divergence at '{first.name}' ({first.op_type})"
     click.echo(f"{'PASSED' if first is None else 'FAILED'} | {verdict} | {result.seconds:.2f}s")
     return int(ExitCode.PASSED if first is None else ExitCode.MISMATCH)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, float) or hasattr(value, "item"):
-        return float(value)
-    if isinstance(value, (set, tuple)):
-        return list(value)
-    return str(value)
