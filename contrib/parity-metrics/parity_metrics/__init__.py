@@ -13,14 +13,9 @@ Names resolve on first use: plugin discovery imports only ``parity_metrics.hooks
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from parity.api import lazy_attributes
 
 _NAMES = ("Cosine", "RelativeL2", "SNR", "PSNR", "TopKAgreement", "Metric")
 __all__ = sorted(_NAMES)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        return getattr(importlib.import_module("parity_metrics.metrics"), name)
-    raise AttributeError(f"module 'parity_metrics' has no attribute '{name}'")
+__getattr__ = lazy_attributes(__name__, dict.fromkeys(_NAMES, "parity_metrics.metrics"))

@@ -10,14 +10,9 @@ free of onnx and numpy.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from parity.api import lazy_attributes
 
 _NAMES = {"EvaluatorFromOnnx": "runner", "evaluator_from_onnx": "runner", "OnnxReferenceRunner": "runner"}
 __all__ = sorted(_NAMES)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        return getattr(importlib.import_module(f"parity_onnx_reference.{_NAMES[name]}"), name)
-    raise AttributeError(f"module 'parity_onnx_reference' has no attribute '{name}'")
+__getattr__ = lazy_attributes(__name__, {name: f"parity_onnx_reference.{module}" for name, module in _NAMES.items()})

@@ -13,8 +13,7 @@ Names resolve on first use so that plugin discovery (which imports ``parity_surg
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from parity.api import lazy_attributes
 
 _NAMES = {
     "sanitize": "sanitizer", "SanitizeOnnx": "sanitizer", "SanitizeReport": "sanitizer",
@@ -26,8 +25,4 @@ _NAMES = {
 }  # fmt: skip
 __all__ = sorted(_NAMES)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        return getattr(importlib.import_module(f"parity_surgeon.{_NAMES[name]}"), name)
-    raise AttributeError(f"module 'parity_surgeon' has no attribute '{name}'")
+__getattr__ = lazy_attributes(__name__, {name: f"parity_surgeon.{module}" for name, module in _NAMES.items()})
