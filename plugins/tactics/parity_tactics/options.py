@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import click
 
-from parity_tactics.trt_tactics import MECHANISMS
+# the choices of --tactics-mechanism; trt_tactics checks against this (it is not imported here: declaring
+# options runs at every start-up, recording tactics only when asked)
+MECHANISMS = ("auto", "timing-cache", "algorithm-selector")
 
 
 def tactic_options() -> list[click.Option]:

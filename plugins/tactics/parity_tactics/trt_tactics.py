@@ -37,9 +37,9 @@ from typing import Any
 
 from parity.api import BackendError, UsageError
 from parity_tactics.match import compare_choices, matching_choices
+from parity_tactics.options import MECHANISMS
 from parity_tactics.replay import Tactic, TacticReplay, TensorFormat, load_replay, tactic_hex
 
-MECHANISMS = ("auto", "timing-cache", "algorithm-selector")
 INVALID_TACTIC_HASH = (1 << 64) - 1  # TimingCacheValue.tacticHash of an entry with no tactic
 
 # The capability probes of available_mechanisms(): present on exactly one line each (checked by the tests).
