@@ -8,43 +8,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from parity.testing import mlp  # noqa: F401 - the one MLP builder; tests import it from here
+
 
 def save(graph: onnx.GraphProto, path: Path, opset: int = 17) -> Path:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
     onnx.save(model, str(path))
     return path
-
-
-def _w(name: str, shape: tuple, seed: int, scale: float = 0.3) -> onnx.TensorProto:
-    rng = np.random.RandomState(seed)
-    return numpy_helper.from_array((rng.randn(*shape) * scale).astype(np.float32), name)
-
-
-def mlp(path: Path, planted: float = 0.0, width: int = 16) -> Path:
-    """x -> fc1 (MatMul) -> bias1 (Add) -> act1 (Relu) -> fc2 -> bias2 -> act2 (Tanh) -> fc3 -> y.
-
-    ``planted`` adds to fc2's weight: the copy differs from the original in exactly that node.
-    """
-    w2 = _w("W2", (width, width), 2)
-    if planted:
-        arr = numpy_helper.to_array(w2).copy()
-        arr += planted
-        w2 = numpy_helper.from_array(arr, "W2")
-    nodes = [
-        helper.make_node("MatMul", ["x", "W1"], ["h1"], name="fc1"),
-        helper.make_node("Add", ["h1", "b1"], ["h1b"], name="bias1"),
-        helper.make_node("Relu", ["h1b"], ["a1"], name="act1"),
-        helper.make_node("MatMul", ["a1", "W2"], ["h2"], name="fc2"),
-        helper.make_node("Add", ["h2", "b2"], ["h2b"], name="bias2"),
-        helper.make_node("Tanh", ["h2b"], ["a2"], name="act2"),
-        helper.make_node("MatMul", ["a2", "W3"], ["y"], name="fc3"),
-    ]
-    inits = [_w("W1", (width, width), 1), _w("b1", (width,), 4), w2, _w("b2", (width,), 5), _w("W3", (width, 4), 3)]
-    graph = helper.make_graph(
-        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, width])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], inits
-    )
-    return save(graph, path)
 
 
 def overflow(path: Path) -> Path:
