@@ -8,7 +8,6 @@ from typing import Any
 import click
 
 from parity.hookspecs import hookimpl
-from parity.registry import ComparatorSpec, DataLoaderSpec, ModelKind
 
 
 def _simple(options: Mapping[str, Any]):
@@ -46,6 +45,8 @@ def _random(request: Any):
 
 @hookimpl
 def parity_register_comparators(register):
+    from parity.registry import ComparatorSpec  # here, not at the top: `parity --help` imports this module and never needs the registry
+
     register(ComparatorSpec("simple", _simple, "absolute/relative error against --atol/--rtol (default)"))
     register(
         ComparatorSpec(
@@ -62,11 +63,14 @@ def parity_register_comparators(register):
 
 @hookimpl
 def parity_register_data_loaders(register):
+    from parity.registry import DataLoaderSpec  # here, not at the top: `parity --help` imports this module and never needs the registry
+
     register(DataLoaderSpec("random", _random, "reproducible random data (--seed, --val-range, --input-shapes)"))
 
 
 @hookimpl
 def parity_register_model_kinds(register):
     from parity import onnx_inspect, onnx_models
+    from parity.registry import ModelKind  # here, not at the top: `parity --help` imports this module and never needs the registry
 
     register(ModelKind("onnx", (".onnx",), onnx_models.read_inputs, onnx_inspect.describe, onnx_models.is_onnx))

@@ -9,7 +9,6 @@ from typing import Any
 import click
 
 from parity import hookimpl
-from parity.api import ComparatorSpec, GreedyOption
 
 
 def _threshold(options: Mapping[str, Any], key: str, option: str, default: float) -> Any:
@@ -57,11 +56,15 @@ def _topk(options: Mapping[str, Any]):
 
 def _threshold_option(flag: str, help: str) -> click.Option:
     # greedy and per-output like --atol: "--cosine-min 0.999 logits:0.9999"
+    from parity.api import GreedyOption  # as above: only when the comparators register
+
     return GreedyOption([flag], metavar="[OUT:]VALUE", help=help)
 
 
 @hookimpl
 def parity_register_comparators(register):
+    from parity.api import ComparatorSpec  # here, not at the top: `parity --help` imports this module and never needs the registry
+
     cosine_min = _threshold_option("--cosine-min", "cosine: lowest similarity that passes [0.999].")
     rel_l2_max = _threshold_option("--rel-l2-max", "rel-l2: highest relative L2 error that passes [1e-3].")
     register(ComparatorSpec("cosine", _cosine, "cosine similarity of each output with the reference", (cosine_min,)))

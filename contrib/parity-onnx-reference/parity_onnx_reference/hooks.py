@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from parity import hookimpl
-from parity.api import Backend, RunnerRequest
+
+if TYPE_CHECKING:
+    from parity.api import RunnerRequest
 
 
 def make_runner(request: RunnerRequest):
@@ -17,6 +21,8 @@ def make_runner(request: RunnerRequest):
 
 @hookimpl
 def parity_register_backends(register):
+    from parity.api import Backend  # here, not at the top: `parity --help` imports this module and never needs the registry
+
     register(
         Backend(
             name="onnx-ref",

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from parity import hookimpl
-from parity.api import Backend, GreedyOption, RunnerRequest
+
+if TYPE_CHECKING:
+    from parity.api import RunnerRequest
 
 LEVELS = ("disable", "basic", "extended", "layout", "all")
 
@@ -31,6 +35,8 @@ def make_runner(request: RunnerRequest):
 
 @hookimpl
 def parity_register_backends(register):
+    from parity.api import Backend, GreedyOption  # here, not at the top: `parity --help` imports this module and never needs the registry
+
     register(
         Backend(
             name="onnxrt",

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from parity import hookimpl
-from parity.api import StrategySpec
 
 # name -> (help, the commands whose --mode offers it); the factories live in parity_reduce.strategies
 # (imported when a strategy is built). debug reduce and debug precision look every mode up in the registry,
@@ -32,6 +31,8 @@ def _factory(name: str):
 
 @hookimpl
 def parity_register_debug_strategies(register):
+    from parity.api import StrategySpec  # here, not at the top: `parity --help` imports this module and never needs the registry
+
     for name, (help_text, kinds) in MODES.items():
         register(StrategySpec(name, _factory(name), help_text, kinds=kinds))
 
