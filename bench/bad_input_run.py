@@ -15,12 +15,9 @@ instead of swapping the machine.
 from __future__ import annotations
 
 import argparse
-import base64
 import importlib.util
-import io
 import json
 import resource
-import struct
 import subprocess
 import sys
 import tempfile
@@ -36,78 +33,20 @@ MEMORY_LIMIT = 6_000_000 * 1024  # bytes of address space per child (as `ulimit 
 TIMEOUT = 120
 
 
-def _core_models():
-    spec = importlib.util.spec_from_file_location("core_models", ROOT / "tests" / "core_models.py")
+def _tests_module(name: str):
+    """A helper module of tests/ (model and file builders), without putting tests/ on sys.path."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-# ---------------------------------------------------------------------------------------------------- file makers
-def npy(arr=None, header: str | None = None) -> bytes:
-    """A .npy file: ``arr`` saved by numpy, or a hand-written ``header`` followed by 16 zero bytes."""
-    if header is None:
-        buf = io.BytesIO()
-        np.save(buf, arr if arr is not None else np.ones((1, 4), np.float32))
-        return buf.getvalue()
-    raw = header.encode("latin-1")
-    raw += b" " * ((64 - (10 + len(raw) + 1) % 64) % 64) + b"\n"
-    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(raw)) + raw + b"\0" * 16
-
-
-def npy_header(shape: str, descr: str = "<f4") -> bytes:
-    return npy(header=f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}")
-
-
-OUT = {"format": "parity", "version": 1, "kind": "outputs", "runs": [{"runner": "r", "iterations": [{"runtime": 0.1, "outputs": {"y": "a/0.npy"}}]}]}
-IN = {"format": "parity", "version": 1, "kind": "inputs", "iterations": [{"x": "a/0.npy"}]}
+# the malformed-file builders the tests use (tests/bad_files.py)
+bad_files = _tests_module("bad_files")
+OUT, IN, npy, npy_header, archive, set_method = bad_files.OUT, bad_files.IN, bad_files.npy, bad_files.npy_header, bad_files.archive, bad_files.set_method
+poly_array, poly_inputs, poly_outputs, poly_iteration, zip_bytes = (
+    bad_files.poly_array, bad_files.poly_inputs, bad_files.poly_outputs, bad_files.poly_iteration, bad_files.zip_bytes)
 ENTRIES = {"a/0.npy": npy()}
-
-
-def archive(path: Path, manifest, entries=None, manifest_compression=zipfile.ZIP_STORED, raw_manifest: str | None = None) -> Path:
-    """A Parity archive: ``entries`` plus ``parity.json`` (``manifest`` as JSON, or ``raw_manifest`` verbatim)."""
-    with zipfile.ZipFile(path, "w") as z:
-        for name, data in (entries or {}).items():
-            z.writestr(name, data)
-        z.writestr("parity.json", raw_manifest if raw_manifest is not None else json.dumps(manifest), compress_type=manifest_compression)
-    return path
-
-
-def set_method(path: Path, method: int, first_only: bool) -> None:
-    """Rewrite the compression method of the local and central headers (all of them, or the first of each)."""
-    data = bytearray(path.read_bytes())
-    for sig, offset in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):
-        at = data.find(sig)
-        while at >= 0:
-            data[at + offset : at + offset + 2] = struct.pack("<H", method)
-            at = -1 if first_only else data.find(sig, at + 4)
-    path.write_bytes(bytes(data))
-
-
-def poly_array(raw: bytes) -> dict:
-    return {"array": base64.b64encode(raw).decode(), "polygraphy_class": "ndarray"}
-
-
-def poly_inputs(path: Path, payload: dict) -> Path:
-    path.write_text(json.dumps([{"x": payload}]))
-    return path
-
-
-def poly_outputs(path: Path, runs: list) -> Path:
-    path.write_text(json.dumps({"lst": runs, "polygraphy_class": "RunResults"}))
-    return path
-
-
-def poly_iteration(array: dict) -> dict:
-    return {"outputs": {"y": array}, "runtime": 0.1, "runner_name": "r", "polygraphy_class": "IterationResult"}
-
-
-def zip_bytes(members: dict) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, data)
-    return buf.getvalue()
 
 
 # ---------------------------------------------------------------------------------------------------- the cases
@@ -116,7 +55,7 @@ def build_cases(d: Path) -> list[tuple[str, list, int, str]]:
     from parity.results import save_inputs, save_results
     from parity.results.model import IterationResult, RunResults
 
-    core_models = _core_models()
+    core_models = _tests_module("core_models")
     model = core_models.affine(d / "affine.onnx")  # IR version 10, opset 17
     good_in = d / "good_in.npz"
     save_inputs([{"x": np.ones((1, 4), np.float32)}], good_in)
@@ -129,7 +68,7 @@ def build_cases(d: Path) -> list[tuple[str, list, int, str]]:
     files["manifest_str_version"] = (archive(d / "manifest_strver.npz", {**OUT, "version": "1"}, ENTRIES), "outputs")
     files["manifest_str_version_in"] = (archive(d / "manifest_strver_in.npz", {**IN, "version": "1"}, ENTRIES), "inputs")
 
-    path = archive(d / "deflate.npz", OUT, ENTRIES, manifest_compression=zipfile.ZIP_DEFLATED)
+    path = archive(d / "deflate.npz", OUT, ENTRIES, method=zipfile.ZIP_DEFLATED)
     data = bytearray(path.read_bytes())
     at = data.rfind(b"parity.json", 0, data.find(b"PK\x01\x02")) + len("parity.json")
     for k in range(at + 2, at + 12):  # flip bytes inside the deflated manifest
