@@ -11,8 +11,7 @@ tensorrt or click), and a plugin's ``hooks`` module stays cheap to import during
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from parity.util.lazy import lazy_attributes
 
 # name -> the module that defines it today. When a name moves inside the core, change its module here (and
 # nowhere else: plugins keep importing it from parity.api). A module path ending in ".<name>" exports that
@@ -124,14 +123,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'parity.api' has no attribute '{name}' (plugins may use only the names in parity.api.__all__)")
-    found = importlib.import_module(module)
-    value = found if module.endswith(f".{name}") else getattr(found, name)
-    globals()[name] = value  # resolved once
-    return value
+__getattr__ = lazy_attributes(__name__, _EXPORTS, " (plugins may use only the names in parity.api.__all__)", keep=True)
 
 
 def __dir__() -> list[str]:
