@@ -148,6 +148,7 @@ class _Plan:
 
     def __init__(self, trt: Any, network: Any, config: Any) -> None:
         self.trt, self.network, self.config = trt, network, config
+        self._all_tensors: Any = None  # the session run_all uses, made for the first batch
 
     def layer_infos(self) -> list[Any]:
         from trt_model.tactics import LayerInfo
@@ -167,11 +168,13 @@ class _Plan:
 
     def run_all(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Every tensor's value for one batch (calibration)."""
-        import onnxruntime as ort
+        if self._all_tensors is None:
+            import onnxruntime as ort
 
-        model = _with_outputs(self.network._onnx, [t._onnx_name for layer in self.network._layers for t in layer._outputs
-                                                   if t is not None and not layer._in_loop])
-        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+            model = _with_outputs(self.network._onnx, [t._onnx_name for layer in self.network._layers for t in layer._outputs
+                                                       if t is not None and not layer._in_loop])
+            self._all_tensors = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        session = self._all_tensors
         names = [o.name for o in session.get_outputs()]
         return dict(zip(names, session.run(names, {self._onnx_name(n): a for n, a in feeds.items()})))
 
