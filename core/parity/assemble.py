@@ -152,17 +152,36 @@ def make_compare_funcs(params: Mapping[str, Any], registry: Registry) -> list:
     return funcs
 
 
-def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any]) -> None:
-    """Before any work: no file ``run`` writes is the model or a file it reads, and no two are one file."""
+def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any], registry: Registry | None = None) -> None:
+    """Before any work: no file ``run`` writes is the model or a file it reads, and no two are one file; the
+    files plugins' options read and write (``Backend``/``OptionSpec`` ``reads``/``writes``) count too."""
     script = params.get("data_loader_script")
     if script and not Path(script).exists() and ":" in script:
         script = script.rsplit(":", 1)[0]  # FILE.py:FUNC
+    reads, writes = plugin_files(params, registry)
     refuse_overwrite(
         {
             "the model": model,
             "the --load-inputs file": params.get("load_inputs"),
             "the --load-outputs file": params.get("load_outputs"),
             "the --data-loader-script": script,
+            **reads,
         },
         **{"--save-inputs": params.get("save_inputs"), "--save-outputs": params.get("save_outputs"), "--report": params.get("report")},
+        **writes,
     )
+
+
+def plugin_files(params: Mapping[str, Any], registry: Registry | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``({"the --load-x file": path}, {"--save-x": path})`` of the plugins' file options given in ``params``."""
+    if registry is None:
+        return {}, {}
+    reads, writes = {}, {}
+    for spec in [*registry.backends.values(), *registry.command_options.values()]:
+        for name in spec.reads:
+            if params.get(name):
+                reads[f"the --{name.replace('_', '-')} file"] = params[name]
+        for name in spec.writes:
+            if params.get(name):
+                writes[f"--{name.replace('_', '-')}"] = params[name]
+    return reads, writes

@@ -80,6 +80,10 @@ class Backend:
     # parameter names (click's, e.g. "trt_outputs") of this backend's options that mark intermediate tensors as
     # outputs: when any is given, `parity run` prints the first-divergence report after its summary
     mark_options: tuple[str, ...] = ()
+    # parameter names of options whose value is a file the command reads / writes: `run` and `convert` refuse,
+    # before any work, an output that is the model or a file read, and two outputs on one file
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
 
     @property
     def cli_flag(self) -> str:
@@ -159,6 +163,10 @@ class OptionSpec:
     options: Sequence[click.Option]
     validate: Callable[[str, Mapping[str, Any], Any], None] | None = None
     help: str = ""
+    # parameter names of options whose value is a file the command reads / writes: `run` and `convert` refuse,
+    # before any work, an output that is the model or a file read, and two outputs on one file
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
 
 
 _KINDS = {

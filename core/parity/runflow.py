@@ -240,7 +240,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         registry = get_registry()
     reporter = reporter or QuietReporter()
     model, params, chosen = request.model, request.options, list(request.runners)
-    refuse_overwrite_inputs(model, params)
+    refuse_overwrite_inputs(model, params, registry)
     for option in ("save_inputs", "save_outputs", "report"):  # a bad output path fails before any work
         if params.get(option):
             check_output_path(params[option], "--" + option.replace("_", "-"))

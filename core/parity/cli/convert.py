@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from parity.assemble import plugin_files
 from parity.cli import options as opts
 from parity.cli.common import echo, verbosity_options
 from parity.cli.parsing import ParityCommand
@@ -61,7 +62,8 @@ def _unknown(name: str, registry: Any):
 
 def convert_command(model: str, output: str, convert_to: str | None, **params: Any) -> int:
     check_model_path(model)
-    refuse_overwrite(model, output)
+    reads, writes = plugin_files(params, get_registry())
+    refuse_overwrite({"the model": model, **reads}, output, **writes)
     conv = pick_converter(output, convert_to)
     conv.convert(ConvertRequest(model, output, params))
     echo(f"wrote {output} ({conv.name})")

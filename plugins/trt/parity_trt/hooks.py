@@ -62,6 +62,8 @@ def parity_register_backends(register):
             requires=("tensorrt",),
             install_hint=INSTALL_HINT,
             mark_options=("trt_outputs", "mark_debug"),
+            reads=("load_timing_cache",),
+            writes=("save_engine", "save_timing_cache", "calibration_cache"),  # a calibration cache is read and written
         )
     )
 

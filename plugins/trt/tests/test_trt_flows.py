@@ -212,3 +212,22 @@ def test_trained_models_run_layerwise(trt_backend, corpus_model, name):
                     "--trt-outputs", "mark", "all", "--onnx-outputs", "mark", "all")
     assert result.exit_code == 0 and "PASSED |" in result.output, result.output
     assert "Layerwise comparison" in result.output and "all within tolerance" in result.output
+
+
+@pytest.mark.parametrize("option", ["--save-engine", "--save-timing-cache", "--save-tactics"])
+def test_files_the_build_writes_never_replace_the_model(trt_backend, tmp_path, option):
+    """``run m.onnx --trt --save-engine m.onnx`` replaced the user's model with an engine and exited 0: every file
+    the TensorRT and tactics plugins write is refused (exit 2, before any work) when it is the model or a file the
+    command reads."""
+    model = make_model(tmp_path / "model.onnx", dynamic=False)
+    before = model.read_bytes()
+    result = parity("run", model, "--trt", option, model)
+    assert result.exit_code == 2 and "refusing to overwrite the model" in result.output, result.output
+    assert model.read_bytes() == before
+    cache = tmp_path / "timing.cache"
+    assert parity("run", model, "--trt", "--save-timing-cache", cache).exit_code == 0
+    kept = cache.read_bytes()
+    clash = parity("run", model, "--trt", "--load-timing-cache", cache, "--save-engine", cache)
+    assert clash.exit_code == 2 and "--load-timing-cache" in clash.output and cache.read_bytes() == kept, clash.output
+    converted = parity("convert", model, "-o", tmp_path / "m.engine", "--save-timing-cache", model)
+    assert converted.exit_code == 2 and model.read_bytes() == before, converted.output
