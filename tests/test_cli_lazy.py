@@ -79,7 +79,7 @@ def test_group_help_imports_no_command_module(group):
 
 def test_a_command_loads_when_it_shows_its_help():
     report = probe("debug", "repeat", "--help")
-    assert report["code"] == 0 and "parity.debug.cli" in report["modules"] and "--until" in report["out"]
+    assert report["code"] == 0 and "parity.cli.debug" in report["modules"] and "--until" in report["out"]
     assert "parity.cli.run" not in report["modules"]
 
 

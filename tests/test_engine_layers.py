@@ -14,7 +14,7 @@ CORE = Path(__file__).resolve().parent.parent / "core" / "parity"
 
 # The CLI layer: click commands and their helpers; ``__main__`` is ``python -m parity``, the program itself, and
 # ``testing`` the pytest plugin whose ``parity_invoke`` runs that program for plugins' tests.
-CLI_LAYER = ("cli/", "debug/cli.py", "__main__.py", "testing.py")
+CLI_LAYER = ("cli/", "__main__.py", "testing.py")
 
 
 def _imports_of_cli(path: Path) -> list[str]:
@@ -107,3 +107,53 @@ def test_a_comparison_through_the_engine_api_matches_the_cli(main, tmp_path):
     # parity.cli.parsing while they register)
     for loaded in (api_same["cli"], api_diff["cli"]):
         assert "parity.cli.run" not in loaded and "parity.cli.report" not in loaded, loaded
+
+
+_DEBUG_SESSION = """
+import json, sys
+from parity.api import CommandCheck, DebugSession
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+    def iteration(self, index, verdict, seconds, info, resumed=False, note=""):
+        self.calls.append(["iteration", index, verdict])
+    def check_output(self, text):
+        self.calls.append(["check_output", text.strip()])
+    def note(self, message):
+        self.calls.append(["note", message])
+    def warn(self, message):
+        self.calls.append(["warn", message])
+    def close(self):
+        self.calls.append(["close"])
+
+check = [sys.executable, "-c", "import sys; print('check says', sys.argv[1]); sys.exit(int(sys.argv[1]))"]
+recorder = Recorder() if sys.argv[1] == "recorder" else None
+session = DebugSession(CommandCheck([*check, "{artifact}"]), iter_artifact="1", reporter=recorder)
+session.judge("failing", lambda it: None)  # the artifact's name is the exit code: bad, output shown
+session.finish()
+print(json.dumps({"calls": recorder.calls if recorder else None, "click": "click" in sys.modules}))
+"""
+
+
+def test_the_debug_engine_reports_through_its_reporter_and_prints_nothing(tmp_path):
+    """A DebugSession built in Python shows nothing by default; what the CLI would show (a bad check's output,
+    the verdict) reaches the reporter it is given, and click is never imported."""
+    runs = {}
+    for mode in ("default", "recorder"):
+        result = subprocess.run([sys.executable, "-c", _DEBUG_SESSION, mode], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == ""
+        runs[mode] = json.loads(result.stdout.strip().splitlines()[-1])
+    assert runs["default"]["calls"] is None and not runs["default"]["click"]
+    calls = runs["recorder"]["calls"]
+    assert calls == [["check_output", "check says 1"], ["iteration", 0, "bad"], ["close"]], calls
+
+
+def test_the_debug_engine_imports_no_ui_library():
+    """Presentation (click prompts, rich progress) is the CLI's: no module of parity.debug imports click or rich."""
+    for path in sorted((CORE / "debug").glob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not any(n.split(".")[0] in ("click", "rich") for n in names), f"{path.name}:{node.lineno} imports {names}"

@@ -1,7 +1,13 @@
-"""What a run shows, behind a small interface: the engine calls a :class:`RunReporter`, never prints.
+"""What the engines show, behind small interfaces: they call a reporter, never print.
 
-The CLI's reporter (:class:`parity.cli.report.ReportPrinter`) prints Parity's lines; the Python API's default,
-:class:`QuietReporter`, shows warnings only. :func:`write_report` writes the ``--report`` JSON file.
+* :class:`RunReporter`: a comparison run (:func:`parity.runflow.run_comparison`). The CLI's
+  (:class:`parity.cli.report.ReportPrinter`) prints Parity's lines; the Python API's default,
+  :class:`QuietReporter`, shows warnings only.
+* :class:`DebugReporter`: a debug session (:class:`parity.debug.DebugSession`). The CLI's
+  (:class:`parity.cli.debug.DebugProgress`) shows a progress bar or a line per check; the default,
+  :class:`QuietDebugReporter`, shows warnings only.
+
+:func:`write_report` writes the ``--report`` JSON file.
 """
 
 from __future__ import annotations
@@ -9,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from parity.util.text import warn
@@ -49,6 +55,45 @@ class QuietReporter:
         pass
 
     def summary(self, summary: Any) -> None:
+        pass
+
+
+class DebugReporter(Protocol):
+    """Called by :class:`parity.debug.DebugSession` as checks finish."""
+
+    def iteration(self, index: int, verdict: str, seconds: float, info: Mapping[str, Any], resumed: bool = False, note: str = "") -> None:
+        """Check ``index`` gave ``verdict`` (``"good"``, ``"bad"`` or ``"unresolved"``); ``resumed``: taken
+        from the state file, not run; ``info``: the iteration's info (``label`` names the candidate)."""
+
+    def check_output(self, text: str) -> None:
+        """What the check printed, to be shown (``--show-output``, or a check that did not pass)."""
+
+    def note(self, message: str) -> None:
+        """Something worth a line: resuming from a state file, the last output of a stopped search."""
+
+    def warn(self, message: str) -> None:
+        """Something the user should know: an ignored state file, a termination signal."""
+
+    def close(self) -> None:
+        """The session is finished."""
+
+
+class QuietDebugReporter:
+    """Shows warnings (on stderr) and nothing else."""
+
+    def iteration(self, index: int, verdict: str, seconds: float, info: Mapping[str, Any], resumed: bool = False, note: str = "") -> None:
+        pass
+
+    def check_output(self, text: str) -> None:
+        pass
+
+    def note(self, message: str) -> None:
+        pass
+
+    def warn(self, message: str) -> None:
+        warn(message)
+
+    def close(self) -> None:
         pass
 
 

@@ -35,7 +35,7 @@ CORE_COMMANDS = (
     ("data concat", "parity.cli.data:make_concat_command", "Append the iterations of several input files, or of several output files (runner by runner), into one file."),
     ("data merge", "parity.cli.data:make_merge_command", "Merge input files and single-runner output files into one inputs file, iteration by iteration "
      "(e.g. to feed a subgraph with the tensors a full run produced: use it with --load-inputs)."),
-    ("debug repeat", "parity.debug.cli:make_repeat_command", "Run a check repeatedly; sort artifacts."),
+    ("debug repeat", "parity.cli.debug:make_repeat_command", "Run a check repeatedly; sort artifacts."),
 )  # fmt: skip
 
 

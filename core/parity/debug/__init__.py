@@ -2,7 +2,7 @@
 
 The whole API, for a new ``debug`` command (``debug build`` in the tactics plugin is written this way)::
 
-    from parity.debug import debug_options, until_option, session_from_options
+    from parity.api import debug_options, echo, file_fingerprint, session_from_options, until_option
 
     params = [click.Argument(["model"]), until_option(), *debug_options("parity_debug.engine")]
 
@@ -15,6 +15,10 @@ The whole API, for a new ``debug`` command (``debug build`` in the tactics plugi
         verdicts = session.repeat(make_artifact, until)   # or session.evaluate(key, make_artifact) per candidate
         echo(session.finish().line())
         return 1 if any(verdicts) else 0
+
+The click options and :func:`session_from_options` are the CLI's (:mod:`parity.cli.debug`; plugins take them
+from :mod:`parity.api`); this package is the engine, which prints nothing: it reports through a
+:class:`parity.reporting.DebugReporter` (the CLI's shows progress; the default shows warnings only).
 
 * :func:`debug_options` -- the shared flags: ``--check CMD...`` (rest of the line; none: ask at the
   terminal), ``--fail-code``, ``--ignore-fail-code``, ``--fail-regex``, ``--check-timeout`` (kills the
@@ -38,8 +42,7 @@ from __future__ import annotations
 
 from parity.debug.check import CommandCheck, InteractiveCheck, Outcome, PredicateCheck, Verdict
 from parity.debug.executor import Executor, SerialExecutor, ThreadExecutor, make_executor
-from parity.debug.options import make_check, session_from_options
-from parity.debug.session import Candidate, DebugSession, Iteration, Reporter, Summary, file_fingerprint
+from parity.debug.session import Candidate, DebugSession, Iteration, Summary, file_fingerprint
 from parity.debug.strategy import Oracle, Strategy, subset_key
 
 __all__ = [
@@ -52,25 +55,13 @@ __all__ = [
     "Oracle",
     "Outcome",
     "PredicateCheck",
-    "Reporter",
     "SerialExecutor",
     "Strategy",
     "Summary",
     "ThreadExecutor",
     "Verdict",
-    "debug_options",
     "file_fingerprint",
-    "make_check",
     "make_executor",
-    "session_from_options",
     "subset_key",
-    "until_option",
 ]
 
-
-def __getattr__(name: str) -> object:
-    if name in ("debug_options", "until_option"):  # click options: the CLI layer's (parity.debug.cli)
-        from parity.debug import cli
-
-        return getattr(cli, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -60,6 +60,7 @@ class Outcome:
     note: str = ""
     unresolved: bool = False
     signature: tuple | None = None
+    show_output: bool = False  # the check asks the reporter to show ``output`` (--show-output, a bad check's output)
 
     @property
     def verdict(self) -> str:
@@ -209,7 +210,7 @@ class CommandCheck:
             outcome = self._subprocess(argv, iteration)
         outcome.seconds = time.perf_counter() - start
         self.last_output = outcome.output
-        self._echo(outcome)
+        outcome.show_output = bool(outcome.output) and (self.show_output or ((outcome.bad or outcome.unresolved) and not self.hide_fail_output))
         return outcome
 
     def judge(self, code: int | None, output: str, timed_out: bool, argv: Sequence[str] = ()) -> Outcome:
@@ -276,11 +277,6 @@ class CommandCheck:
             raise KeyboardInterrupt  # Parity is being interrupted: this was killed, it is no verdict
         text = out.decode(errors="replace")
         return self.judge(proc.returncode, text, timed_out, argv)
-
-    def _echo(self, outcome: Outcome) -> None:
-        if outcome.output and (self.show_output or ((outcome.bad or outcome.unresolved) and not self.hide_fail_output)):
-            sys.stderr.write(_indent(outcome.output))
-
 
 GRACE = 0.5  # seconds to keep reading after the check exits (output still in flight)
 
@@ -349,7 +345,8 @@ def kill_group(proc: subprocess.Popen) -> None:
     procs.kill_group(proc)
 
 
-def _indent(text: str) -> str:
+def indent_output(text: str) -> str:
+    """A check's output as shown under its verdict: its last 40 lines, each behind a ``|``."""
     lines = text.rstrip().splitlines()[-40:]
     return "".join(f"    | {line}\n" for line in lines)
 
@@ -385,14 +382,13 @@ def _run_in_process(args: list[str]) -> tuple[int, str]:
 
 @dataclass
 class InteractiveCheck:
-    """No ``--check``: ask the user whether the artifact passed or failed."""
+    """No ``--check``: ask the user whether the artifact passed or failed. ``prompt(question) -> answer``
+    asks (the CLI passes its terminal prompt; default: :func:`input`)."""
 
     prompt: Callable[[str], str] | None = None
 
     def __call__(self, iteration: Iteration) -> Outcome:
-        import click
-
-        ask = self.prompt or (lambda text: click.prompt(text, prompt_suffix=" ", err=True))
+        ask = self.prompt or (lambda text: input(text + " "))
         start = time.perf_counter()
         while True:
             answer = str(ask(f">>> Did '{iteration.artifact}' [p]ass or [f]ail? ([u]nresolved: neither)")).strip().lower()

@@ -251,20 +251,16 @@ class Terminated(SystemExit):
         self.signum = signum
 
 
-def handle_termination() -> Callable[[], None]:
-    """Turn SIGTERM and SIGHUP into :class:`Terminated` in the main thread (no-op in other threads).
-    Returns a function that restores the previous handlers."""
+def handle_termination(tell: Callable[[str], None]) -> Callable[[], None]:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` in the main thread (no-op in other threads); ``tell``
+    shows the user why the run stopped. Returns a function that restores the previous handlers."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
     def handler(signum: int, frame: object) -> None:
         kill_all()
         name = signal.Signals(signum).name
-        print(
-            f"parity: terminated by {name}; the running check was killed and the state file keeps the verdicts (run the same command again to resume)",
-            file=sys.stderr,
-            flush=True,
-        )
+        tell(f"terminated by {name}; the running check was killed and the state file keeps the verdicts (run the same command again to resume)")
         raise Terminated(signum)
 
     saved = {}

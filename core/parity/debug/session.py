@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -36,11 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from parity.debug import procs
-from parity.debug.check import BAD, GOOD, UNRESOLVED, Outcome, _indent
+from parity.debug.check import BAD, GOOD, UNRESOLVED, Outcome, indent_output
 from parity.debug.executor import Executor, SerialExecutor
 from parity.errors import ExitCode, ParityError, UsageError
+from parity.reporting import DebugReporter, QuietDebugReporter
 from parity.util.fs import write_text_atomic
-from parity.util.text import warn
 
 STATE_FORMAT = "parity-debug-state"
 # Stop on dominating unresolved checks only once this many ran, and when more than 3 in 4 are unresolved: a
@@ -147,7 +146,7 @@ class DebugSession:
         resume: bool = True,
         remove_intermediate: bool = True,
         executor: Executor | None = None,
-        reporter: Reporter | None = None,
+        reporter: DebugReporter | None = None,
         label: str = "debug",
     ) -> None:
         self.check = check
@@ -159,7 +158,7 @@ class DebugSession:
         self.fingerprint = _digest(fingerprint or {})
         self.remove_intermediate = remove_intermediate
         self.executor = executor or SerialExecutor()
-        self.reporter = reporter or Reporter(enabled=False)
+        self.reporter: DebugReporter = reporter or QuietDebugReporter()
         self.label = label
         self.summary = Summary()
         self.verdicts: dict[str, str] = {}  # key -> good / bad / unresolved
@@ -183,7 +182,7 @@ class DebugSession:
         if not self._resuming and Path(self.iter_artifact).exists():
             raise UsageError(f"{self.iter_artifact} already exists; remove it or choose another --iter-artifact")
         procs.stopping.clear()
-        self._restore_signals = procs.handle_termination()  # SIGTERM/SIGHUP unwind like Ctrl-C
+        self._restore_signals = procs.handle_termination(self.reporter.warn)  # SIGTERM/SIGHUP unwind like Ctrl-C
 
     # --- state -------------------------------------------------------------------------------------
     def _load_state(self) -> None:
@@ -315,7 +314,7 @@ class DebugSession:
         outcome = self.last_outcome
         if outcome is not None and outcome.output.strip():
             lines = outcome.output.rstrip().splitlines()[-5:]
-            self.reporter.note("the check's last output:\n" + _indent("\n".join(lines)).rstrip("\n"))
+            self.reporter.note("the check's last output:\n" + indent_output("\n".join(lines)).rstrip("\n"))
 
     def _replay(self, cand: Candidate) -> str | None:
         if cand.key in self.verdicts:
@@ -369,6 +368,8 @@ class DebugSession:
             self.last_outcome = outcome
             self.history.append((index, cand.key, verdict == BAD))
             self._save_state()
+            if outcome.show_output:
+                self.reporter.check_output(outcome.output)
             self.reporter.iteration(index, verdict, outcome.seconds, it.info, note=outcome.note)
         return verdict
 
@@ -456,61 +457,6 @@ def file_fingerprint(path: str) -> str:
     with p.open("rb") as f:
         head = hashlib.sha1(f.read(1 << 20)).hexdigest()
     return f"{st.st_size}:{st.st_mtime_ns}:{head}"
-
-
-class Reporter:
-    """Progress (a rich bar on a terminal, one line per check otherwise) and notes, on stderr."""
-
-    def __init__(self, enabled: bool = True, label: str = "debug", live: bool | None = None) -> None:
-        self.enabled = enabled
-        self.label = label
-        self.live = sys.stderr.isatty() if live is None else live
-        self._progress: Any = None
-        self._task: Any = None
-        self._count = 0
-
-    def _bar(self) -> Any:
-        if self._progress is None and self.enabled and self.live:
-            from rich.console import Console
-            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-            self._progress = Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}"),
-                TextColumn("check {task.completed}"),
-                TimeElapsedColumn(),
-                TextColumn("{task.fields[status]}"),
-                console=Console(stderr=True),
-                transient=False,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task(self.label, total=None, status="")
-        return self._progress
-
-    def iteration(self, index: int, verdict: str | bool, seconds: float, info: Mapping[str, Any], resumed: bool = False, note: str = "") -> None:
-        if not self.enabled:
-            return
-        self._count += 1
-        verdict = {True: "bad ", False: "good", BAD: "bad ", GOOD: "good"}.get(verdict, "unresolved")
-        label = info.get("label", "")
-        text = f"[N{index}] {verdict} | {'resumed' if resumed else f'{seconds:.2f}s'}" + (f" | {label}" if label else "") + (f" | {note}" if note else "")
-        bar = self._bar()
-        if bar is not None:
-            bar.update(self._task, completed=self._count, status=text)
-        else:
-            print(f"parity: {text}", file=sys.stderr, flush=True)
-
-    def note(self, message: str) -> None:
-        if self.enabled:
-            (self._progress.console.print if self._progress else lambda m: print(m, file=sys.stderr, flush=True))(f"parity: {message}")
-
-    def warn(self, message: str) -> None:
-        warn(message)
-
-    def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
 
 
 def _refuse_foreign(path: Path, option: str, ours: Callable[[Path], bool]) -> None:

@@ -1,0 +1,205 @@
+"""The debug commands' CLI: the click options every ``debug`` command shares (:func:`debug_options`,
+:func:`until_option`), the session they describe (:func:`session_from_options`), how a session shows itself at
+the terminal (:class:`DebugProgress`) and ``parity debug repeat``: run a check many times, sorting artifacts into
+good/ and bad/. The debug engine (:mod:`parity.debug`) prints nothing; it reports through a
+:class:`parity.reporting.DebugReporter`, which this module provides."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from parity.cli.common import SETTINGS, echo, verbosity_options, warn
+from parity.cli.parsing import GreedyOption, ParityCommand, RemainderOption
+from parity.debug.check import BAD, GOOD, CommandCheck, InteractiveCheck, Verdict, indent_output
+from parity.debug.executor import make_executor
+from parity.debug.session import DebugSession
+from parity.errors import ExitCode, UsageError
+
+
+def debug_options(default_artifact: str = "parity_debug.onnx", jobs: bool = True) -> list[click.Parameter]:
+    """``--check ... --fail-code ... --artifacts ...``: add them with ``params=[..., *debug_options()]``."""
+    params: list[click.Parameter] = [
+        click.Option(
+            ["--fail-code", "--fail-returncode"],
+            "fail_code",
+            type=int,
+            multiple=True,
+            metavar="CODE",
+            help="Exit codes that mean bad (repeatable); other codes are good. Default: any non-zero code is bad.",
+        ),
+        click.Option(["--ignore-fail-code"], type=int, multiple=True, metavar="CODE", help="Exit codes that mean good even if not 0 (repeatable)."),
+        GreedyOption(["--fail-regex"], metavar="REGEX", help="Bad iff the check's output matches one of these (with --fail-code: and the code matches)."),
+        click.Option(
+            ["--check-timeout"],
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            metavar="SECONDS",
+            help="Kill a check (its whole process group) after this long; a hung check is bad.",
+        ),
+        click.Option(["--show-output"], is_flag=True, help="Show the output of good checks too."),
+        click.Option(["--hide-fail-output"], is_flag=True, help="Do not show the output of bad checks."),
+        GreedyOption(["--artifacts"], metavar="PATH", help="Files to keep from each iteration, sorted into good/ and bad/ under --artifacts-dir."),
+        click.Option(["--artifacts-dir", "--art-dir"], default="parity_artifacts", show_default=True, metavar="DIR", help="Where --artifacts are sorted."),
+        click.Option(
+            ["--iter-artifact", "--intermediate-artifact"],
+            default=default_artifact,
+            show_default=True,
+            metavar="PATH",
+            help="The file each iteration writes for the check (the check command names it; '{artifact}' works too).",
+        ),
+        click.Option(["--no-remove-intermediate"], is_flag=True, help="Keep the iteration's files after its check."),
+        click.Option(["--iteration-info", "--iter-info"], metavar="PATH", help="Write a JSON file the check can read: iteration number, candidate, sizes."),
+        click.Option(["--state"], "state", metavar="PATH", help="State file for resuming an interrupted run [<iter-artifact>.state.json]."),
+        click.Option(["--no-resume"], is_flag=True, help="Start over even if a state file from an interrupted run exists."),
+    ]
+    if jobs:
+        params.append(
+            click.Option(
+                ["--jobs", "-j"],
+                type=click.IntRange(min=1),
+                default=1,
+                show_default=True,
+                help="Check this many independent candidates at once (each with its own artifact file).",
+            )
+        )
+    params.append(RemainderOption(["--check"], default=None, help="The check command: the rest of the line. Without it, you are asked at the terminal."))
+    return params
+
+
+def until_option() -> click.Option:
+    return click.Option(["--until"], required=True, metavar="N|good|bad", help="Stop after N iterations, or at the first good or bad one.")
+
+
+def make_check(params: Mapping[str, Any]) -> Callable:
+    """The check the parsed :func:`debug_options` describe: ``--check CMD ...``, or a question at the terminal."""
+    argv = params.get("check")
+    if not argv:
+        if params.get("jobs", 1) > 1:
+            raise UsageError("--jobs needs a --check command (interactive mode checks one candidate at a time)")
+        return InteractiveCheck(prompt=lambda text: click.prompt(text, prompt_suffix=" ", err=True))
+    verdict = Verdict(tuple(params.get("fail_code") or ()), tuple(params.get("ignore_fail_code") or ()), tuple(params.get("fail_regex") or ()))
+    return CommandCheck(list(argv), verdict, params.get("check_timeout"), bool(params.get("show_output")), bool(params.get("hide_fail_output")))
+
+
+def session_from_options(params: Mapping[str, Any], *, label: str, fingerprint: Mapping[str, Any], check: Callable | None = None) -> DebugSession:
+    """A :class:`DebugSession` configured from the parsed :func:`debug_options`, showing its progress on stderr
+    (:class:`DebugProgress`; only warnings with ``--quiet``)."""
+    artifact = params.get("iter_artifact") or "parity_debug.onnx"
+    state = params.get("state") or str(Path(artifact).with_name(Path(artifact).name + ".state.json"))
+    options = {k: v for k, v in params.items() if k not in ("no_resume", "state", "jobs", "show_output", "hide_fail_output")}
+    return DebugSession(
+        check or make_check(params),
+        iter_artifact=artifact,
+        artifacts=list(params.get("artifacts") or ()),
+        artifacts_dir=params.get("artifacts_dir") or "parity_artifacts",
+        iteration_info=params.get("iteration_info"),
+        state_path=state,
+        fingerprint={"label": label, **fingerprint, "options": options},
+        resume=not params.get("no_resume"),
+        remove_intermediate=not params.get("no_remove_intermediate"),
+        executor=make_executor(int(params.get("jobs") or 1)),
+        reporter=DebugProgress(enabled=not SETTINGS["quiet"], label=label),
+        label=label,
+    )
+
+
+class DebugProgress:
+    """A :class:`parity.reporting.DebugReporter` for the terminal: a rich progress bar on a terminal, one line
+    per check otherwise, notes and check output on stderr. Disabled (``--quiet``): warnings only."""
+
+    def __init__(self, enabled: bool = True, label: str = "debug", live: bool | None = None) -> None:
+        self.enabled = enabled
+        self.label = label
+        self.live = sys.stderr.isatty() if live is None else live
+        self._progress: Any = None
+        self._task: Any = None
+        self._count = 0
+
+    def _bar(self) -> Any:
+        if self._progress is None and self.enabled and self.live:
+            from rich.console import Console  # rich only when a terminal shows the bar
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                TextColumn("check {task.completed}"),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[status]}"),
+                console=Console(stderr=True),
+                transient=False,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(self.label, total=None, status="")
+        return self._progress
+
+    def _line(self, text: str) -> None:
+        if self._progress is not None:
+            self._progress.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+    def iteration(self, index: int, verdict: str, seconds: float, info: Mapping[str, Any], resumed: bool = False, note: str = "") -> None:
+        if not self.enabled:
+            return
+        self._count += 1
+        shown = {BAD: "bad ", GOOD: "good"}.get(verdict, "unresolved")
+        label = info.get("label", "")
+        text = f"[N{index}] {shown} | {'resumed' if resumed else f'{seconds:.2f}s'}" + (f" | {label}" if label else "") + (f" | {note}" if note else "")
+        bar = self._bar()
+        if bar is not None:
+            bar.update(self._task, completed=self._count, status=text)
+        else:
+            self._line(f"parity: {text}")
+
+    def check_output(self, text: str) -> None:
+        # shown with --quiet too: --show-output / --hide-fail-output decide
+        self._line(indent_output(text).rstrip("\n"))
+
+    def note(self, message: str) -> None:
+        if self.enabled:
+            self._line(f"parity: {message}")
+
+    def warn(self, message: str) -> None:
+        warn(message)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+REPEAT_HELP = """Run the --check command until N iterations, or the first good or bad one.
+
+\b
+  parity debug repeat --until 10 --artifacts out.npz --check parity run model.onnx --onnxrt --save-outputs out.npz
+  parity debug repeat --until bad --check ./flaky_test.sh
+
+Exit code 1 if any iteration was bad; 3 if none was bad but some were unresolved (the check could
+not find its input, or exited with a code --fail-code does not list); else 0."""
+
+
+def make_repeat_command() -> click.Command:
+    params = [until_option(), *[p for p in debug_options("parity_debug.artifact", jobs=False) if p.name != "iter_artifact"]]
+    command = ParityCommand("repeat", params=params, callback=repeat_command, help=REPEAT_HELP, short_help="Run a check repeatedly; sort artifacts.")
+    return verbosity_options(command)
+
+
+def repeat_command(until: str, **params: Any) -> int:
+    params["iter_artifact"] = "parity_debug.artifact"  # repeat writes no artifact of its own
+    session = session_from_options(params, label="repeat", fingerprint={"until": until, "check": params.get("check")})
+    verdicts = session.repeat_judged(lambda it: None, until)
+    summary = session.finish()
+    bad, unresolved = verdicts.count("bad"), verdicts.count("unresolved")
+    echo(f"{summary.line()} | Pass rate: {100.0 * verdicts.count('good') / max(1, len(verdicts)):.1f}%")
+    if bad:
+        return int(ExitCode.MISMATCH)
+    if unresolved:  # nothing observed fails, but not everything passed either
+        warn(f"{unresolved} of {len(verdicts)} check(s) were unresolved (neither passed nor failed as a failure)")
+        return int(ExitCode.FAILURE)
+    return int(ExitCode.PASSED)
