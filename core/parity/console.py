@@ -7,12 +7,12 @@ and the CLI's reporters print with :func:`echo`.
 
 from __future__ import annotations
 
-import click
-
 SETTINGS = {"verbose": False, "quiet": False}
 
 
 def echo(message: str = "", err: bool = False) -> None:
     """One line on stdout (stderr with ``err``); nothing on stdout with ``-q``."""
     if not SETTINGS["quiet"] or err:
+        import click  # only when something is printed: engine code and plugins read SETTINGS without click
+
         click.echo(message, err=err)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from parity.console import SETTINGS
 from parity.debug import procs
 from parity.errors import UsageError
 
@@ -366,8 +367,6 @@ def parity_program() -> Callable[[list[str]], int] | None:
 
 def _run_in_process(args: list[str]) -> tuple[int, str]:
     """``parity run`` through :func:`parity_program`, capturing what it prints (for ``--fail-regex``)."""
-    from parity.console import SETTINGS
-
     main = parity_program()
     assert main is not None
     saved = dict(SETTINGS)

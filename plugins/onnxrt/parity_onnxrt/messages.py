@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-import sys
 
-from parity.api import one_line
+from parity.api import SETTINGS, one_line
 
 # onnxruntime's logger severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal.
 WARNING, FATAL = 2, 4
@@ -19,9 +18,7 @@ _RUNNING = re.compile(r"running (\w+) node\. Name:'([^']*)' Status Message:\s*")
 def default_log_severity() -> int:
     """Warnings (and onnxruntime's duplicate error lines) only with ``-v``; otherwise fatal ones only: every
     error still reaches the user, as the text of the exception Parity turns into its one-line error."""
-    common = sys.modules.get("parity.cli.common")
-    verbose = bool(common and common.SETTINGS.get("verbose"))
-    return WARNING if verbose else FATAL
+    return WARNING if SETTINGS["verbose"] else FATAL
 
 
 def reason(exc: BaseException, limit: int = 300) -> str:
