@@ -376,6 +376,39 @@ def test_hook_parity_add_hookspecs(tmp_path):
     assert "parity_add_hookspecs" in rows[f"file:{tmp_path / 'declaring.py'}"]["hooks"]
 
 
+HINT_PLUGIN = '''
+from parity import hookimpl
+
+
+@hookimpl
+def parity_divergence_hint(report, output):
+    return f"mytool cut {report.model} --node {report.first.node} --feed {','.join(report.outside_inputs())} -o {output or 'cut.onnx'}"
+'''
+
+
+def test_hook_parity_divergence_hint(tmp_path):
+    """A layerwise run's report offers the command line a plugin gives for cutting out the first divergent node;
+    without such a plugin it offers none (the core knows no command that would)."""
+    import core_models
+
+    good, bad = core_models.affine(tmp_path / "good.onnx"), core_models.affine(tmp_path / "bad.onnx", bias=0.9)
+    (tmp_path / "hint.py").write_text(HINT_PLUGIN)
+    golden, report = tmp_path / "golden.npz", tmp_path / "report.json"
+    ok(parity("run", good, "--onnxrt", "--onnx-outputs", "mark", "all", "--save-outputs", golden))
+    layerwise = ("run", bad, "--onnxrt", "--onnx-outputs", "mark", "all", "--load-outputs", golden, "--report", report)
+    only_onnxrt = {"PARITY_LOAD_PLUGINS": "onnxrt"}  # the surgeon plugin, which offers its own line, is not loaded
+
+    mine = parity("--plugin", tmp_path / "hint.py", *layerwise, env=only_onnxrt)
+    assert mine.returncode == 1, mine.stderr
+    line = f"mytool cut {bad} --node add --feed scaled -o cut.onnx"
+    assert "First divergence: 'y', produced by node 'add' (Add)" in mine.stdout and f"Extract it: {line}" in mine.stdout
+    assert json.loads(report.read_text())["layerwise"][0]["extract_command"] == line
+
+    none = parity(*layerwise, env=only_onnxrt)
+    assert none.returncode == 1 and "First divergence: 'y'" in none.stdout and "Extract it:" not in none.stdout
+    assert json.loads(report.read_text())["layerwise"][0]["extract_command"] is None
+
+
 def test_every_hook_has_a_test():
     from parity.plugins import hook_signatures
 

@@ -5,8 +5,8 @@ register through the ``parity`` entry-point group (or ``--plugin file.py`` for o
 
 Rules that keep plugins working across Parity versions:
 
-* Every hook is a *registration* hook: Parity passes a ``register`` callable (or the click group) and the
-  plugin hands over cheap descriptions (dataclasses from :mod:`parity.registry`). Heavy libraries
+* Every hook but :func:`parity_divergence_hint` is a *registration* hook: Parity passes a ``register``
+  callable (or the click group) and the plugin hands over cheap descriptions (dataclasses from :mod:`parity.registry`). Heavy libraries
   (tensorrt, onnxruntime, onnx, torch) are imported only inside the factories those descriptions point
   to, never at module import time, so ``parity --help`` stays fast.
 * Hooks only ever gain *optional* arguments. pluggy passes an implementation only the arguments it names,
@@ -156,6 +156,23 @@ def parity_register_commands(cli):
     replaces a described one of the same name.
 
     :param cli: the root :class:`click.Group`.
+    """
+
+
+@hookspec
+def parity_divergence_hint(report, output):
+    """A command line that cuts the first divergent node of a layerwise comparison out as a model of its own,
+    so the user can reproduce the divergence on that node alone (the surgeon plugin returns its
+    ``parity surgeon extract ...`` line). Return ``None`` when you cannot.
+
+    Called by: :meth:`parity.api.DivergenceReport.extract_command`, when a layerwise report is printed
+    (``Extract it: ...``) or written (``extract_command`` in ``--report``), and only when its first divergent
+    tensor has a producing node in an ONNX model. The first implementation that returns a line wins.
+
+    :param report: the :class:`parity.api.DivergenceReport`: ``report.model`` (the ONNX path),
+        ``report.first`` (the first divergent :class:`parity.api.TensorError`: ``name``, ``node``, ``op_type``)
+        and ``report.outside_inputs()`` (the node's inputs that are not weights or constants).
+    :param output: the path to write the cut-out model to, or ``None`` for a name of your choosing.
     """
 
 

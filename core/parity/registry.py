@@ -1,12 +1,16 @@
-"""What plugins register: small, cheap descriptions whose factories import heavy libraries lazily."""
+"""What plugins register: small, cheap descriptions whose factories import heavy libraries lazily.
+
+The descriptions behave as frozen dataclasses (``repr``, ``==``, ``hash``, read-only fields,
+``dataclasses.replace``/``fields``/``asdict``) but are :class:`parity.util.record.Record` classes: every
+``parity run`` and ``parity run --help`` creates them, and ``@dataclass`` costs ~0.6 ms a class."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from parity.errors import PluginError
+from parity.util.record import DICT, Record, fill
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
@@ -17,33 +21,45 @@ if TYPE_CHECKING:  # pragma: no cover
     from parity.data.meta import TensorMeta
 
 
-@dataclass(frozen=True)
-class RunnerRequest:
+class RunnerRequest(Record, frozen=True):
     """Everything a backend needs to build one runner: the model and every parsed option."""
 
     model: str | None
     options: Mapping[str, Any]
-    index: int = 0
-    model_kind: str | None = None
+    index: int
+    model_kind: str | None
+
+    def __init__(self, model: str | None, options: Mapping[str, Any], index: int = 0, model_kind: str | None = None) -> None:
+        fill(self, locals())
 
     def get(self, name: str, default: Any = None) -> Any:
         value = self.options.get(name, default)
         return default if value is None else value
 
 
-@dataclass(frozen=True)
-class DataRequest:
+class DataRequest(Record, frozen=True):
     """Everything a data loader needs: what a registered loader's factory receives (:class:`DataLoaderSpec`).
 
     ``val_range`` and ``input_shapes`` are parsed (``{name: (lo, hi)}``, ``{name: shape}``; the empty name is
     the default); :meth:`from_options` builds a request from option values as the CLI spells them."""
 
     input_metadata: Mapping[str, TensorMeta]
-    seed: int = 1
-    iterations: int = 1
-    val_range: Mapping[str, Any] = field(default_factory=dict)
-    input_shapes: Mapping[str, Any] = field(default_factory=dict)
-    options: Mapping[str, Any] = field(default_factory=dict)
+    seed: int
+    iterations: int
+    val_range: Mapping[str, Any]
+    input_shapes: Mapping[str, Any]
+    options: Mapping[str, Any]
+
+    def __init__(
+        self,
+        input_metadata: Mapping[str, TensorMeta],
+        seed: int = 1,
+        iterations: int = 1,
+        val_range: Mapping[str, Any] = DICT,
+        input_shapes: Mapping[str, Any] = DICT,
+        options: Mapping[str, Any] = DICT,
+    ) -> None:
+        fill(self, locals())
 
     @classmethod
     def from_options(cls, input_metadata: Mapping[str, TensorMeta], options: Mapping[str, Any]) -> DataRequest:
@@ -65,108 +81,166 @@ class DataRequest:
         return default if value is None else value
 
 
-@dataclass(frozen=True)
-class Backend:
+class Backend(Record, frozen=True):
     """An inference backend. ``flag`` selects it on the CLI and may be repeated (two runners)."""
 
     name: str
     make_runner: Callable[[RunnerRequest], BaseRunner]
-    help: str = ""
-    flag: str | None = None  # defaults to --<name>
-    options: Sequence[click.Option] = ()
-    model_kinds: tuple[str, ...] = ("onnx",)
-    requires: tuple[str, ...] = ()  # importable module names, checked with find_spec, never imported
-    install_hint: str = ""
+    help: str
+    flag: str | None  # defaults to --<name>
+    options: Sequence[click.Option]
+    model_kinds: tuple[str, ...]
+    requires: tuple[str, ...]  # importable module names, checked with find_spec, never imported
+    install_hint: str
     # parameter names (click's, e.g. "trt_outputs") of this backend's options that mark intermediate tensors as
     # outputs: when any is given, `parity run` prints the first-divergence report after its summary
-    mark_options: tuple[str, ...] = ()
+    mark_options: tuple[str, ...]
     # parameter names of options whose value is a file the command reads / writes: `run` and `convert` refuse,
     # before any work, an output that is the model or a file read, and two outputs on one file
-    reads: tuple[str, ...] = ()
-    writes: tuple[str, ...] = ()
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+
+    def __init__(
+        self,
+        name: str,
+        make_runner: Callable[[RunnerRequest], BaseRunner],
+        help: str = "",
+        flag: str | None = None,
+        options: Sequence[click.Option] = (),
+        model_kinds: tuple[str, ...] = ("onnx",),
+        requires: tuple[str, ...] = (),
+        install_hint: str = "",
+        mark_options: tuple[str, ...] = (),
+        reads: tuple[str, ...] = (),
+        writes: tuple[str, ...] = (),
+    ) -> None:
+        fill(self, locals())
 
     @property
     def cli_flag(self) -> str:
         return self.flag or f"--{self.name}"
 
 
-@dataclass(frozen=True)
-class ModelKind:
+class ModelKind(Record, frozen=True):
     """A kind of model file: how to recognise it, read its inputs, and describe it."""
 
     name: str
     suffixes: tuple[str, ...]
     read_inputs: Callable[[str], dict[str, TensorMeta]]
-    describe: Callable[..., str] | None = None  # describe(path, show: set[str], options: Mapping) -> text
-    magic: Callable[[bytes], bool] | None = None  # sniff the first 64 bytes when the suffix is unknown
-    options: Sequence[click.Option] = ()  # extra options of `parity inspect model` for this kind
+    describe: Callable[..., str] | None  # describe(path, show: set[str], options: Mapping) -> text
+    magic: Callable[[bytes], bool] | None  # sniff the first 64 bytes when the suffix is unknown
+    options: Sequence[click.Option]  # extra options of `parity inspect model` for this kind
+
+    def __init__(
+        self,
+        name: str,
+        suffixes: tuple[str, ...],
+        read_inputs: Callable[[str], dict[str, TensorMeta]],
+        describe: Callable[..., str] | None = None,
+        magic: Callable[[bytes], bool] | None = None,
+        options: Sequence[click.Option] = (),
+    ) -> None:
+        fill(self, locals())
 
 
-@dataclass(frozen=True)
-class ComparatorSpec:
+class ComparatorSpec(Record, frozen=True):
     """A comparison metric. ``factory(options)`` returns ``compare(name, actual, reference) -> OutputCheck``."""
 
     name: str
     factory: Callable[[Mapping[str, Any]], Callable[[str, np.ndarray, np.ndarray], OutputCheck]]
-    help: str = ""
-    options: Sequence[click.Option] = ()
+    help: str
+    options: Sequence[click.Option]
+
+    def __init__(
+        self,
+        name: str,
+        factory: Callable[[Mapping[str, Any]], Callable[[str, np.ndarray, np.ndarray], OutputCheck]],
+        help: str = "",
+        options: Sequence[click.Option] = (),
+    ) -> None:
+        fill(self, locals())
 
 
-@dataclass(frozen=True)
-class DataLoaderSpec:
+class DataLoaderSpec(Record, frozen=True):
     """A source of feed dicts. ``factory(request: DataRequest)`` returns an iterable of ``{input name: array}``."""
 
     name: str
     factory: Callable[[DataRequest], Iterable[dict[str, np.ndarray]]]
-    help: str = ""
-    options: Sequence[click.Option] = ()
+    help: str
+    options: Sequence[click.Option]
+
+    def __init__(
+        self, name: str, factory: Callable[[DataRequest], Iterable[dict[str, np.ndarray]]], help: str = "", options: Sequence[click.Option] = ()
+    ) -> None:
+        fill(self, locals())
 
 
-@dataclass(frozen=True)
-class StrategySpec:
+class StrategySpec(Record, frozen=True):
     """A debug search strategy: ``factory(options)`` returns a :class:`parity.debug.strategy.Strategy`."""
 
     name: str
     factory: Callable[[Mapping[str, Any]], Any]
-    help: str = ""
-    kinds: tuple[str, ...] = ("reduce", "precision")
+    help: str
+    kinds: tuple[str, ...]
+
+    def __init__(self, name: str, factory: Callable[[Mapping[str, Any]], Any], help: str = "", kinds: tuple[str, ...] = ("reduce", "precision")) -> None:
+        fill(self, locals())
 
 
-@dataclass(frozen=True)
-class ConvertRequest:
+class ConvertRequest(Record, frozen=True):
+    """What a converter receives: the model, the output path and every parsed option."""
+
     model: str
     output: str
     options: Mapping[str, Any]
+
+    def __init__(self, model: str, output: str, options: Mapping[str, Any]) -> None:
+        fill(self, locals())
 
     def get(self, name: str, default: Any = None) -> Any:
         value = self.options.get(name, default)
         return default if value is None else value
 
 
-@dataclass(frozen=True)
-class ConverterSpec:
+class ConverterSpec(Record, frozen=True):
     """Writes a model in another form; chosen by ``--convert-to name`` or the output suffix."""
 
     name: str
     suffixes: tuple[str, ...]
     convert: Callable[[ConvertRequest], None]
-    help: str = ""
-    options: Sequence[click.Option] = ()
+    help: str
+    options: Sequence[click.Option]
+
+    def __init__(
+        self, name: str, suffixes: tuple[str, ...], convert: Callable[[ConvertRequest], None], help: str = "", options: Sequence[click.Option] = ()
+    ) -> None:
+        fill(self, locals())
 
 
-@dataclass(frozen=True)
-class OptionSpec:
+class OptionSpec(Record, frozen=True):
     """Options a plugin adds to existing commands; ``validate(command, params, ctx)`` may refuse values."""
 
     name: str
     commands: tuple[str, ...]
     options: Sequence[click.Option]
-    validate: Callable[[str, Mapping[str, Any], Any], None] | None = None
-    help: str = ""
+    validate: Callable[[str, Mapping[str, Any], Any], None] | None
+    help: str
     # parameter names of options whose value is a file the command reads / writes: `run` and `convert` refuse,
     # before any work, an output that is the model or a file read, and two outputs on one file
-    reads: tuple[str, ...] = ()
-    writes: tuple[str, ...] = ()
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+
+    def __init__(
+        self,
+        name: str,
+        commands: tuple[str, ...],
+        options: Sequence[click.Option],
+        validate: Callable[[str, Mapping[str, Any], Any], None] | None = None,
+        help: str = "",
+        reads: tuple[str, ...] = (),
+        writes: tuple[str, ...] = (),
+    ) -> None:
+        fill(self, locals())
 
 
 _KINDS = {
@@ -180,19 +254,32 @@ _KINDS = {
 }
 
 
-@dataclass
-class Registry:
+class Registry(Record):
     """Everything registered, keyed by name, remembering which plugin registered each item."""
 
-    backends: dict[str, Backend] = field(default_factory=dict)
-    model_kinds: dict[str, ModelKind] = field(default_factory=dict)
-    comparators: dict[str, ComparatorSpec] = field(default_factory=dict)
-    data_loaders: dict[str, DataLoaderSpec] = field(default_factory=dict)
-    strategies: dict[str, StrategySpec] = field(default_factory=dict)
-    converters: dict[str, ConverterSpec] = field(default_factory=dict)
-    command_options: dict[str, OptionSpec] = field(default_factory=dict)
-    owners: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> plugin
-    option_owners: dict[str, str] = field(default_factory=dict)  # --option -> plugin
+    backends: dict[str, Backend]
+    model_kinds: dict[str, ModelKind]
+    comparators: dict[str, ComparatorSpec]
+    data_loaders: dict[str, DataLoaderSpec]
+    strategies: dict[str, StrategySpec]
+    converters: dict[str, ConverterSpec]
+    command_options: dict[str, OptionSpec]
+    owners: dict[tuple[str, str], str]  # (kind, name) -> plugin
+    option_owners: dict[str, str]  # --option -> plugin
+
+    def __init__(
+        self,
+        backends: dict[str, Backend] = DICT,
+        model_kinds: dict[str, ModelKind] = DICT,
+        comparators: dict[str, ComparatorSpec] = DICT,
+        data_loaders: dict[str, DataLoaderSpec] = DICT,
+        strategies: dict[str, StrategySpec] = DICT,
+        converters: dict[str, ConverterSpec] = DICT,
+        command_options: dict[str, OptionSpec] = DICT,
+        owners: dict[tuple[str, str], str] = DICT,
+        option_owners: dict[str, str] = DICT,
+    ) -> None:
+        fill(self, locals())
 
     def add(self, kind: str, item: Any, owner: str) -> None:
         expected = _KINDS[kind]

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # The groups the core fills itself; a plugin declares its own groups (``surgeon``, ``check``) with their help.
 CORE_GROUPS = {
     "inspect": "Show models, saved data and other files.",
-    "debug": "Find what makes a model fail: reduce, precision, repeat, build.",
+    "debug": "Find what makes a model fail: shrink it, search for its cause, repeat a check.",
     "data": "Work with saved input and output files.",
 }
 # (command path, "module:attr" returning the click command, one-line help), as plugins describe theirs.

@@ -22,9 +22,11 @@ class ReportPrinter:
         warn(message)
 
     def divergence(self, reports: Sequence[Any]) -> None:
-        from parity.compare.divergence import print_reports
-
-        print_reports(reports)
+        for report in reports:
+            if len(report.tensors) < 2:
+                continue  # one output: the run's own lines already say everything
+            for line in report.lines():
+                echo(line)
 
     def iteration(self, index: int, pairs: Sequence[Any]) -> None:
         from parity.cli.common import SETTINGS

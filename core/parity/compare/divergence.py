@@ -2,8 +2,8 @@
 
 When every tensor is marked as an output (the options backends declare in ``Backend.mark_options``:
 ``--onnx-outputs mark all``, ``--trt-outputs``, ``--mark-debug``), the comparison yields one check per
-tensor. The report names the first divergent tensor's producing node, op type and inputs, and prints the
-``parity surgeon extract`` command that cuts the node out as a standalone model.
+tensor. The report names the first divergent tensor's producing node, op type and inputs, and the command
+that cuts the node out as a standalone model, when a plugin offers one (hook ``parity_divergence_hint``).
 
 **The first divergence** (one definition, :func:`first_divergent`, used by ``parity run --onnx-outputs mark
 all`` and both modes of ``parity debug localize``): among the compared tensors, the one earliest in the
@@ -19,14 +19,13 @@ For anything that is not an ONNX model (engines) the order is the one the runner
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from parity.compare.result import OutputCheck
-from parity.plugins import get_registry
+from parity.plugins import call_hook, get_registry
 
 
 @dataclass(frozen=True)
@@ -100,18 +99,21 @@ class DivergenceReport:
     def failing(self) -> int:
         return sum(1 for t in self.tensors if not t.passed)
 
+    def outside_inputs(self) -> list[str]:
+        """The first divergent node's inputs that are not weights or constants (once each, in order): what a
+        model of that node alone takes as its inputs."""
+        first = self.first
+        return [t for t in dict.fromkeys(first.inputs) if t and t not in self.constants] if first else []
+
     def extract_command(self, output: str | None = None) -> str | None:
-        """The ``parity surgeon extract`` line that cuts out the first divergent node."""
+        """The command line that cuts the first divergent node out as a model of its own (written to
+        ``output``), from the first plugin that offers one (hook ``parity_divergence_hint``); None when
+        nothing diverged, the tensor has no producing node, or no plugin offers a line."""
         first = self.first
         if first is None or first.node is None or not self.model:
             return None
-        inputs = [t for t in dict.fromkeys(first.inputs) if t and t not in self.constants]
-        out = output or f"{_safe(first.node)}.onnx"
-        parts = ["parity", "surgeon", "extract", self.model]
-        if inputs:
-            parts += ["--inputs", *(f"{t}:auto:auto" for t in inputs)]
-        parts += ["--outputs", f"{first.name}:auto", "-o", out]
-        return " ".join(shlex.quote(p) for p in parts)
+        hints = call_hook("parity_divergence_hint", report=self, output=output)
+        return hints[0] if hints else None
 
     def lines(self, max_rows: int = 60) -> list[str]:
         first = self.first
@@ -177,10 +179,6 @@ def tensor_error(name: str, checks: Sequence[OutputCheck], position: int, produc
 def _finite(row: dict[str, Any]) -> dict[str, Any]:
     """NaN/Inf errors become null so the report is strict JSON."""
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80] or "node"
 
 
 def _g(value: float) -> str:
@@ -257,18 +255,3 @@ def outputs_were_marked(params: Mapping[str, Any]) -> bool:
     """Whether any backend's marking option (:attr:`parity.registry.Backend.mark_options`) was given."""
     return any(params.get(p) for p in mark_params())
 
-
-def print_first_divergence(summary: Any, model: str | None, params: Mapping[str, Any]) -> None:
-    """Print the report after ``parity run``'s summary when outputs were marked; otherwise do nothing."""
-    if outputs_were_marked(params):
-        print_reports(first_divergence(summary, model))
-
-
-def print_reports(reports: Sequence[DivergenceReport]) -> None:
-    from parity.console import echo
-
-    for report in reports:
-        if len(report.tensors) < 2:
-            continue  # one output: the run's own lines already say everything
-        for line in report.lines():
-            echo(line)

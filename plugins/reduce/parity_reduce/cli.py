@@ -50,7 +50,7 @@ expects, so it works with any backend. The result is a set of nodes, not a prefi
 
 
 def _modes(kind: str) -> list[str]:
-    names = {name for name, spec in get_registry().strategies.items() if kind in spec.kinds}
+    names = {name for name, spec in get_registry().strategies.items() if not spec.kinds or kind in spec.kinds}
     return sorted(names | ({"auto"} if kind == "reduce" else set()))  # auto: this command's choice, see _auto_mode
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from parity.api import UsageError, did_you_mean, onnx_models
 from parity_surgeon import graph as g
+from parity_surgeon.naming import safe_name
 
 AUTO = "auto"
 
@@ -222,7 +223,7 @@ def extract_node(model: Any, node_name: str, input_types: Mapping[str, tuple[Any
                 elem, shape = types.get(t, (0, None))
             graph_inputs.append(helper.make_tensor_value_info(t, elem or onnx.TensorProto.FLOAT, None if shape is None else list(shape)))
     outputs = [helper.make_empty_tensor_value_info(t) for t in node.output if t]
-    graph = helper.make_graph([*kept_nodes, node], f"{_safe_name(node_name)}_alone", graph_inputs, outputs, list(kept_inits))
+    graph = helper.make_graph([*kept_nodes, node], f"{safe_name(node_name)}_alone", graph_inputs, outputs, list(kept_inits))
     out = g.keep_header(helper.make_model(graph), proto)
     _type_outputs(out, types)
     return out
@@ -237,7 +238,3 @@ def _type_outputs(model: Any, known: Mapping[str, tuple]) -> None:
     for vi in model.graph.output:
         elem, shape = found.get(vi.name, (0, None))
         vi.CopyFrom(helper.make_tensor_value_info(vi.name, elem or TensorProto.FLOAT, None if shape is None else list(shape)))
-
-
-def _safe_name(name: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in name)[:60]

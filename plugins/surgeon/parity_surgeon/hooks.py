@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from parity import hookimpl
+from parity_surgeon.naming import safe_name
 
 
 def _convert(request) -> None:
@@ -53,3 +54,17 @@ def parity_describe_commands(register):
     register("surgeon insert", "parity_surgeon.cli:insert_cmd", "Replace the subgraph between tensors with one node.")
     register("check lint", "parity_surgeon.cli:lint_cmd", "ONNX checker plus common model problems, one line each.")
     register("debug localize", "parity_surgeon.cli:make_localize_cmd", "Find the first divergent node, in bounded memory.")
+
+
+@hookimpl
+def parity_divergence_hint(report, output):
+    """``parity surgeon extract``: the first divergent node alone, its non-constant inputs fed from outside."""
+    import shlex
+
+    first = report.first
+    parts = ["parity", "surgeon", "extract", report.model]
+    inputs = report.outside_inputs()
+    if inputs:
+        parts += ["--inputs", *(f"{t}:auto:auto" for t in inputs)]
+    parts += ["--outputs", f"{first.name}:auto", "-o", output or f"{safe_name(first.node)}.onnx"]
+    return " ".join(shlex.quote(p) for p in parts)
