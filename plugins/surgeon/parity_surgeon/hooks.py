@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from parity import hookimpl
-from parity_surgeon.naming import safe_name
 
 
 def _convert(request) -> None:
@@ -60,6 +59,8 @@ def parity_describe_commands(register):
 def parity_divergence_hint(report, output):
     """``parity surgeon extract``: the first divergent node alone, its non-constant inputs fed from outside."""
     import shlex
+
+    from parity_surgeon.naming import safe_name  # here: `parity --help` imports this module and never needs it
 
     first = report.first
     parts = ["parity", "surgeon", "extract", report.model]
