@@ -181,9 +181,9 @@ class StrategySpec(Record, frozen=True):
     name: str
     factory: Callable[[Mapping[str, Any]], Any]
     help: str
-    kinds: tuple[str, ...]
+    kinds: tuple[str, ...]  # the searches that offer it as a --mode; empty: every search
 
-    def __init__(self, name: str, factory: Callable[[Mapping[str, Any]], Any], help: str = "", kinds: tuple[str, ...] = ("reduce", "precision")) -> None:
+    def __init__(self, name: str, factory: Callable[[Mapping[str, Any]], Any], help: str = "", kinds: tuple[str, ...] = ()) -> None:
         fill(self, locals())
 
 
