@@ -2,40 +2,58 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from parity.util.record import DICT, LIST, Record, fill
 
-@dataclass
-class OutputCheck:
+
+class OutputCheck(Record):
     """One metric's verdict on one output of one iteration."""
 
     name: str
     passed: bool
-    metric: str = ""
-    values: dict[str, float] = field(default_factory=dict)  # measured: max_abs, cosine, ...
-    thresholds: dict[str, Any] = field(default_factory=dict)  # what it had to meet
-    message: str = ""
-    details: dict[str, Any] = field(default_factory=dict)  # statistics and histograms for the printed report
+    metric: str
+    values: dict[str, float]  # measured: max_abs, cosine, ...
+    thresholds: dict[str, Any]  # what it had to meet
+    message: str
+    details: dict[str, Any]  # statistics and histograms for the printed report
+
+    def __init__(
+        self,
+        name: str,
+        passed: bool,
+        metric: str = "",
+        values: dict[str, float] = DICT,
+        thresholds: dict[str, Any] = DICT,
+        message: str = "",
+        details: dict[str, Any] = DICT,
+    ) -> None:
+        fill(self, locals())
 
 
-@dataclass
-class IterationComparison:
+class IterationComparison(Record):
+    """The checks of one iteration of a pair of runners."""
+
     iteration: int
     checks: list[OutputCheck]
+
+    def __init__(self, iteration: int, checks: list[OutputCheck]) -> None:
+        fill(self, locals())
 
     @property
     def passed(self) -> bool:
         return all(c.passed for c in self.checks)
 
 
-@dataclass
-class PairComparison:
+class PairComparison(Record):
     """``actual`` is checked against ``reference`` (the second runner of the pair)."""
 
     actual: str
     reference: str
-    iterations: list[IterationComparison] = field(default_factory=list)
+    iterations: list[IterationComparison]
+
+    def __init__(self, actual: str, reference: str, iterations: list[IterationComparison] = LIST) -> None:
+        fill(self, locals())
 
     @property
     def passed(self) -> bool:
@@ -55,6 +73,8 @@ class AccuracyResult(list[PairComparison]):
         raise KeyError((actual, reference))
 
     def to_json(self) -> list[dict[str, Any]]:
+        from dataclasses import asdict  # here, not at the top: a plain ``parity run`` does not import dataclasses
+
         out = []
         for p in self:
             out.append(

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from parity.util.record import DICT, Record, fill
 
 CHUNK = 1 << 18  # 1 MiB of float32: a chunk and its float64 temporaries stay in cache
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
@@ -38,19 +39,36 @@ def as_float(array: np.ndarray) -> np.ndarray:
     return flat
 
 
-@dataclass
-class Summary:
-    count: int = 0
-    finite: int = 0
-    nan: int = 0
-    inf: int = 0
-    mean: float = math.nan
-    std: float = math.nan
-    min: float = math.nan
-    max: float = math.nan
-    argmin: int = -1
-    argmax: int = -1
-    percentiles: dict[str, float] = field(default_factory=dict)
+class Summary(Record):
+    """Statistics of one tensor's finite values (:func:`summarize`); ``percentiles`` keyed ``"50"``, ``"99"``..."""
+
+    count: int
+    finite: int
+    nan: int
+    inf: int
+    mean: float
+    std: float
+    min: float
+    max: float
+    argmin: int
+    argmax: int
+    percentiles: dict[str, float]
+
+    def __init__(
+        self,
+        count: int = 0,
+        finite: int = 0,
+        nan: int = 0,
+        inf: int = 0,
+        mean: float = math.nan,
+        std: float = math.nan,
+        min: float = math.nan,
+        max: float = math.nan,
+        argmin: int = -1,
+        argmax: int = -1,
+        percentiles: dict[str, float] = DICT,
+    ) -> None:
+        fill(self, locals())
 
     def to_dict(self) -> dict[str, float]:
         out = {k: v for k, v in self.__dict__.items() if k != "percentiles"}

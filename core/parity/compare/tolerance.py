@@ -8,7 +8,8 @@ order 1) still fail. Explicit ``--atol/--rtol`` values override a preset.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from parity.util.record import Record, fill
 
 PRESETS: dict[str, tuple[float, float]] = {
     "fp32": (1e-5, 1e-5),
@@ -21,11 +22,13 @@ PRESETS: dict[str, tuple[float, float]] = {
 ERROR_STATS = ("elemwise", "max", "mean", "median", "quantile")
 
 
-@dataclass(frozen=True)
-class PerOutput:
+class PerOutput(Record, frozen=True):
     """A value per output name, with ``""`` as the default for the rest."""
 
     values: Mapping[str, object]
+
+    def __init__(self, values: Mapping[str, object]) -> None:
+        fill(self, locals())
 
     def for_output(self, name: str) -> object:
         return self.values.get(name, self.values.get(""))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from parity.util.record import Record, fill
 
 if TYPE_CHECKING:  # pragma: no cover - numpy is imported lazily to keep the CLI start fast
     import numpy as np
@@ -11,10 +12,14 @@ if TYPE_CHECKING:  # pragma: no cover - numpy is imported lazily to keep the CLI
 Dim = int | str | None
 
 
-@dataclass(frozen=True)
-class TensorMeta:
+class TensorMeta(Record, frozen=True):
+    """A tensor's dtype (``None``: unknown) and shape (``None``: unknown rank; a dim ``None`` or a name: dynamic)."""
+
     dtype: np.dtype | None
     shape: tuple[Dim, ...] | None
+
+    def __init__(self, dtype: np.dtype | None, shape: tuple[Dim, ...] | None) -> None:
+        fill(self, locals())
 
     @property
     def is_dynamic(self) -> bool:
