@@ -9,13 +9,14 @@ precision``): plain functions of option values as the CLI parses them (``{"seed"
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from parity.errors import UsageError
 from parity.registry import Backend, DataRequest, Registry, RunnerRequest
-from parity.util.fs import refuse_overwrite
 from parity.util.text import names_preview, warn
+
+# pathlib and parity.util.fs are imported in the functions that use them: ``parity run --help`` imports this
+# module (through parity.cli.run) and needs neither (pathlib, with urllib.parse and ipaddress, is ~3 ms)
 
 # A backend's per-runner settings (``--onnxrt=opt=value``) turned into option values: the CLI casts them with
 # the options' click types; given typed values (the Python API), they are used as they are.
@@ -27,6 +28,8 @@ def detect_model_kind(model: str, registry: Registry, declared: str | None = Non
         if declared not in registry.model_kinds:
             raise UsageError(f"--model-type: unknown kind '{declared}'; known: {', '.join(registry.model_kinds)}")
         return declared
+    from pathlib import Path
+
     suffix = Path(model).suffix.lower()
     for kind in registry.model_kinds.values():
         if suffix in kind.suffixes:
@@ -155,6 +158,10 @@ def make_compare_funcs(params: Mapping[str, Any], registry: Registry) -> list:
 def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any], registry: Registry | None = None) -> None:
     """Before any work: no file ``run`` writes is the model or a file it reads, and no two are one file; the
     files plugins' options read and write (``Backend``/``OptionSpec`` ``reads``/``writes``) count too."""
+    from pathlib import Path
+
+    from parity.util.fs import refuse_overwrite
+
     script = params.get("data_loader_script")
     if script and not Path(script).exists() and ":" in script:
         script = script.rsplit(":", 1)[0]  # FILE.py:FUNC
@@ -185,3 +192,19 @@ def plugin_files(params: Mapping[str, Any], registry: Registry | None) -> tuple[
             if params.get(name):
                 writes[f"--{name.replace('_', '-')}"] = params[name]
     return reads, writes
+
+
+def mark_params() -> tuple[str, ...]:
+    """The options that mark intermediate tensors as outputs: every registered backend's ``mark_options``."""
+    from parity.plugins import get_registry
+
+    names: dict[str, None] = {}
+    for backend in get_registry().backends.values():
+        names.update(dict.fromkeys(backend.mark_options))
+    return tuple(names)
+
+
+def outputs_were_marked(params: Mapping[str, Any]) -> bool:
+    """Whether any backend's marking option (:attr:`parity.registry.Backend.mark_options`) was given: then
+    ``parity run`` builds the first-divergence report (:mod:`parity.compare.divergence`)."""
+    return any(params.get(p) for p in mark_params())

@@ -6,14 +6,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parity.data.meta import TensorMeta
 from parity.errors import ModelError
-from parity.util.fs import check_model_path
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     import numpy as np
     import onnx
 
@@ -25,6 +25,8 @@ def load(path: str | Path, load_external_data: bool = True) -> onnx.ModelProto:
     """``onnx.load`` with clean errors for missing, empty, truncated or non-ONNX files."""
     import onnx
     from google.protobuf.message import DecodeError
+
+    from parity.util.fs import check_model_path  # here: `parity run --help` imports this module, not util.fs (nor pathlib)
 
     p = check_model_path(path)
     if p.stat().st_size == 0:
@@ -178,6 +180,8 @@ def mark_outputs(model: onnx.ModelProto, outputs: Sequence[str], exclude: Sequen
 
 def read_inputs(path: str) -> dict[str, TensorMeta]:
     """The model's real inputs, read without loading its weights when possible (see :func:`_scan_inputs`)."""
+    from parity.util.fs import check_model_path  # (see load)
+
     file = check_model_path(path)
     try:
         found = _scan_inputs(file)

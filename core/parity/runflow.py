@@ -17,10 +17,8 @@ command line into a :class:`RunRequest`; the Python API builds one by hand::
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +31,7 @@ from parity.errors import UsageError
 from parity.results.files import ArchiveWriter
 from parity.results.model import IterationResult, RunResults
 from parity.util.fs import atomic_write, refuse_overwrite
+from parity.util.record import DICT, LIST, Record, fill
 from parity.util.text import unique_labels
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,23 +41,39 @@ if TYPE_CHECKING:  # pragma: no cover
     from parity.reporting import RunReporter
 
 
-@dataclass
-class ValidationIssue:
+class ValidationIssue(Record):
+    """NaN and Inf counts of one output (``--validate``)."""
+
     runner: str
     iteration: int
     output: str
     nan: int
     inf: int
 
+    def __init__(self, runner: str, iteration: int, output: str, nan: int, inf: int) -> None:
+        fill(self, locals())
 
-@dataclass
-class RunSummary:
+
+class RunSummary(Record):
+    """What :func:`run` did: the comparisons, iterations run, runtimes per runner, validation issues."""
+
     accuracy: AccuracyResult
-    iterations: int = 0
-    runtimes: dict[str, list[float]] = field(default_factory=dict)
-    validation: list[ValidationIssue] = field(default_factory=list)
-    validated: bool = False
-    seconds: float = 0.0
+    iterations: int
+    runtimes: dict[str, list[float]]
+    validation: list[ValidationIssue]
+    validated: bool
+    seconds: float
+
+    def __init__(
+        self,
+        accuracy: AccuracyResult,
+        iterations: int = 0,
+        runtimes: dict[str, list[float]] = DICT,
+        validation: list[ValidationIssue] = LIST,
+        validated: bool = False,
+        seconds: float = 0.0,
+    ) -> None:
+        fill(self, locals())
 
     @property
     def passed(self) -> bool:
@@ -188,16 +203,20 @@ def run(
 
 
 def median_ms(values: Sequence[float]) -> float:
+    """The median, in milliseconds, as ``statistics.median`` computes it. Neither that module (it imports
+    random, fractions and decimal: ~3 ms of every run) nor ``np.median`` (it imports numpy.ma, ~10 ms)."""
     if not values:
         return math.nan
-    return statistics.median(values) * 1000.0  # not np.median: it imports numpy.ma (~10 ms of every run)
+    ordered = sorted(values)
+    half = len(ordered) // 2
+    middle = ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
+    return middle * 1000.0
 
 
 # --- the whole of ``parity run`` -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RunRequest:
+class RunRequest(Record, frozen=True):
     """One ``parity run``: ``runners`` are ``(backend name, per-runner settings)`` in order (``--onnxrt
     --onnxrt=opt=value``); ``options`` are the option values as the CLI parses them, keyed by option name
     (``seed``, ``iterations``, ``atol`` = ``("y:1e-3", "1e-5")``, ``load_outputs``, ``save_outputs``,
@@ -205,18 +224,29 @@ class RunRequest:
     (the CLI casts text with the options' types); without it the settings are used as given."""
 
     model: str | None
-    runners: Sequence[tuple[str, Mapping[str, Any]]] = ()
-    options: Mapping[str, Any] = field(default_factory=dict)
-    cast_settings: SettingsCaster | None = None
+    runners: Sequence[tuple[str, Mapping[str, Any]]]
+    options: Mapping[str, Any]
+    cast_settings: SettingsCaster | None
+
+    def __init__(
+        self,
+        model: str | None,
+        runners: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        options: Mapping[str, Any] = DICT,
+        cast_settings: SettingsCaster | None = None,
+    ) -> None:
+        fill(self, locals())
 
 
-@dataclass
-class RunOutcome:
+class RunOutcome(Record):
     """What :func:`run_comparison` did: the summary, the exit code it means, the layerwise reports."""
 
     summary: RunSummary
     code: int
-    layerwise: list[DivergenceReport] | None = None
+    layerwise: list[DivergenceReport] | None
+
+    def __init__(self, summary: RunSummary, code: int, layerwise: list[DivergenceReport] | None = None) -> None:
+        fill(self, locals())
 
     @property
     def passed(self) -> bool:
@@ -227,8 +257,15 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     """Everything ``parity run`` does, in its order: refuse bad paths, build the compare functions, golden runs,
     data and runners, run, report (``reporter``; default :class:`parity.reporting.QuietReporter`), and write
     the ``--report`` file. Errors are :class:`parity.errors.ParityError` subclasses carrying the exit code."""
-    from parity.assemble import check_requirements, detect_model_kind, make_compare_funcs, make_data_loader, make_runners, refuse_overwrite_inputs
-    from parity.compare.divergence import first_divergence, outputs_were_marked
+    from parity.assemble import (
+        check_requirements,
+        detect_model_kind,
+        make_compare_funcs,
+        make_data_loader,
+        make_runners,
+        outputs_were_marked,
+        refuse_overwrite_inputs,
+    )
     from parity.errors import ExitCode
     from parity.reporting import QuietReporter, write_report
     from parity.results.files import check_output_path, load_results
@@ -276,7 +313,11 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
             reporter.iteration(index, [p for p in summary.accuracy if index < len(p.iterations)])
     code = ExitCode.PASSED if summary.passed else ExitCode.MISMATCH
     # layerwise runs: where the runners start to disagree (built once: shown and reported)
-    layerwise = first_divergence(summary, model) if outputs_were_marked(params) else None
+    layerwise = None
+    if outputs_were_marked(params):
+        from parity.compare.divergence import first_divergence  # only for layerwise runs: a plain run does not import it
+
+        layerwise = first_divergence(summary, model)
     reporter.divergence(layerwise or [])
     reporter.summary(summary)
     if params.get("report"):

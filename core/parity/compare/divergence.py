@@ -24,8 +24,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from parity.assemble import mark_params, outputs_were_marked  # noqa: F401 - there a plain run finds them without importing this module
 from parity.compare.result import OutputCheck
-from parity.plugins import call_hook, get_registry
+from parity.plugins import call_hook
 
 
 @dataclass(frozen=True)
@@ -241,17 +242,3 @@ def first_divergence(summary: Any, model: str | None = None) -> list[DivergenceR
         it = next((i for i in pair.iterations if not i.passed), pair.iterations[0])
         reports.append(divergence_from_checks(it.checks, pair.actual, pair.reference, it.iteration, model, graph))
     return reports
-
-
-def mark_params() -> tuple[str, ...]:
-    """The options that mark intermediate tensors as outputs: every registered backend's ``mark_options``."""
-    names: dict[str, None] = {}
-    for backend in get_registry().backends.values():
-        names.update(dict.fromkeys(backend.mark_options))
-    return tuple(names)
-
-
-def outputs_were_marked(params: Mapping[str, Any]) -> bool:
-    """Whether any backend's marking option (:attr:`parity.registry.Backend.mark_options`) was given."""
-    return any(params.get(p) for p in mark_params())
-

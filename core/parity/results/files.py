@@ -22,10 +22,10 @@ import contextlib
 import json
 import os
 import struct
-import zipfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from parity.errors import UsageError
 from parity.results import npy
 from parity.results.model import IterationResult, RunResults
 from parity.util.fs import atomic_write
+
+if TYPE_CHECKING:  # pragma: no cover
+    import zipfile  # imported where an archive is opened: with shutil, bz2 and lzma it is ~3 ms of every run
 
 FORMAT = "parity"
 VERSION = 1
@@ -43,6 +46,8 @@ class ArchiveWriter:
     """Streams arrays into a Parity archive; the manifest is added on :meth:`close`."""
 
     def __init__(self, handle) -> None:
+        import zipfile
+
         self._zip = zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
         self._count = 0
 
@@ -115,12 +120,17 @@ def save_inputs(feeds: Iterable[Mapping[str, np.ndarray]], path: str | Path) -> 
 
 # --- reading ------------------------------------------------------------------------------------------
 
-# what a hostile or damaged zip makes zipfile raise: corrupt deflate data (zlib.error), an unknown compression
-# method (NotImplementedError), an encrypted entry (RuntimeError), a bad CRC (BadZipFile), short reads (EOFError)
-_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError, OSError, ValueError, struct.error, OverflowError)
+def _zip_errors() -> tuple[type[BaseException], ...]:
+    """What a hostile or damaged zip makes zipfile raise: corrupt deflate data (zlib.error), an unknown compression
+    method (NotImplementedError), an encrypted entry (RuntimeError), a bad CRC (BadZipFile), short reads (EOFError)."""
+    import zipfile
+
+    return (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError, OSError, ValueError, struct.error, OverflowError)
 
 
 def _open_archive(path: Path) -> tuple[zipfile.ZipFile, dict]:
+    import zipfile
+
     try:
         archive = zipfile.ZipFile(path)
         raw = archive.read(MANIFEST)
@@ -128,7 +138,7 @@ def _open_archive(path: Path) -> tuple[zipfile.ZipFile, dict]:
         raise UsageError(f"{path}: not a Parity results file (a zip without {MANIFEST}), or truncated") from None
     except NotImplementedError as exc:
         raise UsageError(f"{path}: {MANIFEST} uses a zip feature Parity does not read ({exc})") from None
-    except _ZIP_ERRORS as exc:
+    except _zip_errors() as exc:
         raise UsageError(f"{path}: truncated or not a Parity results file ({_describe(exc)})") from None
     try:
         manifest = json.loads(raw)
@@ -167,6 +177,8 @@ def _one_line(exc: BaseException) -> str:
 def _read_array(archive: zipfile.ZipFile, path: Path, name: str) -> np.ndarray:
     """Memory-map a stored ``.npy`` entry (zero copy); read other entries. The header is checked first:
     nothing is allocated or mapped beyond the bytes the file holds."""
+    import zipfile
+
     where = f"{path}: array {name}"
     try:
         info = archive.getinfo(name)
@@ -194,7 +206,7 @@ def _read_array(archive: zipfile.ZipFile, path: Path, name: str) -> np.ndarray:
         raise
     except NotImplementedError as exc:
         raise UsageError(f"{where}: uses a zip feature Parity does not read ({exc})") from None
-    except (*_ZIP_ERRORS, MemoryError) as exc:
+    except (*_zip_errors(), MemoryError) as exc:
         raise UsageError(f"{where}: corrupt ({_describe(exc)})") from None
 
 

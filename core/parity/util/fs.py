@@ -28,7 +28,7 @@ from typing import IO
 PathArg = str | os.PathLike[str]
 
 _HOST = f"{zlib.crc32(os.uname().nodename.encode()):08x}"
-_PART = re.compile(r"\.parity-(\d+)-([0-9a-f]{8})-[0-9a-z]+\.part\Z")
+_PART = r"\.parity-(\d+)-([0-9a-f]{8})-[0-9a-z]+\.part\Z"  # compiled (and cached) by re when a directory is cleaned, not at import
 _NEW_FILE = 0o666  # as open(); the kernel applies the umask
 
 
@@ -53,7 +53,7 @@ def remove_stale_parts(directory: PathArg) -> list[Path]:
     removed = []
     with contextlib.suppress(OSError), os.scandir(directory) as entries:
         for entry in entries:
-            match = _PART.match(entry.name)
+            match = re.match(_PART, entry.name)
             if not match or match.group(2) != _HOST or int(match.group(1)) == os.getpid() or _alive(int(match.group(1))):
                 continue
             with contextlib.suppress(OSError):

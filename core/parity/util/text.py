@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Iterable
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest candidates, or an empty string."""
+    import difflib  # here: only an error message needs it, and every command imports this module (~1 ms)
+
     close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.5)
     if not close:
         return ""

@@ -16,8 +16,9 @@ _ORT_TYPES = {
     "tensor(uint8)": np.uint8, "tensor(uint16)": np.uint16, "tensor(uint32)": np.uint32, "tensor(uint64)": np.uint64,
     "tensor(bool)": np.bool_,
 }  # fmt: skip
-# onnxruntime's messages for a feed it refuses before running (InferenceSession::ValidateInputs)
-_BAD_INPUT = re.compile(r"Invalid rank for input|Got invalid dimensions for input|Unexpected input data type|Missing Input|Invalid input name|Invalid Feed Input Name")
+# onnxruntime's messages for a feed it refuses before running (InferenceSession::ValidateInputs); a pattern that
+# re compiles when an inference fails, not at import
+_BAD_INPUT = r"Invalid rank for input|Got invalid dimensions for input|Unexpected input data type|Missing Input|Invalid input name|Invalid Feed Input Name"
 
 
 def _unknown_rank(session: Any, names: list[str]) -> set[str]:
@@ -71,7 +72,7 @@ class OnnxrtRunner(BaseRunner):
         try:
             values = self.session.run(names, feed_dict)
         except Exception as exc:  # onnxruntime's pybind errors
-            if _BAD_INPUT.search(str(exc)):  # onnxruntime's own checks of the feed: bad input, not a backend failure
+            if re.search(_BAD_INPUT, str(exc)):  # onnxruntime's own checks of the feed: bad input, not a backend failure
                 from parity.api import UsageError
 
                 raise UsageError(f"{self.name}: bad input: {reason(exc)}") from None
