@@ -32,7 +32,7 @@ def get_logger(severity: str = "WARNING"):  # -> trt.ILogger
 
     It prints what TensorRT logs at ``min_severity`` or worse to stderr, as ``trt.Logger`` does, except errors
     while ``PARITY_TRT_LOG`` is unset: those are kept (``errors``) and carried by Parity's own one-line failure
-    (:func:`reason_since`), or shown as one warning after an operation that still succeeded
+    (:func:`reason_since`, :func:`failure_reason`), or shown as one warning after an operation that still succeeded
     (:func:`warn_errors_since`). ``listeners`` get every message (a tactic recorder reads the verbose build log)."""
     from parity_trt.options import log_severity
 
@@ -69,6 +69,11 @@ def reason_since(mark: int) -> str:
     shown = [" ".join(e.split()) for e in errors[-3:]]
     more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
     return "; ".join(shown) + more
+
+
+def failure_reason(mark: int) -> str:
+    """:func:`reason_since` for a one-line failure: TensorRT's errors since ``mark``, or 'it logged no error'."""
+    return reason_since(mark) or "it logged no error"
 
 
 def warn_errors_since(mark: int, what: str) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from parity.api import BackendError, BaseLoader, ModelError, UsageError, invoke_if_callable, write_bytes_atomic
-from parity_trt._trt import get_logger, import_trt, reason_since, warn_errors_since
+from parity_trt._trt import failure_reason, get_logger, import_trt, reason_since, warn_errors_since
 from parity_trt.callbacks import clear, raise_pending
 from parity_trt.config import CreateConfig, _postprocess_of, save_timing_cache
 from parity_trt.network import unpack
@@ -60,7 +60,7 @@ class EngineBytesFromNetwork(BaseLoader):
                 message = ext.build_failed(builder, network, config, reason) if hasattr(ext, "build_failed") else None
                 if message:
                     raise BackendError(message)
-            raise BackendError(f"TensorRT failed to build the engine: {reason or 'it logged no error'} (PARITY_TRT_LOG=verbose shows more)")
+            raise BackendError(f"TensorRT failed to build the engine: {failure_reason(mark)} (PARITY_TRT_LOG=verbose shows more)")
         data = bytes(serialized)
         warn_errors_since(mark, "the engine build")
         if self.timing_cache_path:
@@ -111,9 +111,8 @@ class EngineFromBytes(BaseLoader):
         mark = get_logger().logged_errors
         engine = runtime.deserialize_cuda_engine(bytes(data))
         if engine is None:
-            reason = reason_since(mark)
             raise ModelError(
-                f"TensorRT could not deserialize {self.label}: {reason or 'it logged no error'} (engines load only with the "
+                f"TensorRT could not deserialize {self.label}: {failure_reason(mark)} (engines load only with the "
                 f"TensorRT version, and unless built version-compatible the GPU, that built them; this is TensorRT "
                 f"{import_trt().__version__})"
             )

@@ -23,7 +23,7 @@ import numpy as np
 
 from parity.api import BackendError, BaseRunner, TensorMeta, UsageError, invoke_if_callable
 from parity_trt import cuda, dtypes, versions
-from parity_trt._trt import get_logger, import_trt, reason_since
+from parity_trt._trt import failure_reason, get_logger, import_trt
 from parity_trt.callbacks import clear, guard, raise_pending
 from parity_trt.dtypes import DTYPES, to_numpy_dtype
 
@@ -254,7 +254,7 @@ class TrtRunner(BaseRunner):
         if not context.execute_async_v3(self.stream.ptr):
             raise_pending(*callbacks)  # a callback's exception explains the failure better than TensorRT's log
             # TensorRT logs why (its logger keeps errors rather than printing them: parity_trt._trt.get_logger)
-            raise BackendError(f"TensorRT execute_async_v3 failed: {reason_since(mark) or 'it logged no error'} "
+            raise BackendError(f"TensorRT execute_async_v3 failed: {failure_reason(mark)} "
                                "(PARITY_TRT_LOG=verbose shows more)")
         hosts = {}
         for name in self.outputs:
