@@ -15,6 +15,7 @@ pytest imports this module in every session of an environment with Parity instal
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -50,6 +51,8 @@ def invoke(*args: str | os.PathLike, env: dict[str, str] | None = None) -> CliRe
     try:
         with runner.isolation(env=env) as streams:
             code = main([os.fspath(a) for a in args])
+            sys.stdout.flush()  # what print() wrote is buffered in the redirected streams until flushed
+            sys.stderr.flush()
             stdout, stderr = streams[0].getvalue(), streams[1].getvalue()
     finally:
         plugins.reset()
