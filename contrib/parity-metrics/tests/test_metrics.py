@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,12 +12,10 @@ import pytest
 from onnx import numpy_helper
 from parity_metrics import PSNR, SNR, Cosine, RelativeL2, TopKAgreement
 
+from parity.testing import CliResult, invoke
+
 TINY_CNN = Path(__file__).resolve().parents[3] / "examples" / "models" / "tiny_cnn.onnx"
 METRICS = ("cosine", "rel-l2", "snr", "psnr", "topk-agree")
-
-
-def parity(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "parity", *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -32,17 +28,17 @@ def runs(tmp_path_factory):
             init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) * np.float32(1.02), "fc.w"))
     onnx.save(model, tmp / "drift.onnx")
     golden, inputs = tmp / "golden.npz", tmp / "inputs.npz"
-    proc = parity("run", str(TINY_CNN), "--onnxrt", "--input-shapes", "x:[8,3,16,16]", "--save-inputs", str(inputs), "--save-outputs", str(golden))
-    assert proc.returncode == 0, proc.stderr
+    result = invoke("run", str(TINY_CNN), "--onnxrt", "--input-shapes", "x:[8,3,16,16]", "--save-inputs", str(inputs), "--save-outputs", str(golden))
+    assert result.exit_code == 0, result.stderr
     return {"drift": str(tmp / "drift.onnx"), "golden": str(golden), "inputs": str(inputs), "tmp": tmp}
 
 
-def compare_drift(runs, *args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
+def compare_drift(runs, *args: str) -> tuple[CliResult, list[dict]]:
     report = runs["tmp"] / "report.json"
     report.unlink(missing_ok=True)
-    proc = parity("run", runs["drift"], "--onnxrt", "--load-inputs", runs["inputs"], "--load-outputs", runs["golden"], "--report", str(report), *args)
+    result = invoke("run", runs["drift"], "--onnxrt", "--load-inputs", runs["inputs"], "--load-outputs", runs["golden"], "--report", str(report), *args)
     checks = json.loads(report.read_text())["comparisons"][0]["iterations"][0]["outputs"] if report.exists() else []
-    return proc, checks
+    return result, checks
 
 
 def expected(runs) -> tuple[np.ndarray, np.ndarray]:
@@ -58,17 +54,18 @@ def expected(runs) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_listed_with_options():
-    proc = parity("plugins", "--json")
-    row = next(r for r in json.loads(proc.stdout) if r["distribution"] == "parity-metrics")
+    result = invoke("plugins", "--json")
+    row = next(r for r in json.loads(result.stdout) if r["distribution"] == "parity-metrics")
     assert row["status"] == "loaded" and sorted(row["registered"]["comparators"]) == sorted(METRICS)
-    help_text = parity("run", "--help").stdout
+    help_text = invoke("run", "--help").stdout
     for option in ("--cosine-min", "--rel-l2-max", "--snr-min", "--psnr-min", "--psnr-peak", "--topk-agree-k", "--topk-agree-min"):
         assert option in help_text
 
 
 def test_values_match_their_definitions(runs):
-    proc, checks = compare_drift(runs, "--compare-func", *METRICS, "--cosine-min", "0", "--rel-l2-max", "1", "--snr-min", "0", "--psnr-min", "0", "--topk-agree-min", "0")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    limits = ("--cosine-min", "0", "--rel-l2-max", "1", "--snr-min", "0", "--psnr-min", "0", "--topk-agree-min", "0")
+    result, checks = compare_drift(runs, "--compare-func", *METRICS, *limits)
+    assert result.exit_code == 0, result.stdout + result.stderr
     got = {c["metric"]: c["values"] for c in checks}
     a, b = expected(runs)
     assert got["cosine"]["similarity"] == pytest.approx(a.ravel() @ b.ravel() / np.linalg.norm(a) / np.linalg.norm(b), rel=1e-9)
@@ -84,19 +81,19 @@ def test_thresholds_decide_the_verdict(runs):
     a, b = expected(runs)
     rel = float(np.linalg.norm(a - b) / np.linalg.norm(b))
     assert 1e-4 < rel < 0.5, "the drifted model must drift measurably"
-    proc, _ = compare_drift(runs, "--compare-func", "rel-l2", "--rel-l2-max", f"{rel * 2:g}")
-    assert proc.returncode == 0 and "rel-l2 error=" in proc.stdout
-    proc, checks = compare_drift(runs, "--compare-func", "rel-l2", "--rel-l2-max", f"{rel / 2:g}")
-    assert proc.returncode == 1, proc.stdout
-    assert "is not <= --rel-l2-max" in proc.stdout and checks[0]["thresholds"] == {"max": pytest.approx(rel / 2, rel=1e-5)}
+    result, _ = compare_drift(runs, "--compare-func", "rel-l2", "--rel-l2-max", f"{rel * 2:g}")
+    assert result.exit_code == 0 and "rel-l2 error=" in result.stdout
+    result, checks = compare_drift(runs, "--compare-func", "rel-l2", "--rel-l2-max", f"{rel / 2:g}")
+    assert result.exit_code == 1, result.stdout
+    assert "is not <= --rel-l2-max" in result.stdout and checks[0]["thresholds"] == {"max": pytest.approx(rel / 2, rel=1e-5)}
     # per-output thresholds, like --atol: the named output's value wins over the default
-    proc, checks = compare_drift(runs, "--compare-func", "rel-l2", "--rel-l2-max", f"{rel / 2:g}", f"probs:{rel * 2:g}")
-    assert proc.returncode == 0 and checks[0]["thresholds"]["max"] == pytest.approx(rel * 2, rel=1e-5)
+    result, checks = compare_drift(runs, "--compare-func", "rel-l2", "--rel-l2-max", f"{rel / 2:g}", f"probs:{rel * 2:g}")
+    assert result.exit_code == 0 and checks[0]["thresholds"]["max"] == pytest.approx(rel * 2, rel=1e-5)
 
 
 def test_several_metrics_must_all_pass(runs):
-    proc, checks = compare_drift(runs, "--compare-func", "cosine", "snr", "--cosine-min", "0.5", "--snr-min", "300")
-    assert proc.returncode == 1
+    result, checks = compare_drift(runs, "--compare-func", "cosine", "snr", "--cosine-min", "0.5", "--snr-min", "300")
+    assert result.exit_code == 1
     assert [(c["metric"], c["passed"]) for c in checks] == [("cosine", True), ("snr", False)]
 
 
@@ -111,9 +108,9 @@ def test_several_metrics_must_all_pass(runs):
     ],
 )
 def test_bad_thresholds_are_one_line_usage_errors(runs, args, needle):
-    proc, _ = compare_drift(runs, *args)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert needle in proc.stderr and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    result, _ = compare_drift(runs, *args)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert needle in result.stderr and "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_python_api_by_name_and_by_object(runs):

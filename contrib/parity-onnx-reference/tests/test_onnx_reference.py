@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,19 +11,14 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from parity.testing import IR_VERSION, OPSET, save_graph
+
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "models"
 
 
-def parity(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "parity", *args], capture_output=True, text=True, env=env, timeout=120)
-
-
 def save(graph: onnx.GraphProto, path: Path) -> str:
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10  # onnxruntime cannot load the newest IR version onnx writes
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
-    return str(path)
+    """parity.testing's ``save_graph`` with onnx's full check (ir_version 10: onnxruntime cannot load the newest)."""
+    return str(save_graph(graph, path, check=True))
 
 
 def weight(rng: np.random.Generator, name: str, *shape: int, scale: float = 0.3) -> onnx.TensorProto:
@@ -98,70 +91,72 @@ def transformer_block(path: Path, d: int = 8, hidden: int = 16) -> str:
     return save(graph, path)
 
 
-def test_installed_and_listed():
+def test_installed_and_listed(parity_invoke):
     eps = {ep.name: ep for ep in importlib.metadata.entry_points(group="parity")}
     assert "onnx-ref" in eps, "install the plugin first: pip install -e contrib/parity-onnx-reference"
-    proc = parity("plugins", "--json")
-    assert proc.returncode == 0, proc.stderr
-    rows = {row["distribution"]: row for row in json.loads(proc.stdout)}
+    result = parity_invoke("plugins", "--json")
+    assert result.exit_code == 0, result.stderr
+    rows = {row["distribution"]: row for row in json.loads(result.stdout)}
     row = rows["parity-onnx-reference"]
     assert row["status"] == "loaded" and row["registered"] == {"backends": ["onnx-ref"]}
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.onnx")))
-def test_shipped_examples_match_onnxrt(name):
-    proc = parity("run", str(EXAMPLES / name), "--onnxrt", "--onnx-ref", "--iterations", "2")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[onnxrt-0 vs onnx-ref-1] iteration 1: PASSED" in proc.stdout
-    assert proc.stdout.rstrip().splitlines()[-1].startswith("PASSED")
+def test_shipped_examples_match_onnxrt(parity_invoke, name):
+    result = parity_invoke("run", str(EXAMPLES / name), "--onnxrt", "--onnx-ref", "--iterations", "2")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "[onnxrt-0 vs onnx-ref-1] iteration 1: PASSED" in result.stdout
+    assert result.stdout.rstrip().splitlines()[-1].startswith("PASSED")
 
 
 @pytest.mark.parametrize(("build", "shape"), [(small_cnn, "x:[2,3,16,16]"), (transformer_block, "x:[3,4,8]")])
-def test_built_models_match_onnxrt(tmp_path, build, shape):
+def test_built_models_match_onnxrt(parity_invoke, tmp_path, build, shape):
     model = build(tmp_path / "model.onnx")
     report = tmp_path / "report.json"
-    proc = parity("run", model, "--onnxrt", "--onnx-ref", "--input-shapes", shape, "--atol", "1e-5", "--rtol", "1e-4", "--report", str(report))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = parity_invoke("run", model, "--onnxrt", "--onnx-ref", "--input-shapes", shape, "--atol", "1e-5", "--rtol", "1e-4", "--report", str(report))
+    assert result.exit_code == 0, result.stdout + result.stderr
     checks = json.loads(report.read_text())["comparisons"][0]["iterations"][0]["outputs"]
     assert [c["name"] for c in checks] == [onnx.load(model).graph.output[0].name]
     assert checks[0]["passed"] and checks[0]["values"]["max_abs"] < 1e-5
 
 
-def test_mark_all_outputs_compares_every_tensor(tmp_path):
+def test_mark_all_outputs_compares_every_tensor(parity_invoke, tmp_path):
     model = transformer_block(tmp_path / "block.onnx")
     report = tmp_path / "report.json"
-    proc = parity("run", model, "--onnx-ref", "--onnxrt", "--input-shapes", "x:[1,4,8]", "--onnx-outputs", "mark", "all", "--rtol", "1e-3", "--report", str(report))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = parity_invoke(
+        "run", model, "--onnx-ref", "--onnxrt", "--input-shapes", "x:[1,4,8]", "--onnx-outputs", "mark", "all", "--rtol", "1e-3", "--report", str(report)
+    )
+    assert result.exit_code == 0, result.stdout + result.stderr
     names = {c["name"] for c in json.loads(report.read_text())["comparisons"][0]["iterations"][0]["outputs"]}
     produced = {out for node in onnx.load(model).graph.node for out in node.output}
     assert names == produced
 
 
-def test_named_outputs_and_bad_name(tmp_path):
+def test_named_outputs_and_bad_name(parity_invoke, tmp_path):
     model = small_cnn(tmp_path / "cnn.onnx")
-    proc = parity("run", model, "--onnx-ref", "--save-outputs", str(tmp_path / "out.npz"), "--onnx-outputs", "relu", "gap")
-    assert proc.returncode == 0, proc.stderr
+    result = parity_invoke("run", model, "--onnx-ref", "--save-outputs", str(tmp_path / "out.npz"), "--onnx-outputs", "relu", "gap")
+    assert result.exit_code == 0, result.stderr
     from parity import load_results
 
     outputs = load_results(tmp_path / "out.npz")["onnx-ref-0"][0]
     assert sorted(outputs) == ["gap", "relu"] and outputs["relu"].min() >= 0
-    proc = parity("run", model, "--onnx-ref", "--onnx-outputs", "rleu")
-    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
-    assert "no tensor 'rleu'" in proc.stderr and "relu" in proc.stderr
+    result = parity_invoke("run", model, "--onnx-ref", "--onnx-outputs", "rleu")
+    assert result.exit_code == 2 and result.stderr.strip().count("\n") == 0
+    assert "no tensor 'rleu'" in result.stderr and "relu" in result.stderr
 
 
-def test_unsupported_operator_is_a_one_line_error(tmp_path):
+def test_unsupported_operator_is_a_one_line_error(parity_invoke, tmp_path):
     graph = helper.make_graph(
         [helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")], "custom",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
     )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
-    model.ir_version = 10
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.example", 1)])
+    model.ir_version = IR_VERSION
     onnx.save(model, tmp_path / "custom.onnx")
-    proc = parity("run", str(tmp_path / "custom.onnx"), "--onnx-ref")
-    assert proc.returncode == 3, proc.stderr
-    assert proc.stderr.startswith("parity: error: onnx.reference cannot load the model") and "Frobnicate" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    result = parity_invoke("run", str(tmp_path / "custom.onnx"), "--onnx-ref")
+    assert result.exit_code == 3, result.stderr
+    assert result.stderr.startswith("parity: error: onnx.reference cannot load the model") and "Frobnicate" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_python_api_against_onnxrt(tmp_path):

@@ -1,7 +1,8 @@
 """The plugin seen from outside: listed by `parity plugins`, and deciding `parity run` verdicts.
 
-`parity_invoke` comes from Parity's pytest plugin (parity.testing): it runs `parity` in-process and returns
-(exit_code, stdout, stderr).
+Only `parity.api` and `parity.testing` are used. `parity_invoke` is a fixture of Parity's pytest plugin
+(parity.testing, active wherever Parity is installed): it runs `parity` in-process and returns
+`CliResult(exit_code, stdout, stderr)`.
 """
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+"""``build``: the onnxrt tests' own models (ort_models). ``parity_invoke`` comes from parity.testing, as for any plugin."""
+
 from __future__ import annotations
 
 import sys
@@ -18,18 +20,3 @@ def build(tmp_path: Path):
         return getattr(ort_models, name)(tmp_path / (filename or f"{name}.onnx"))
 
     return make
-
-
-@pytest.fixture()
-def cli(capsys):
-    """``cli(*args)``: ``parity ...`` in-process; returns (exit code, stdout, stderr)."""
-    from parity import plugins
-    from parity.cli import main
-
-    def run(*args: object) -> tuple[int, str, str]:
-        plugins.reset()
-        code = main([str(a) for a in args])
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return run

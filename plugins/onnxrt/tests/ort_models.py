@@ -1,4 +1,5 @@
-"""ONNX models the onnxrt tests build (``ir_version = 10``, which every onnxruntime >= 1.18 loads)."""
+"""ONNX models the onnxrt tests build, saved by parity.testing's ``save_graph`` (``ir_version`` 10, which every
+onnxruntime >= 1.18 loads) unless the model is about its format (IR 3, external data, a custom domain)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-
-def save(graph: onnx.GraphProto, path: Path, opset: int = 17, ir_version: int = 10, **save_kwargs) -> Path:
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = ir_version
-    onnx.save(model, str(path), **save_kwargs)
-    return path
+from parity.testing import IR_VERSION, OPSET, save_graph
 
 
 def relu_add(path: Path) -> Path:
@@ -22,7 +18,7 @@ def relu_add(path: Path) -> Path:
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])
     w = numpy_helper.from_array(np.array([1, -2, 3, -4], np.float32), "w")
     nodes = [helper.make_node("Add", ["x", "w"], ["a"], name="add"), helper.make_node("Relu", ["a"], ["y"], name="relu")]
-    return save(helper.make_graph(nodes, "relu_add", [x], [y], [w]), path)
+    return save_graph(helper.make_graph(nodes, "relu_add", [x], [y], [w]), path)
 
 
 def identities(path: Path) -> Path:
@@ -31,14 +27,14 @@ def identities(path: Path) -> Path:
     ins = [helper.make_tensor_value_info(n, t, s) for n, t, s in spec]
     outs = [helper.make_tensor_value_info(f"{n}_out", t, s) for n, t, s in spec]
     nodes = [helper.make_node("Identity", [n], [f"{n}_out"], name=f"id_{n}") for n, _, _ in spec]
-    return save(helper.make_graph(nodes, "identities", ins, outs), path)
+    return save_graph(helper.make_graph(nodes, "identities", ins, outs), path)
 
 
 def unshaped(path: Path) -> Path:
     """y = relu(x) where x has a dtype but no shape at all (unknown rank), as some exporters write."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
-    return save(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "unshaped", [x], [y]), path)
+    return save_graph(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "unshaped", [x], [y]), path)
 
 
 def scalar_scale(path: Path) -> Path:
@@ -46,7 +42,7 @@ def scalar_scale(path: Path) -> Path:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     k = helper.make_tensor_value_info("k", TensorProto.FLOAT, [])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
-    return save(helper.make_graph([helper.make_node("Mul", ["x", "k"], ["y"])], "scalar", [x, k], [y]), path)
+    return save_graph(helper.make_graph([helper.make_node("Mul", ["x", "k"], ["y"])], "scalar", [x, k], [y]), path)
 
 
 def control_flow(path: Path) -> Path:
@@ -77,7 +73,7 @@ def control_flow(path: Path) -> Path:
         helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other),
         helper.make_node("Loop", ["trips", "", "s"], ["z"], name="loop", body=body),
     ]
-    return save(helper.make_graph(nodes, "control_flow", [x, c], [y, z], [trips]), path)
+    return save_graph(helper.make_graph(nodes, "control_flow", [x, c], [y, z], [trips]), path)
 
 
 def external(path: Path) -> Path:
@@ -86,7 +82,10 @@ def external(path: Path) -> Path:
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1024])
     w = numpy_helper.from_array(np.arange(1024, dtype=np.float32).reshape(1, 1024), "w")
     graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"], name="add")], "external", [x], [y], [w])
-    return save(graph, path, save_as_external_data=True, location=f"{path.stem}.data", size_threshold=0)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    onnx.save(model, str(path), save_as_external_data=True, location=f"{path.stem}.data", size_threshold=0)
+    return path
 
 
 def ir3_weights_as_inputs(path: Path) -> Path:
@@ -96,7 +95,10 @@ def ir3_weights_as_inputs(path: Path) -> Path:
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
     w = numpy_helper.from_array(np.array([1, 2, 3, 4], np.float32), "w")
     nodes = [helper.make_node("Add", ["x", "w"], ["a"], name="add"), helper.make_node("Relu", ["a"], ["y"], name="relu")]
-    return save(helper.make_graph(nodes, "ir3", [x, w_in], [y], [w]), path, opset=8, ir_version=3)
+    model = helper.make_model(helper.make_graph(nodes, "ir3", [x, w_in], [y], [w]), opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 3
+    onnx.save(model, str(path))
+    return path
 
 
 def custom_op(path: Path) -> Path:
@@ -104,8 +106,8 @@ def custom_op(path: Path) -> Path:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
     graph = helper.make_graph([helper.make_node("Frobnicate", ["x"], ["y"], domain="my.ops", name="frob")], "custom", [x], [y])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.ops", 1)])
-    model.ir_version = 10
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("my.ops", 1)])
+    model.ir_version = IR_VERSION
     onnx.save(model, str(path))
     return path
 
@@ -114,4 +116,4 @@ def no_kernel(path: Path) -> Path:
     """Tan on float64: a valid model whose op onnxruntime's CPU provider has no kernel for at that type."""
     x = helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2])
     y = helper.make_tensor_value_info("y", TensorProto.DOUBLE, [2])
-    return save(helper.make_graph([helper.make_node("Tan", ["x"], ["y"], name="tan")], "no_kernel", [x], [y]), path)
+    return save_graph(helper.make_graph([helper.make_node("Tan", ["x"], ["y"], name="tan")], "no_kernel", [x], [y]), path)

@@ -15,19 +15,19 @@ def one_error_line(err: str) -> str:
     return lines[0]
 
 
-def test_run_passes_and_two_runners_with_per_runner_levels_agree(build, cli):
+def test_run_passes_and_two_runners_with_per_runner_levels_agree(build, parity_invoke):
     path = build("relu_add")
-    code, out, err = cli("run", path, "--onnxrt", "--input-shapes", "x:[3,4]")
+    code, out, err = parity_invoke("run", path, "--onnxrt", "--input-shapes", "x:[3,4]")
     assert code == 0, err
     assert "PASSED" in out and "onnxrt-0" in out
-    code, out, err = cli("run", path, "--onnxrt", "--onnxrt=graph-optimization-level=disable,ort-threads=1", "--input-shapes", "x:[2,4]")
+    code, out, err = parity_invoke("run", path, "--onnxrt", "--onnxrt=graph-optimization-level=disable,ort-threads=1", "--input-shapes", "x:[2,4]")
     assert code == 0, err
     assert "onnxrt-0 vs onnxrt-1" in out and "y: PASSED" in out
 
 
 @pytest.mark.parametrize("level", ["disable", "basic", "extended", "layout", "all"])
-def test_every_graph_optimization_level(build, cli, level):
-    code, _, err = cli("run", build("relu_add"), "--onnxrt", "--graph-optimization-level", level, "--ort-threads", "1")
+def test_every_graph_optimization_level(build, parity_invoke, level):
+    code, _, err = parity_invoke("run", build("relu_add"), "--onnxrt", "--graph-optimization-level", level, "--ort-threads", "1")
     assert code == 0, err
 
 
@@ -42,41 +42,41 @@ def test_every_graph_optimization_level(build, cli, level):
         (["--ort-threads", "-1"], "--ort-threads"),
     ],
 )
-def test_bad_option_values_are_usage_errors(build, cli, args, expected):
-    code, _, err = cli("run", build("relu_add"), "--onnxrt", *args)
+def test_bad_option_values_are_usage_errors(build, parity_invoke, args, expected):
+    code, _, err = parity_invoke("run", build("relu_add"), "--onnxrt", *args)
     assert code == 2, err
     assert expected in err and "Traceback" not in err
 
 
-def test_an_unavailable_provider_is_one_line_naming_what_is_available(build, cli):
+def test_an_unavailable_provider_is_one_line_naming_what_is_available(build, parity_invoke):
     missing = next(p for p in ("tensorrt", "cuda", "openvino", "coreml") if not any(p in a.lower() for a in ort.get_available_providers()))
-    code, _, err = cli("run", build("relu_add"), "--onnxrt", "--providers", missing)
+    code, _, err = parity_invoke("run", build("relu_add"), "--onnxrt", "--providers", missing)
     assert code == 3, err
     line = one_error_line(err)
     assert f"no provider matching '{missing}'" in line and "CPUExecutionProvider" in line
-    code, _, err = cli("run", build("relu_add"), f"--onnxrt=providers={missing}")
+    code, _, err = parity_invoke("run", build("relu_add"), f"--onnxrt=providers={missing}")
     assert code == 3 and f"no provider matching '{missing}'" in one_error_line(err)
-    code, _, err = cli("run", build("relu_add"), "--onnxrt", "--providers", "cpu")
+    code, _, err = parity_invoke("run", build("relu_add"), "--onnxrt", "--providers", "cpu")
     assert code == 0, err
 
 
-def test_mark_all_compares_every_main_graph_tensor(build, cli, tmp_path):
+def test_mark_all_compares_every_main_graph_tensor(build, parity_invoke, tmp_path):
     path = build("control_flow")
     saved = tmp_path / "out.npz"
-    code, out, err = cli("run", path, "--onnxrt", "--onnxrt=graph-optimization-level=disable", "--onnx-outputs", "mark", "all", "--save-outputs", saved)
+    code, out, err = parity_invoke("run", path, "--onnxrt", "--onnxrt=graph-optimization-level=disable", "--onnx-outputs", "mark", "all", "--save-outputs", saved)
     assert code == 0, err
     for name in ("s", "y", "z"):
         assert f"{name}: PASSED" in out
     for inner in ("t_in", "t_out", "e_out", "acc_out", "cond_out"):
         assert f"{inner}:" not in out
-    code, out, err = cli("run", path, "--onnxrt", "--onnx-outputs", "mark", "all", "--onnx-exclude-outputs", "s")
+    code, out, err = parity_invoke("run", path, "--onnxrt", "--onnx-outputs", "mark", "all", "--onnx-exclude-outputs", "s")
     assert code == 0, err
-    code, _, err = cli("run", path, "--onnxrt", "--onnx-outputs", "t_in")
+    code, _, err = parity_invoke("run", path, "--onnxrt", "--onnx-outputs", "t_in")
     assert code == 2 and "no tensor 't_in'" in one_error_line(err)
 
 
-def test_unshaped_input_runs_with_input_shapes(build, cli):
-    code, _, err = cli("run", build("unshaped"), "--onnxrt", "--input-shapes", "x:[2,3]")
+def test_unshaped_input_runs_with_input_shapes(build, parity_invoke):
+    code, _, err = parity_invoke("run", build("unshaped"), "--onnxrt", "--input-shapes", "x:[2,3]")
     assert code == 0, err
 
 
@@ -84,29 +84,29 @@ def test_unshaped_input_runs_with_input_shapes(build, cli):
     ("model", "expected"),
     [("custom_op", "Frobnicate(-1) is not a registered function/op"), ("no_kernel", "Could not find an implementation for Tan")],
 )
-def test_model_failures_are_one_line_exit_3_with_onnxruntimes_reason(build, cli, model, expected):
+def test_model_failures_are_one_line_exit_3_with_onnxruntimes_reason(build, parity_invoke, model, expected):
     path = build(model)
-    code, _, err = cli("run", path, "--onnxrt")
+    code, _, err = parity_invoke("run", path, "--onnxrt")
     assert code == 3, err
     line = one_error_line(err)
     assert expected in line and str(path) in line and "[ONNXRuntimeError]" not in line
 
 
-def test_bad_files_are_one_line(cli, tmp_path):
+def test_bad_files_are_one_line(parity_invoke, tmp_path):
     garbage = tmp_path / "garbage.onnx"
     garbage.write_bytes(b"\x08\x07not a protobuf \xff\xff")
-    code, _, err = cli("run", garbage, "--onnxrt")
+    code, _, err = parity_invoke("run", garbage, "--onnxrt")
     assert code == 3 and "not a valid ONNX model" in one_error_line(err) and str(garbage) in err
 
 
-def test_external_data_and_ir3_models_run(build, cli, tmp_path):
+def test_external_data_and_ir3_models_run(build, parity_invoke, tmp_path):
     ext = build("external")
-    assert cli("run", ext, "--onnxrt", "--onnx-outputs", "mark", "all")[0] == 0
+    assert parity_invoke("run", ext, "--onnxrt", "--onnx-outputs", "mark", "all")[0] == 0
     lonely = tmp_path / "alone"
     lonely.mkdir()
     shutil.copy(ext, lonely / "external.onnx")
-    code, _, err = cli("run", lonely / "external.onnx", "--onnxrt")
+    code, _, err = parity_invoke("run", lonely / "external.onnx", "--onnxrt")
     assert code == 3 and "external.data" in one_error_line(err)
-    code, out, err = cli("run", build("ir3_weights_as_inputs"), "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all")
+    code, out, err = parity_invoke("run", build("ir3_weights_as_inputs"), "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all")
     assert code == 0, err
     assert "a: PASSED" in out and "y: PASSED" in out

@@ -8,7 +8,7 @@ from parity_onnxrt import OnnxrtRunner, SessionFromOnnx
 
 
 @pytest.mark.corpus
-def test_silero_vad_scalar_sr_keeps_rank_0_and_mark_all_runs(corpus_model, cli):
+def test_silero_vad_scalar_sr_keeps_rank_0_and_mark_all_runs(corpus_model, parity_invoke):
     from corpus import MODELS
 
     path = corpus_model("silero_vad")
@@ -20,6 +20,6 @@ def test_silero_vad_scalar_sr_keeps_rank_0_and_mark_all_runs(corpus_model, cli):
         second = runner.infer(feed)
     for name in first:
         np.testing.assert_array_equal(first[name], second[name])
-    code, out, err = cli("run", path, "--onnxrt", "--onnxrt=graph-optimization-level=disable", "--onnx-outputs", "mark", "all", *MODELS["silero_vad"].run_args)
+    code, out, err = parity_invoke("run", path, "--onnxrt", "--onnxrt=graph-optimization-level=disable", "--onnx-outputs", "mark", "all", *MODELS["silero_vad"].run_args)
     assert code == 0, err
     assert "PASSED" in out

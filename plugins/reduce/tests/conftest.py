@@ -7,14 +7,11 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _workdir(tmp_path, monkeypatch):
-    """Every test runs in its own directory (debug commands write parity_debug.onnx and state files there)."""
+    """Every test runs in its own directory (debug commands write parity_debug.onnx and state files there).
+    The tests run ``parity`` through parity.testing's ``invoke``, which restores the CLI's settings after each call."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    from parity.cli.common import SETTINGS
-
-    saved = dict(SETTINGS)
     yield tmp_path
-    SETTINGS.update(saved)
     os.environ.pop("PARITY_DEBUG_ITERATION", None)
 
 

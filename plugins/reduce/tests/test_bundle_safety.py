@@ -14,7 +14,7 @@ import onnx
 import pytest
 from parity_reduce.testing import chain
 
-from parity.cli import main
+from parity.testing import invoke
 
 PY = sys.executable
 
@@ -62,7 +62,7 @@ def one_line_error(err: str) -> str:
     [".", "myproject", "red_repro", "sub/.."],
     ids=["working-directory", "existing-project", "default-name-from-an-earlier-run", "dotdot"],
 )
-def test_a_non_empty_folder_is_refused_before_the_search(files, capfd, repro):
+def test_a_non_empty_folder_is_refused_before_the_search(files, repro):
     (files / "myproject").mkdir()
     (files / "myproject" / "notes.txt").write_text("mine")
     (files / "red_repro").mkdir()
@@ -70,8 +70,7 @@ def test_a_non_empty_folder_is_refused_before_the_search(files, capfd, repro):
     (files / "sub").mkdir()
     before = snapshot(files)
     args = reduce_args() if repro == "red_repro" else reduce_args("--repro", repro)
-    code = main(args)
-    err = capfd.readouterr().err
+    code, _, err = invoke(*args)
     assert code == 2
     line = one_line_error(err)
     assert repro in line and "not empty" in line
@@ -79,27 +78,27 @@ def test_a_non_empty_folder_is_refused_before_the_search(files, capfd, repro):
     assert snapshot(files) == before  # nothing deleted, nothing replaced, no output written
 
 
-def test_a_file_as_the_bundle_folder_is_refused(files, capfd):
-    code = main(reduce_args("--repro", "secret.txt"))
-    assert code == 2 and "secret.txt" in one_line_error(capfd.readouterr().err)
+def test_a_file_as_the_bundle_folder_is_refused(files):
+    code, _, err = invoke(*reduce_args("--repro", "secret.txt"))
+    assert code == 2 and "secret.txt" in one_line_error(err)
     assert not (files / "calls.log").exists()
     assert (files / "secret.txt").read_text().startswith("aws_secret")
 
 
 def test_an_existing_empty_folder_is_filled(files):
     (files / "bundle").mkdir()
-    assert main(reduce_args("--repro", "bundle")) == 0
+    assert invoke(*reduce_args("--repro", "bundle")).exit_code == 0
     assert {p.name for p in (files / "bundle").iterdir()} - {"calls.log"} == {"model.onnx", "inputs.npz", "expected.npz", "check.sh", "check.py", "README.md"}
     assert subprocess.run(["sh", str(files / "bundle" / "check.sh")], cwd=files).returncode == 1
     assert not [p for p in files.rglob("*") if ".part" in p.name]
 
 
 def test_bundle_copies_only_the_checks_script_and_the_users_load_inputs(files):
-    assert main(["run", "chain.onnx", "--onnxrt", "--save-inputs", "in.npz"]) == 0
+    assert invoke("run", "chain.onnx", "--onnxrt", "--save-inputs", "in.npz").exit_code == 0
     (files / "config.yaml").write_text("token: abc\n")
     check = [PY, "check.py", "parity_debug.onnx", "n20", "n40", "--data", "in.npz", "--secret", "secret.txt", "--config=config.yaml"]
-    code = main(["debug", "reduce", "chain.onnx", "-o", "red.onnx", "--load-inputs", "in.npz", "--repro", "out/bundle", "--check", *check])
-    assert code == 0
+    code, _, err = invoke("debug", "reduce", "chain.onnx", "-o", "red.onnx", "--load-inputs", "in.npz", "--repro", "out/bundle", "--check", *check)
+    assert code == 0, err
     bundle = files / "out" / "bundle"
     assert {p.name for p in bundle.iterdir()} - {"calls.log"} == {"model.onnx", "inputs.npz", "expected.npz", "check.sh", "check.py", "in.npz", "README.md"}
     for path in bundle.iterdir():  # the secret's content is nowhere in the bundle
@@ -118,7 +117,7 @@ def test_bundle_copies_only_the_checks_script_and_the_users_load_inputs(files):
 def test_bundle_files_get_the_mode_the_umask_gives(files, umask):
     old = os.umask(umask)
     try:
-        assert main(reduce_args()) == 0
+        assert invoke(*reduce_args()).exit_code == 0
     finally:
         os.umask(old)
     bundle = files / "red_repro"
@@ -136,5 +135,5 @@ def test_a_bundle_folder_left_by_a_killed_run_is_removed_by_the_next_write(files
     stale = Path(str(part_path(files)).replace(f".parity-{os.getpid()}-", f".parity-{dead.pid}-"))
     stale.mkdir()
     (stale / "model.onnx").write_bytes(b"half a bundle")
-    assert main(reduce_args()) == 0
+    assert invoke(*reduce_args()).exit_code == 0
     assert not stale.exists() and not [p for p in files.iterdir() if p.name.endswith(".part")]

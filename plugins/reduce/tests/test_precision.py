@@ -9,7 +9,7 @@ from parity_reduce import PrecisionSearch
 from parity_reduce.precision import MixedPrecision
 from parity_reduce.testing import fp16_sensitive
 
-from parity.cli import main
+from parity.testing import invoke
 
 PLANTED = ["shift_a", "unshift_a", "shift_b", "unshift_b"]
 
@@ -25,16 +25,16 @@ def test_cli_agrees_with_convert(tmp_path):
     """The 1e5 weight is beyond fp16: convert keeps its readers fp32, so precision starts from there and
     finds that no further node must stay fp32; its result is convert's model."""
     onnx.save(fp16_sensitive(), "model.onnx")
-    assert main(["run", "model.onnx", "--onnxrt", "--save-inputs", "in.npz", "--save-outputs", "golden.npz"]) == 0
+    assert invoke("run", "model.onnx", "--onnxrt", "--save-inputs", "in.npz", "--save-outputs", "golden.npz").exit_code == 0
     check = ["--check", "parity", "run", "parity_debug.onnx", "--onnxrt", "--load-inputs", "in.npz", "--load-outputs", "golden.npz", "--atol", "1e-2", "--rtol", "1e-2"]
-    assert main(["debug", "precision", "model.onnx", "-o", "mixed.onnx", "--save-nodes", "nodes.json", *check]) == 0
+    assert invoke("debug", "precision", "model.onnx", "-o", "mixed.onnx", "--save-nodes", "nodes.json", *check).exit_code == 0
     assert json.loads((tmp_path / "nodes.json").read_text())["fp32_nodes"] == []
-    assert main(["convert", "--fp-to-fp16", "model.onnx", "-o", "conv.onnx"]) == 0
+    assert invoke("convert", "--fp-to-fp16", "model.onnx", "-o", "conv.onnx").exit_code == 0
     mixed, conv = onnx.load("mixed.onnx"), onnx.load("conv.onnx")
     onnx.checker.check_model(mixed, full_check=True)
     assert [(n.op_type, list(n.input)) for n in mixed.graph.node] == [(n.op_type, list(n.input)) for n in conv.graph.node]
     assert {"shift_a", "unshift_a", "shift_b", "unshift_b"} <= _fp32_nodes(mixed)
-    assert main(["run", "mixed.onnx", "--onnxrt", "--load-inputs", "in.npz", "--load-outputs", "golden.npz", "--atol", "1e-2", "--rtol", "1e-2"]) == 0
+    assert invoke("run", "mixed.onnx", "--onnxrt", "--load-inputs", "in.npz", "--load-outputs", "golden.npz", "--atol", "1e-2", "--rtol", "1e-2").exit_code == 0
 
 
 def test_python_api_finds_a_set_of_distant_nodes():
@@ -51,7 +51,8 @@ def test_python_api_finds_a_set_of_distant_nodes():
     assert len(bisect.fp32_nodes) > len(result.fp32_nodes)  # Polygraphy-style search keeps a whole range
 
 
-def test_check_that_fails_in_fp32_is_reported(tmp_path, capsys):
+def test_check_that_fails_in_fp32_is_reported(tmp_path):
     onnx.save(fp16_sensitive(), "model.onnx")
-    assert main(["debug", "precision", "model.onnx", "-o", "m.onnx", "--check", "false"]) == 1
-    assert "even with every node in fp32" in capsys.readouterr().err
+    code, _, err = invoke("debug", "precision", "model.onnx", "-o", "m.onnx", "--check", "false")
+    assert code == 1
+    assert "even with every node in fp32" in err

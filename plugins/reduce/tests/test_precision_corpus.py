@@ -9,7 +9,7 @@ import onnxruntime as ort
 import pytest
 from parity_reduce import PrecisionSearch
 
-from parity.cli import main
+from parity.testing import invoke
 
 pytestmark = pytest.mark.corpus
 
@@ -29,7 +29,7 @@ def test_precision_agrees_with_convert_on_ppocr_det(corpus_model, tmp_path, monk
         return float(y @ ref / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.99
 
     monkeypatch.chdir(tmp_path)
-    assert main(["convert", "--fp-to-fp16", str(src), "-o", "conv.onnx"]) == 0
+    assert invoke("convert", "--fp-to-fp16", str(src), "-o", "conv.onnx").exit_code == 0
     conv = onnx.load("conv.onnx")
     assert passes(conv)  # convert's model passes the check ...
     result = PrecisionSearch(str(src), passes).run()
@@ -38,28 +38,27 @@ def test_precision_agrees_with_convert_on_ppocr_det(corpus_model, tmp_path, monk
     # clamping (convert --clamp-out-of-range) destroys the output in both
     clamped = PrecisionSearch(str(src), passes, keep_out_of_range=False)
     assert not passes(clamped.mixed.build(set()))
-    assert main(["convert", "--fp-to-fp16", "--clamp-out-of-range", str(src), "-o", "clamped.onnx"]) == 0
+    assert invoke("convert", "--fp-to-fp16", "--clamp-out-of-range", str(src), "-o", "clamped.onnx").exit_code == 0
     assert not passes(onnx.load("clamped.onnx"))
 
 
-def _options(capsys, *command: str) -> set[str]:
-    main([*command, "--help"])
-    text = capsys.readouterr().out
+def _options(*command: str) -> set[str]:
+    text = invoke(*command, "--help").stdout
     return {w.strip(",;.[]()") for w in text.split() if w.startswith("--")}
 
 
-def test_precision_takes_reduce_data_options_and_saves_inputs(corpus_model, tmp_path, monkeypatch, capsys):
+def test_precision_takes_reduce_data_options_and_saves_inputs(corpus_model, tmp_path, monkeypatch):
     from parity.cli import options as opts
 
     data = {o for p in opts.data_options() for o in p.opts if o.startswith("--")}
-    assert data and data <= _options(capsys, "debug", "reduce")
-    assert data | {"--model-input-shapes"} <= _options(capsys, "debug", "precision")
+    assert data and data <= _options("debug", "reduce")
+    assert data | {"--model-input-shapes"} <= _options("debug", "precision")
     # the data options make the inputs the check reads, as in debug reduce
     monkeypatch.chdir(tmp_path)
     src = corpus_model("silero_vad_op15")
     args = ["--model-input-shapes", "input:[1,512]", "state:[2,1,128]", "--val-range", "sr:[16000,16000]", "input:[-1,1]", "state:[-1,1]"]
-    code = main(["debug", "precision", str(src), "-o", "mixed.onnx", *args, "--save-inputs", "in.npz", "--check", "true"])
-    assert code == 0
+    code, _, err = invoke("debug", "precision", str(src), "-o", "mixed.onnx", *args, "--save-inputs", "in.npz", "--check", "true")
+    assert code == 0, err
     saved = np.load("in.npz")
     assert saved.files
     onnx.checker.check_model("mixed.onnx", full_check=True)

@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 from parity_reduce import Reducer
 from parity_reduce.testing import chain, encoder, finish, planted_check
 
-from parity.cli import main
+from parity.testing import invoke
 
 PY = sys.executable
 
@@ -148,15 +148,16 @@ def digest(path: Path) -> str:
 
 def test_cli_reduce_writes_output_min_good_and_repro_bundle(files):
     before = digest(files / "chain.onnx")
-    code = main(["debug", "reduce", "chain.onnx", "-o", "red.onnx", "--min-good", "good.onnx", "--check", PY, "check.py", "parity_debug.onnx", "n20", "n40"])
-    assert code == 0
+    code, _, err = invoke("debug", "reduce", "chain.onnx", "-o", "red.onnx", "--min-good", "good.onnx", "--check", PY, "check.py", "parity_debug.onnx", "n20", "n40")
+    assert code == 0, err
     assert digest(files / "chain.onnx") == before  # the input is never modified
     assert sorted(n.name for n in onnx.load("red.onnx").graph.node) == ["n20", "n40"]
     assert len(onnx.load("good.onnx").graph.node) >= 1
     bundle = files / "red_repro"
     assert {p.name for p in bundle.iterdir()} >= {"model.onnx", "inputs.npz", "expected.npz", "check.sh", "check.py", "README.md"}
     assert subprocess.run(["sh", str(bundle / "check.sh")]).returncode == 1  # the failure reproduces from the bundle alone
-    assert main(["run", str(bundle / "model.onnx"), "--onnxrt", "--load-inputs", str(bundle / "inputs.npz"), "--load-outputs", str(bundle / "expected.npz")]) == 0
+    rerun = invoke("run", bundle / "model.onnx", "--onnxrt", "--load-inputs", bundle / "inputs.npz", "--load-outputs", bundle / "expected.npz")
+    assert rerun.exit_code == 0, rerun.stderr
     assert not (files / "parity_debug.onnx").exists() and not (files / "parity_debug.onnx.state.json").exists()
 
 
@@ -174,34 +175,32 @@ def test_cli_in_process_parity_run_check_with_iteration_inputs(files, monkeypatc
         raise AssertionError("parity run checks must run in-process")
 
     monkeypatch.setattr(check_mod.subprocess, "Popen", no_subprocess)
-    code = main(
-        [
-            "debug",
-            "reduce",
-            "nan.onnx",
-            "-o",
-            "red.onnx",
-            "--no-repro",
-            "--iterations",
-            "2",
-            "--check",
-            "parity",
-            "run",
-            "parity_debug.onnx",
-            "--onnxrt",
-            "--validate",
-            "--load-inputs",
-            "parity_debug_inputs.npz",
-        ]
+    code, _, err = invoke(
+        "debug",
+        "reduce",
+        "nan.onnx",
+        "-o",
+        "red.onnx",
+        "--no-repro",
+        "--iterations",
+        "2",
+        "--check",
+        "parity",
+        "run",
+        "parity_debug.onnx",
+        "--onnxrt",
+        "--validate",
+        "--load-inputs",
+        "parity_debug_inputs.npz",
     )
-    assert code == 0
+    assert code == 0, err
     assert [n.name for n in onnx.load("red.onnx").graph.node] == ["n11"]
 
 
 def test_cli_jobs_give_the_same_result_as_serial(files):
     args = ["debug", "reduce", "chain.onnx", "--no-repro", "--mode", "ddmin", "--check", PY, "check.py", "parity_debug.onnx", "n7", "n50"]
-    assert main([*args[:3], "-o", "serial.onnx", *args[3:]]) == 0
-    assert main([*args[:3], "-o", "par.onnx", "--jobs", "2", *args[3:]]) == 0
+    assert invoke(*args[:3], "-o", "serial.onnx", *args[3:]).exit_code == 0
+    assert invoke(*args[:3], "-o", "par.onnx", "--jobs", "2", *args[3:]).exit_code == 0
     assert [n.name for n in onnx.load("par.onnx").graph.node] == [n.name for n in onnx.load("serial.onnx").graph.node] == ["n7", "n50"]
 
 
@@ -216,9 +215,10 @@ def test_cli_jobs_give_the_same_result_as_serial(files):
         (["debug", "reduce", "chain.onnx", "-o", "r.onnx", "--check", "true"], 2),  # never fails: nothing to reduce
     ],
 )
-def test_cli_bad_input_is_one_line(files, capsys, args, code):
-    assert main(args) == code
-    err = capsys.readouterr().err
+def test_cli_bad_input_is_one_line(files, args, code):
+    result = invoke(*args)
+    err = result.stderr
+    assert result.exit_code == code, err
     assert "Traceback" not in err and "error:" in err
 
 
@@ -240,7 +240,7 @@ def test_interrupted_run_resumes_where_it_stopped(files):
         assert len(onnx.load(str(files / "red.onnx")).graph.node) <= 60
     recorded = len(json.loads(state.read_text())["verdicts"])
     first = len((files / "count").read_text())
-    assert main(cmd[1:]) == 0
+    assert invoke(*cmd[1:]).exit_code == 0
     assert not list(files.glob(".*.part"))  # a part the kill left between link and rename is removed by the next write
     total = len((files / "count").read_text())
     assert sorted(n.name for n in onnx.load(str(files / "red.onnx")).graph.node) == ["n13", "n44"]
@@ -274,35 +274,27 @@ def parity_register_debug_strategies(register):
 
 
 def test_third_party_strategy_through_the_hook(files):
-    from parity import plugins
-
     (files / "greedy.py").write_text(GREEDY_PLUGIN)
     onnx.save(chain(12), "small.onnx")
-    plugins.reset()
-    try:
-        code = main(
-            [
-                "--plugin",
-                "greedy.py",
-                "debug",
-                "reduce",
-                "small.onnx",
-                "-o",
-                "g.onnx",
-                "--no-repro",
-                "--mode",
-                "greedy",
-                "--check",
-                PY,
-                "check.py",
-                "parity_debug.onnx",
-                "n3",
-                "n9",
-            ]
-        )
-    finally:
-        plugins.reset()
-    assert code == 0
+    code, _, err = invoke(
+        "--plugin",
+        "greedy.py",
+        "debug",
+        "reduce",
+        "small.onnx",
+        "-o",
+        "g.onnx",
+        "--no-repro",
+        "--mode",
+        "greedy",
+        "--check",
+        PY,
+        "check.py",
+        "parity_debug.onnx",
+        "n3",
+        "n9",
+    )
+    assert code == 0, err
     assert [n.name for n in onnx.load("g.onnx").graph.node] == ["n3", "n9"]
 
 

@@ -67,29 +67,27 @@ def test_staged_first_phase_no_more_checks_than_bisect(n, fault):
 def test_cli_max_checks(tmp_path, monkeypatch):
     import sys
 
-    from parity.cli import main
+    from parity.testing import invoke
 
     monkeypatch.chdir(tmp_path)
     onnx.save(chain(40), "m.onnx")
     (tmp_path / "check.py").write_text("import sys, onnx\nsys.exit(1 if 'n30' in {n.name for n in onnx.load(sys.argv[1]).graph.node} else 0)\n")
-    rc = main(
-        [
-            "debug",
-            "reduce",
-            "m.onnx",
-            "-o",
-            "out.onnx",
-            "--mode",
-            "staged",
-            "--max-checks",
-            "4",
-            "--no-repro",
-            "--no-resume",
-            "--check",
-            sys.executable,
-            "check.py",
-            "parity_debug.onnx",
-        ]
+    rc, _, err = invoke(
+        "debug",
+        "reduce",
+        "m.onnx",
+        "-o",
+        "out.onnx",
+        "--mode",
+        "staged",
+        "--max-checks",
+        "4",
+        "--no-repro",
+        "--no-resume",
+        "--check",
+        sys.executable,
+        "check.py",
+        "parity_debug.onnx",
     )
-    assert rc == 0
+    assert rc == 0, err
     assert 0 < len(_valid(tmp_path / "out.onnx").graph.node) <= 40

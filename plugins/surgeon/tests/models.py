@@ -1,21 +1,14 @@
-"""Small ONNX models the surgeon tests build (IR 10, opset 17, so onnxruntime loads them)."""
+"""Small ONNX models the surgeon tests build, saved by parity.testing's ``save_graph`` (IR 10, opset 17, so onnxruntime
+loads them); the MLP is parity.testing's ``mlp``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from parity.testing import mlp  # noqa: F401 - the one MLP builder; tests import it from here
-
-
-def save(graph: onnx.GraphProto, path: Path, opset: int = 17) -> Path:
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    onnx.save(model, str(path))
-    return path
+from parity.testing import save_graph
 
 
 def overflow(path: Path) -> Path:
@@ -30,7 +23,7 @@ def overflow(path: Path) -> Path:
     graph = helper.make_graph(
         nodes, "overflow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])], inits
     )
-    return save(graph, path)
+    return save_graph(graph, path)
 
 
 def foldable(path: Path) -> Path:
@@ -51,7 +44,7 @@ def foldable(path: Path) -> Path:
     graph = helper.make_graph(
         nodes, "foldable", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits
     )
-    return save(graph, path)
+    return save_graph(graph, path)
 
 
 def branchy(path: Path) -> Path:
@@ -67,7 +60,7 @@ def branchy(path: Path) -> Path:
     graph = helper.make_graph(
         nodes, "branchy", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], inits
     )
-    return save(graph, path)
+    return save_graph(graph, path)
 
 
 def lint_bad(path: Path) -> Path:
@@ -81,7 +74,4 @@ def lint_bad(path: Path) -> Path:
     graph = helper.make_graph(
         nodes, "bad", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])], [helper.make_tensor_value_info("b", TensorProto.FLOAT, [4])], inits
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, str(path))
-    return path
+    return save_graph(graph, path)

@@ -39,9 +39,9 @@ def _valid(path) -> None:
 
 
 @pytest.mark.parametrize("name", ["silero_vad", "silero_vad_op15"])
-def test_silero_fp16_loads_and_matches_fp32(cli, capsys, corpus_model, tmp_path, name):
+def test_silero_fp16_loads_and_matches_fp32(parity_invoke, corpus_model, tmp_path, name):
     src, out = corpus_model(name), tmp_path / f"{name}_fp16.onnx"
-    code, text, err = cli(capsys, "convert", "--fp-to-fp16", src, "-o", out)
+    code, text, err = parity_invoke("convert", "--fp-to-fp16", src, "-o", out)
     assert code == 0, err
     _valid(out)
     model = onnx.load(str(out))
@@ -70,9 +70,9 @@ def _all_nodes(graph):
 
 
 @pytest.mark.parametrize("name", ["silero_vad", "silero_vad_op15"])
-def test_silero_sanitize_fold_constants_loads(cli, capsys, corpus_model, tmp_path, name):
+def test_silero_sanitize_fold_constants_loads(parity_invoke, corpus_model, tmp_path, name):
     src, out = corpus_model(name), tmp_path / f"{name}_folded.onnx"
-    code, _, err = cli(capsys, "surgeon", "sanitize", "--fold-constants", src, "-o", out)
+    code, _, err = parity_invoke("surgeon", "sanitize", "--fold-constants", src, "-o", out)
     assert code == 0, err
     _valid(out)
     feeds = _feeds(name)
@@ -80,9 +80,9 @@ def test_silero_sanitize_fold_constants_loads(cli, capsys, corpus_model, tmp_pat
         np.testing.assert_allclose(b, a, atol=1e-6)
 
 
-def test_ppocr_det_out_of_range_constant_is_reported_and_kept_fp32(cli, capsys, corpus_model, tmp_path):
+def test_ppocr_det_out_of_range_constant_is_reported_and_kept_fp32(parity_invoke, corpus_model, tmp_path):
     src, out = corpus_model("ppocr_det"), tmp_path / "det16.onnx"
-    code, text, err = cli(capsys, "convert", "--fp-to-fp16", src, "-o", out)
+    code, text, err = parity_invoke("convert", "--fp-to-fp16", src, "-o", out)
     assert code == 0, err
     line = next(x for x in text.splitlines() if "beyond +-65504" in x)
     assert "batch_norm_0.w_2" in line and len(line) < 200
@@ -95,18 +95,18 @@ def test_ppocr_det_out_of_range_constant_is_reported_and_kept_fp32(cli, capsys, 
 
     # the old behaviour on request: clamped, reported as clamped, and the output is destroyed
     clamped = tmp_path / "det16_clamped.onnx"
-    code, text, err = cli(capsys, "convert", "--fp-to-fp16", "--clamp-out-of-range", src, "-o", clamped)
+    code, text, err = parity_invoke("convert", "--fp-to-fp16", "--clamp-out-of-range", src, "-o", clamped)
     assert code == 0, err
     assert "clamped to +-65504" in text and "batch_norm_0.w_2" in text
     assert _cosine(_run(clamped, feeds)[0], _run(src, feeds)[0]) < 0.9
 
 
-def test_fp32_io_by_default_and_fp16_io_on_request(cli, capsys, corpus_model, tmp_path):
+def test_fp32_io_by_default_and_fp16_io_on_request(parity_invoke, corpus_model, tmp_path):
     src = corpus_model("ppocr_det")
     kinds = {}
     for flag in ("--keep-io-types", "--fp16-io", "--no-keep-io-types", None):
         out = tmp_path / f"det_{flag}.onnx"
-        code, _, err = cli(capsys, "convert", "--fp-to-fp16", *([flag] if flag else []), src, "-o", out)
+        code, _, err = parity_invoke("convert", "--fp-to-fp16", *([flag] if flag else []), src, "-o", out)
         assert code == 0, err
         m = onnx.load(str(out))
         kinds[flag] = (m.graph.input[0].type.tensor_type.elem_type, m.graph.output[0].type.tensor_type.elem_type)
@@ -115,7 +115,7 @@ def test_fp32_io_by_default_and_fp16_io_on_request(cli, capsys, corpus_model, tm
     assert kinds["--fp16-io"] == kinds["--no-keep-io-types"] == (H, H)
 
 
-def test_broken_result_exits_3_and_writes_nothing(cli, capsys, corpus_model, tmp_path, monkeypatch):
+def test_broken_result_exits_3_and_writes_nothing(parity_invoke, corpus_model, tmp_path, monkeypatch):
     """A model that fails validation is never written with exit 0."""
     from parity_surgeon import fp16
 
@@ -127,6 +127,6 @@ def test_broken_result_exits_3_and_writes_nothing(cli, capsys, corpus_model, tmp
 
     monkeypatch.setattr(fp16._Build, "lower", corrupt)
     out = tmp_path / "broken.onnx"
-    code, _, err = cli(capsys, "convert", "--fp-to-fp16", corpus_model("silero_vad_op15"), "-o", out)
+    code, _, err = parity_invoke("convert", "--fp-to-fp16", corpus_model("silero_vad_op15"), "-o", out)
     assert code == 3 and "the fp16 model" in err
     assert not out.exists()

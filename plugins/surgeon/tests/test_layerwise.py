@@ -7,6 +7,8 @@ import json
 import models
 import pytest
 
+from parity.testing import mlp
+
 
 def _marked_run(actual, reference):
     from parity_onnxrt import ModifyOnnxOutputs, OnnxFromPath, OnnxrtRunner, SessionFromOnnx
@@ -17,10 +19,10 @@ def _marked_run(actual, reference):
     return runflow.run(runners)
 
 
-def test_first_divergence_report_names_planted_node(planted, mlp, capsys):
+def test_first_divergence_report_names_planted_node(planted, mlp_model):
     from parity.compare.divergence import first_divergence
 
-    summary = _marked_run(planted, mlp)
+    summary = _marked_run(planted, mlp_model)
     (report,) = first_divergence(summary, str(planted))
     assert [t.name for t in report.tensors] == ["h1", "h1b", "a1", "h2", "h2b", "a2", "y"]  # topological order
     assert report.first.name == "h2" and report.first.node == "fc2" and report.first.op_type == "MatMul"
@@ -32,12 +34,12 @@ def test_first_divergence_report_names_planted_node(planted, mlp, capsys):
     assert "First divergence: 'h2', produced by node 'fc2' (MatMul)" in out and "Extract it: parity surgeon extract" in out
 
 
-def test_extract_command_from_report_works(planted, mlp, cli, capsys, tmp_path):
+def test_extract_command_from_report_works(planted, mlp_model, parity_invoke, tmp_path):
     from parity.compare.divergence import first_divergence
 
-    (report,) = first_divergence(_marked_run(planted, mlp), str(planted))
+    (report,) = first_divergence(_marked_run(planted, mlp_model), str(planted))
     argv = report.extract_command(str(tmp_path / "fc2.onnx")).split()[1:]
-    code, text, _ = cli(capsys, *argv)
+    code, text, _ = parity_invoke(*argv)
     assert code == 0, text
     import onnx
 
@@ -45,32 +47,32 @@ def test_extract_command_from_report_works(planted, mlp, cli, capsys, tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["batches", "bisect"])
-def test_localize_finds_planted_node_and_says_it_introduces_error(planted, mlp, mode):
+def test_localize_finds_planted_node_and_says_it_introduces_error(planted, mlp_model, mode):
     from parity_surgeon import localize
 
-    result = localize(str(planted), ["onnxrt"], reference_model=str(mlp), mode=mode)
+    result = localize(str(planted), ["onnxrt"], reference_model=str(mlp_model), mode=mode)
     assert result.first.name == "h2" and result.first.node == "fc2"
     assert result.suspect is not None and result.suspect.verdict == "introduces"
     if mode == "bisect":
         assert len(result.tensors) < 7  # it did not compare everything
 
 
-def test_localize_propagating_node_is_not_blamed(planted, mlp):
+def test_localize_propagating_node_is_not_blamed(planted, mlp_model):
     """act2 (Tanh) is downstream of the planted node: alone, on the reference's inputs, it is exact."""
     from parity_surgeon import localize
 
-    result = localize(str(planted), ["onnxrt"], reference_model=str(mlp), isolate="all", stop_at_first=False)
+    result = localize(str(planted), ["onnxrt"], reference_model=str(mlp_model), isolate="all", stop_at_first=False)
     verdicts = {v.node: v.verdict for v in result.isolation}
     assert verdicts["fc2"] == "introduces"
     assert verdicts["act2"] == "propagates" and verdicts["bias2"] == "propagates" and verdicts["fc3"] == "propagates"
     assert verdicts["fc1"] == "ok"
 
 
-def test_localize_small_budget_uses_many_batches_and_same_answer(planted, mlp):
+def test_localize_small_budget_uses_many_batches_and_same_answer(planted, mlp_model):
     from parity_surgeon import localize
 
-    wide = models.mlp(planted.parent / "wide.onnx", planted=0.05, width=512)
-    ref = models.mlp(planted.parent / "wide_ref.onnx", width=512)
+    wide = mlp(planted.parent / "wide.onnx", planted=0.05, width=512)
+    ref = mlp(planted.parent / "wide_ref.onnx", width=512)
     result = localize(str(wide), ["onnxrt"], reference_model=str(ref), memory_budget=1, isolate="none")
     assert result.first.node == "fc2"
     assert result.pair_runs == 4  # one tensor per batch up to and including h2, then it stops
@@ -95,13 +97,13 @@ def test_localize_bisect_walks_up_parallel_branches(tmp_path):
         assert result.first.node == "right2", mode
 
 
-def test_localize_fp16_overflow_is_found(tmp_path, cli, capsys):
+def test_localize_fp16_overflow_is_found(tmp_path, parity_invoke):
     src = models.overflow(tmp_path / "ovf.onnx")
     half = tmp_path / "ovf16.onnx"
-    assert cli(capsys, "convert", "--fp-to-fp16", src, "-o", half)[0] == 0
+    assert parity_invoke("convert", "--fp-to-fp16", src, "-o", half)[0] == 0
     report = tmp_path / "loc.json"
-    code, text, _ = cli(
-        capsys, "debug", "localize", half, "--onnxrt", "--reference-model", src, "--tolerance-preset", "fp16", "--report", report, "--extract-to", tmp_path / "node.onnx"
+    code, text, _ = parity_invoke(
+        "debug", "localize", half, "--onnxrt", "--reference-model", src, "--tolerance-preset", "fp16", "--report", report, "--extract-to", tmp_path / "node.onnx"
     )
     assert code == 1, text
     assert "First divergence: 's2', produced by node 'scale2' (Mul)" in text
@@ -110,14 +112,14 @@ def test_localize_fp16_overflow_is_found(tmp_path, cli, capsys):
     assert (tmp_path / "node.onnx").exists()
 
 
-def test_localize_same_model_passes_and_cli_errors(mlp, cli, capsys, tmp_path):
-    code, text, _ = cli(capsys, "debug", "localize", mlp, "--onnxrt", "--onnxrt=graph-optimization-level=disable")
+def test_localize_same_model_passes_and_cli_errors(mlp_model, parity_invoke, tmp_path):
+    code, text, _ = parity_invoke("debug", "localize", mlp_model, "--onnxrt", "--onnxrt=graph-optimization-level=disable")
     assert code == 0 and "no divergence" in text
-    code, _, err = cli(capsys, "debug", "localize", mlp, "--onnxrt")
+    code, _, err = parity_invoke("debug", "localize", mlp_model, "--onnxrt")
     assert code == 2 and "two runners" in err
-    code, _, err = cli(capsys, "debug", "localize", mlp, "--onnxrt", "--onnxrt", "--memory-budget", "lots")
+    code, _, err = parity_invoke("debug", "localize", mlp_model, "--onnxrt", "--onnxrt", "--memory-budget", "lots")
     assert code == 2 and "--memory-budget" in err
-    code, _, err = cli(capsys, "debug", "localize", mlp, "--onnxrt", "--reference-model", tmp_path / "missing.onnx")
+    code, _, err = parity_invoke("debug", "localize", mlp_model, "--onnxrt", "--reference-model", tmp_path / "missing.onnx")
     assert code == 3 and "reference model not found" in err
-    code, _, err = cli(capsys, "debug", "localize", mlp, "--onnxrt", "--onnxrt", "--onnx-outputs", "h9")
+    code, _, err = parity_invoke("debug", "localize", mlp_model, "--onnxrt", "--onnxrt", "--onnx-outputs", "h9")
     assert code == 2 and "no computed tensor 'h9'" in err

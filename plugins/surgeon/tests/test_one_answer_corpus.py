@@ -14,11 +14,11 @@ import pytest
 pytestmark = pytest.mark.corpus
 
 
-def _three_answers(cli, capsys, tmp_path, model, run_args, localize_args):
+def _three_answers(parity_invoke, tmp_path, model, run_args, localize_args):
     """(exit code, first divergent tensor, its node) from mark all, batches and bisect, on the same inputs."""
     answers = {}
     report = tmp_path / "run.json"
-    code, text, err = cli(capsys, "run", model, *run_args, "--onnx-outputs", "mark", "all", "--report", report)
+    code, text, err = parity_invoke("run", model, *run_args, "--onnx-outputs", "mark", "all", "--report", report)
     assert code in (0, 1), text + err
     (layerwise,) = json.loads(report.read_text())["layerwise"]
     first = layerwise["first"]
@@ -26,7 +26,7 @@ def _three_answers(cli, capsys, tmp_path, model, run_args, localize_args):
     answers["mark all"] = (code, first, node)
     for mode in ("batches", "bisect"):
         report = tmp_path / f"{mode}.json"
-        code, text, err = cli(capsys, "debug", "localize", model, *localize_args, "--mode", mode, "--report", report)
+        code, text, err = parity_invoke("debug", "localize", model, *localize_args, "--mode", mode, "--report", report)
         assert code in (0, 1), text + err
         data = json.loads(report.read_text())
         div = data["divergence"]
@@ -44,19 +44,19 @@ def _three_answers(cli, capsys, tmp_path, model, run_args, localize_args):
     return answers
 
 
-def test_ppocr_det_fp16_one_answer(corpus_model, cli, capsys, tmp_path):
+def test_ppocr_det_fp16_one_answer(corpus_model, parity_invoke, tmp_path):
     """fp16 conversion vs the fp32 original: the golden outputs come from the fp32 model, the same inputs."""
     fp32 = corpus_model("ppocr_det")
     fp16 = tmp_path / "det16.onnx"
-    code, text, err = cli(capsys, "convert", "--fp-to-fp16", "--keep-io-types", fp32, "-o", fp16)
+    code, text, err = parity_invoke("convert", "--fp-to-fp16", "--keep-io-types", fp32, "-o", fp16)
     assert code == 0, text + err
     inputs, golden = tmp_path / "in.npz", tmp_path / "golden.npz"
     shapes = ("--input-shapes", "x:[1,3,64,64]")
-    code, text, err = cli(capsys, "run", fp32, "--onnxrt", *shapes, "--onnx-outputs", "mark", "all", "--save-inputs", inputs, "--save-outputs", golden)
+    code, text, err = parity_invoke("run", fp32, "--onnxrt", *shapes, "--onnx-outputs", "mark", "all", "--save-inputs", inputs, "--save-outputs", golden)
     assert code == 0, text + err
     tol = ("--tolerance-preset", "fp16")
     answers = _three_answers(
-        cli, capsys, tmp_path, fp16,
+        parity_invoke, tmp_path, fp16,
         ("--onnxrt", "--load-inputs", inputs, "--load-outputs", golden, *tol),
         ("--onnxrt", "--reference-model", fp32, "--load-inputs", inputs, *tol),
     )  # fmt: skip
@@ -64,14 +64,14 @@ def test_ppocr_det_fp16_one_answer(corpus_model, cli, capsys, tmp_path):
     assert answers["batches"] == answers["mark all"] and answers["bisect"] == answers["mark all"], answers
 
 
-def test_ppocr_rec_two_configs_one_answer(corpus_model, cli, capsys, tmp_path):
+def test_ppocr_rec_two_configs_one_answer(corpus_model, parity_invoke, tmp_path):
     """Two onnxruntime configurations: internal tensors differ while the softmax output matches; bisect must
     not call that PASSED after checking the output alone."""
     model = corpus_model("ppocr_rec")
     inputs = tmp_path / "in.npz"
     shapes = ("--input-shapes", "x:[1,3,48,64]")
-    assert cli(capsys, "run", model, "--onnxrt", *shapes, "--save-inputs", inputs)[0] == 0
+    assert parity_invoke("run", model, "--onnxrt", *shapes, "--save-inputs", inputs)[0] == 0
     runners = ("--onnxrt", "--onnxrt=graph-optimization-level=disable", "--load-inputs", inputs)
-    answers = _three_answers(cli, capsys, tmp_path, model, runners, runners)
+    answers = _three_answers(parity_invoke, tmp_path, model, runners, runners)
     assert answers["batches"] == answers["mark all"] and answers["bisect"] == answers["mark all"], answers
     assert answers["mark all"][0] == 1 and answers["mark all"][1] is not None, answers

@@ -17,9 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from parity.cli import build_cli
+from parity.testing import CliResult, invoke, save_model
 
 # node names: "mm10" before "mm1" (a layer named with the op's name as prefix comes first), one with a space
 OPS = ("mm10", "relu act", "mm1")
@@ -27,7 +26,6 @@ OPS = ("mm10", "relu act", "mm1")
 
 def make_model(path: Path) -> Path:
     import numpy as np
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
@@ -39,18 +37,12 @@ def make_model(path: Path) -> Path:
         helper.make_node("Relu", ["h"], ["r"], name="relu act"),
         helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm1"),
     ]
-    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w1, w2]), opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, str(path))
-    return path
+    return save_model(path, nodes, [x], [y], [w1, w2])
 
 
-def parity(*args: str):
-    return CliRunner().invoke(build_cli(), [str(a) for a in args])
-
-
-def lines(result) -> list[str]:
-    return [line for line in result.output.splitlines() if line.strip()]
+def lines(result: CliResult) -> list[str]:
+    """The non-blank lines of a command's output, stdout's then stderr's."""
+    return [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
 
 
 def has_editable_cache(trt) -> bool:
@@ -84,8 +76,8 @@ def model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def record(model: Path, replay: str = "replay.json", engine: str = "rec.engine", *extra: str):
-    result = parity("run", model, "--trt", "--save-tactics", replay, "--save-engine", engine, *extra)
-    assert result.exit_code == 0, result.output
+    result = invoke("run", model, "--trt", "--save-tactics", replay, "--save-engine", engine, *extra)
+    assert result.exit_code == 0, result
     return load(Path(replay))
 
 
@@ -104,14 +96,14 @@ def test_record_then_replay_with_run_and_convert(trt_backend, model):
     else:
         assert set(OPS) <= set(replay["tactics"])
 
-    result = parity("run", model, "--trt", "--load-tactics", "replay.json", "--onnxrt", "--save-engine", "rep.engine")
-    assert result.exit_code == 0, result.output
-    assert "PASSED" in result.output
-    assert "cannot be checked" not in result.output  # the plugin checked the engine against the replay
+    result = invoke("run", model, "--trt", "--load-tactics", "replay.json", "--onnxrt", "--save-engine", "rep.engine")
+    assert result.exit_code == 0, result
+    assert "PASSED" in result.stdout
+    assert "cannot be checked" not in result.stdout + result.stderr  # the plugin checked the engine against the replay
     assert kernels(trt, Path("rep.engine")) == recorded
 
-    result = parity("convert", model, "-o", "m.engine", "--load-tactics", "replay.json")
-    assert result.exit_code == 0, result.output
+    result = invoke("convert", model, "-o", "m.engine", "--load-tactics", "replay.json")
+    assert result.exit_code == 0, result
     assert kernels(trt, Path("m.engine")) == recorded
 
 
@@ -126,25 +118,25 @@ def test_an_edited_replay_is_followed_and_a_kernel_that_differs_is_reported(trt_
     trt = trt_backend
     need_editable_cache(trt)
     monkeypatch.setenv("PARITY_TRT_LOG", "verbose")
-    result = parity("convert", model, "-o", "rec.engine", "--save-tactics", "replay.json")
+    result = invoke("convert", model, "-o", "rec.engine", "--save-tactics", "replay.json")
     monkeypatch.delenv("PARITY_TRT_LOG")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, result
     replay = load(Path("replay.json"))
     key = key_of(replay, "mm1")
     chosen = dict(replay["tactics"][key])
-    kernel, tactic_hash = next((k, h) for k, h in autotuning_rows(result.output, "mm1") if k != chosen["kernel"])
+    kernel, tactic_hash = next((k, h) for k, h in autotuning_rows(result.stderr, "mm1") if k != chosen["kernel"])
 
     replay["tactics"][key].update(tactic=tactic_hash, kernel=kernel)
     Path("edited.json").write_text(json.dumps(replay))
-    result = parity("convert", model, "-o", "m.engine", "--load-tactics", "edited.json")
-    assert result.exit_code == 0, result.output
+    result = invoke("convert", model, "-o", "m.engine", "--load-tactics", "edited.json")
+    assert result.exit_code == 0, result
     assert kernels(trt, Path("m.engine"))["mm1"] == kernel
 
     # the tactic changed but the replay still names the old kernel: the build succeeds, the engine does not match
     replay["tactics"][key].update(tactic=tactic_hash, kernel=chosen["kernel"])
     Path("stale.json").write_text(json.dumps(replay))
-    result = parity("convert", model, "-o", "s.engine", "--load-tactics", "stale.json")
-    assert result.exit_code == 3, result.output
+    result = invoke("convert", model, "-o", "s.engine", "--load-tactics", "stale.json")
+    assert result.exit_code == 3, result
     assert lines(result) == [
         f"parity: error: TensorRT did not follow stale.json for 1 layers/keys: {key} (mm1): layer mm1 used kernel "
         f"{kernel}, the replay has {chosen['kernel']}"
@@ -160,12 +152,12 @@ def test_a_replayed_tactic_the_layer_cannot_use_fails_with_one_line(trt_backend,
     replay["tactics"][key]["tactic"] = "0x0000000000001234"
     Path("bad.json").write_text(json.dumps(replay))
     for args in (["convert", model, "-o", "m.engine"], ["run", model, "--trt", "--onnxrt"]):
-        result = parity(*args, "--load-tactics", "bad.json")
-        assert result.exit_code == 3, result.output
-        assert len(lines(result)) == 1, result.output
+        result = invoke(*args, "--load-tactics", "bad.json")
+        assert result.exit_code == 3, result
+        assert len(lines(result)) == 1, result
         line = lines(result)[0]
         assert line.startswith("parity: error: TensorRT cannot use tactic 0x0000000000001234 that bad.json gives op 'relu act'")
-        assert "Traceback" not in result.output
+        assert "Traceback" not in result.stdout + result.stderr
     assert not Path("m.engine").exists()
 
 
@@ -192,10 +184,10 @@ def test_a_replay_of_the_other_line_is_one_line_exit_2(trt_backend, model, monke
     install(monkeypatch, other)
     record(model, "other.json", "other.engine")
     install(monkeypatch, backend)
-    result = parity("convert", model, "-o", "m.engine", "--load-tactics", "other.json")
-    assert result.exit_code == 2, result.output
-    assert len(lines(result)) == 1 and lines(result)[0].startswith("parity: error: other.json "), result.output
-    assert f"TensorRT {current}" in result.output
+    result = invoke("convert", model, "-o", "m.engine", "--load-tactics", "other.json")
+    assert result.exit_code == 2, result
+    assert len(lines(result)) == 1 and lines(result)[0].startswith("parity: error: other.json "), result
+    assert f"TensorRT {current}" in result.stderr
     assert not Path("m.engine").exists()
 
 
@@ -206,26 +198,26 @@ def test_debug_build_then_diff_tactics(trt_backend, model, monkeypatch, where):
     ``--check-timeout`` makes it a subprocess, which imports the TensorRT model through trt_model's PYTHONPATH shims."""
     trt = trt_backend
     monkeypatch.setenv("PATH", os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
-    result = parity("run", model, "--onnxrt", "--save-outputs", "golden.json")
-    assert result.exit_code == 0, result.output
+    result = invoke("run", model, "--onnxrt", "--save-outputs", "golden.json")
+    assert result.exit_code == 0, result
     fp16 = ["--fp16"] if hasattr(trt.BuilderFlag, "FP16") else []
     if not fp16:  # 11.x has no FP16 flag (strongly typed networks only): the flow as written is a usage error
-        result = parity("debug", "build", model, "--fp16", "--save-tactics", "replay.json", "--until=1", "--check", "true")
-        assert result.exit_code == 2 and lines(result)[0].startswith("parity: error: --fp16: not available on TensorRT 11.x"), result.output
+        result = invoke("debug", "build", model, "--fp16", "--save-tactics", "replay.json", "--until=1", "--check", "true")
+        assert result.exit_code == 2 and lines(result)[0].startswith("parity: error: --fp16: not available on TensorRT 11.x"), result
         assert len(lines(result)) == 1 and not Path("replays").exists()
     until = 4 if where == "in-process" else 2  # a subprocess check starts Python: ~1 s each
-    result = parity("debug", "build", model, *fp16, "--save-tactics", "replay.json", "--artifacts-dir", "replays",
+    result = invoke("debug", "build", model, *fp16, "--save-tactics", "replay.json", "--artifacts-dir", "replays",
                     "--artifacts", "replay.json", f"--until={until}",
                     *(["--check-timeout", "120"] if where == "subprocess" else []), "--check", "parity", "run", "parity_debug.engine", "--trt",
                     "--load-outputs", "golden.json")
-    assert result.exit_code in (0, 1), result.output
+    assert result.exit_code in (0, 1), result
     good = sorted(p.name for p in Path("replays/good").glob("*.json")) if Path("replays/good").is_dir() else []
     bad = sorted(p.name for p in Path("replays/bad").glob("*.json")) if Path("replays/bad").is_dir() else []
     assert len(good) + len(bad) == until
     assert (result.exit_code == 1) == bool(bad)
-    assert "builds: " in result.output and "Next: parity inspect diff-tactics --dir replays" in result.output
+    assert "builds: " in result.stdout and "Next: parity inspect diff-tactics --dir replays" in result.stdout
     for command in (["inspect", "diff-tactics"], ["debug", "diff-tactics"]):
-        result = parity(*command, "--dir", "replays")
-        assert result.exit_code == 0, result.output
-        assert f"Loaded {len(good)} good tactic replays." in result.output
-        assert f"Loaded {len(bad)} bad tactic replays." in result.output
+        result = invoke(*command, "--dir", "replays")
+        assert result.exit_code == 0, result
+        assert f"Loaded {len(good)} good tactic replays." in result.stdout
+        assert f"Loaded {len(bad)} bad tactic replays." in result.stdout

@@ -1,5 +1,6 @@
-"""Fixtures: small ONNX models built by the tests (ir_version 10 so onnxruntime loads them), and ``trt_backend``
-(trt_model.fixtures: the TensorRT model of each manifest version, NOT TensorRT, then the real tensorrt where it imports)."""
+"""Fixtures: small ONNX models (parity.testing's relu_add: dynamic ``[N, 3]`` or static ``[2, 3]``), and ``trt_backend``
+(trt_model.fixtures: the TensorRT model of each manifest version, NOT TensorRT, then the real tensorrt where it imports).
+``parity_invoke`` and the model builders come from parity.testing, as for any plugin."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ from pathlib import Path
 
 import pytest
 from trt_model.fixtures import trt_backend  # noqa: F401 - a fixture for every test here
-from trt_test_models import make_model
+
+from parity.testing import relu_add
 
 
 @pytest.fixture
 def onnx_model(tmp_path: Path) -> Path:
-    return make_model(tmp_path / "model.onnx")
+    return relu_add(tmp_path / "model.onnx")
 
 
 @pytest.fixture
 def static_model(tmp_path: Path) -> Path:
-    return make_model(tmp_path / "static.onnx", dynamic=False)
+    return relu_add(tmp_path / "static.onnx", (2, 3))

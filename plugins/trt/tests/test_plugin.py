@@ -11,19 +11,6 @@ import pytest
 HAVE_TRT = importlib.util.find_spec("tensorrt") is not None
 
 
-@pytest.fixture
-def parity(capsys):
-    """Run the installed ``parity`` CLI in-process; returns (exit code, stdout, stderr)."""
-    from parity.cli import main
-
-    def invoke(*args: str) -> tuple[int, str, str]:
-        code = main(list(args))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return invoke
-
-
 def test_entry_point_registers_backend_kind_and_converter():
     from parity.plugins import get_registry, reset
 
@@ -41,8 +28,8 @@ def test_importing_the_plugin_does_not_import_tensorrt():
     assert out.stdout.strip() == "False"
 
 
-def test_run_help_lists_trt_options(parity):
-    code, out, _ = parity("run", "--help")
+def test_run_help_lists_trt_options(parity_invoke):
+    code, out, _ = parity_invoke("run", "--help")
     assert code == 0
     for flag in ("--trt", "--trt-min-shapes", "--trt-outputs", "--mark-debug", "--save-engine", "--pool-limit"):
         assert flag in out
@@ -58,21 +45,21 @@ def test_run_help_lists_trt_options(parity):
         ("run", "{tmp}/x.engine", "--trt"),
     ],
 )
-def test_without_tensorrt_one_line_error(parity, args, onnx_model, tmp_path):
+def test_without_tensorrt_one_line_error(parity_invoke, args, onnx_model, tmp_path):
     (tmp_path / "x.engine").write_bytes(b"\0" * 64)
-    code, _, err = parity(*(a.format(model=onnx_model, tmp=tmp_path) for a in args))
+    code, _, err = parity_invoke(*(a.format(model=onnx_model, tmp=tmp_path) for a in args))
     assert code == 3
     assert err.strip().splitlines()[-1].startswith("parity: error: tensorrt is not installed; install it with: pip install")
     assert "Traceback" not in err
 
 
-def test_usage_errors_come_before_tensorrt_is_needed(parity, onnx_model):
-    code, _, err = parity("run", str(onnx_model), "--trt", "--trt-min-shapes", "x:[1,3]")
+def test_usage_errors_come_before_tensorrt_is_needed(parity_invoke, onnx_model):
+    code, _, err = parity_invoke("run", str(onnx_model), "--trt", "--trt-min-shapes", "x:[1,3]")
     assert code == 2
     assert "give min, opt and max together" in err and "Traceback" not in err
 
 
-def test_onnxrt_unaffected_by_the_plugin(parity, onnx_model):
-    code, out, err = parity("run", str(onnx_model), "--onnxrt", "--input-shapes", "x:[2,3]")
+def test_onnxrt_unaffected_by_the_plugin(parity_invoke, onnx_model):
+    code, out, err = parity_invoke("run", str(onnx_model), "--onnxrt", "--input-shapes", "x:[2,3]")
     assert code == 0, err
     assert "PASSED" in out

@@ -15,16 +15,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner, Result
 from onnx import TensorProto, helper
-from trt_test_models import make_model, save_graph
+
+from parity.testing import CliResult, invoke, relu_add, save_graph
 
 
-def parity(*args: str | Path) -> Result:
-    from parity.cli import build_cli
-
-    result = CliRunner().invoke(build_cli(), [str(a) for a in args])
-    assert "Traceback" not in result.output, result.output
+def parity(*args: str | Path) -> CliResult:
+    """``parity ARGS...`` through parity.testing's ``invoke``; no flow here may print a traceback."""
+    result = invoke(*args)
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr
     return result
 
 
@@ -56,7 +55,7 @@ def loop_model(path: Path) -> Path:
         "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [trip, cond],
     )
-    return save_graph(graph, path)
+    return save_graph(graph, path, check=True)
 
 
 def reshape_model(path: Path) -> Path:
@@ -66,7 +65,7 @@ def reshape_model(path: Path) -> Path:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]), helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
     )
-    return save_graph(graph, path)
+    return save_graph(graph, path, check=True)
 
 
 def nonzero_model(path: Path) -> Path:
@@ -76,72 +75,72 @@ def nonzero_model(path: Path) -> Path:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
         [helper.make_tensor_value_info("y", TensorProto.INT64, [1, "n"])],
     )
-    return save_graph(graph, path)
+    return save_graph(graph, path, check=True)
 
 
 def test_convert_then_inspect_and_run_an_engine_with_several_profiles(trt_backend, tmp_path):
     """The guides' dynamic-shapes example: an engine with 2 profiles, inspected, then run at a shape only the
     second profile admits; its outputs match onnxruntime's saved ones."""
-    model = make_model(tmp_path / "dynamic_identity.onnx")
+    model = relu_add(tmp_path / "dynamic_identity.onnx")
     engine = tmp_path / "dynamic_identity.engine"
     built = parity("convert", model, "-o", engine,
                    "--trt-min-shapes", "x:[1,3]", "--trt-opt-shapes", "x:[4,3]", "--trt-max-shapes", "x:[8,3]",
                    "--trt-min-shapes", "x:[16,3]", "--trt-opt-shapes", "x:[32,3]", "--trt-max-shapes", "x:[64,3]")
-    assert built.exit_code == 0 and engine.stat().st_size > 0, built.output
+    assert built.exit_code == 0 and engine.stat().st_size > 0, built
     shown = parity("inspect", "model", engine)
-    assert shown.exit_code == 0, shown.output
-    assert "profile 0: x min=[1, 3] opt=[4, 3] max=[8, 3]" in shown.output
-    assert "profile 1: x min=[16, 3] opt=[32, 3] max=[64, 3]" in shown.output
+    assert shown.exit_code == 0, shown
+    assert "profile 0: x min=[1, 3] opt=[4, 3] max=[8, 3]" in shown.stdout
+    assert "profile 1: x min=[16, 3] opt=[32, 3] max=[64, 3]" in shown.stdout
     golden = tmp_path / "golden.npz"
     assert parity("run", model, "--onnxrt", "--input-shapes", "x:[32,3]", "--save-outputs", golden).exit_code == 0
     ran = parity("run", engine, "--trt", "--input-shapes", "x:[32,3]", "--load-outputs", golden)
-    assert ran.exit_code == 0 and "PASSED" in ran.output, ran.output
+    assert ran.exit_code == 0 and "PASSED" in ran.stdout, ran
     outside = parity("run", engine, "--trt", "--input-shapes", "x:[12,3]")
-    assert outside.exit_code == 2 and "fit no optimization profile" in outside.output, outside.output
+    assert outside.exit_code == 2 and "fit no optimization profile" in outside.stderr, outside
 
 
 def test_run_trt_against_onnxrt_and_fp16_differences_are_reported(trt_backend, tmp_path):
-    model = make_model(tmp_path / "model.onnx")
+    model = relu_add(tmp_path / "model.onnx")
     same = parity("run", model, "--trt", "--onnxrt", "--input-shapes", "x:[4,3]")
-    assert same.exit_code == 0 and "PASSED" in same.output, same.output
+    assert same.exit_code == 0 and "PASSED" in same.stdout, same
     if not hasattr(trt_backend.BuilderFlag, "FP16") or trt_backend.__version__.startswith("11"):
         return  # 11.x refuses --fp16 (strongly typed networks only): test_options covers the message
     half = parity("run", model, "--trt", "--fp16", "--onnxrt", "--input-shapes", "x:[4,3]")
-    assert half.exit_code == 1 and "FAILED | mismatched outputs: y" in half.output, half.output
+    assert half.exit_code == 1 and "FAILED | mismatched outputs: y" in half.stdout, half
     tolerant = parity("run", model, "--trt", "--fp16", "--onnxrt", "--input-shapes", "x:[4,3]", "--atol", "1e-2", "--rtol", "1e-2")
-    assert tolerant.exit_code == 0, tolerant.output
+    assert tolerant.exit_code == 0, tolerant
 
 
 def test_layerwise_mark_all_skips_loop_bodies_and_compares_every_other_tensor(trt_backend, tmp_path):
     model = loop_model(tmp_path / "loop.onnx")
     result = parity("run", model, "--trt", "--onnxrt", "--trt-outputs", "mark", "all", "--onnx-outputs", "mark", "all")
-    assert result.exit_code == 0, result.output
-    assert "summed: PASSED" in result.output and "y: PASSED" in result.output
-    assert "step: PASSED" not in result.output  # a loop-body tensor: TensorRT cannot make it an output
+    assert result.exit_code == 0, result
+    assert "summed: PASSED" in result.stdout and "y: PASSED" in result.stdout
+    assert "step: PASSED" not in result.stdout  # a loop-body tensor: TensorRT cannot make it an output
 
 
 def test_debug_tensors_reach_the_comparison(trt_backend, tmp_path):
     """``--mark-debug h`` keeps the engine as built and still captures h, compared with onnxruntime's h."""
-    model = make_model(tmp_path / "model.onnx")
+    model = relu_add(tmp_path / "model.onnx")
     result = parity("run", model, "--trt", "--onnxrt", "--mark-debug", "h", "--onnx-outputs", "h", "y", "--input-shapes", "x:[4,3]")
-    assert result.exit_code == 0, result.output
-    assert "h: PASSED | max abs" in result.output and "y: PASSED | max abs" in result.output
+    assert result.exit_code == 0, result
+    assert "h: PASSED | max abs" in result.stdout and "y: PASSED | max abs" in result.stdout
 
 
 def test_timing_cache_saved_then_loaded_with_no_miss(trt_backend, tmp_path):
-    model = make_model(tmp_path / "model.onnx")
+    model = relu_add(tmp_path / "model.onnx")
     cache = tmp_path / "timing.cache"
     first = parity("run", model, "--trt", "--input-shapes", "x:[4,3]", "--save-timing-cache", cache)
-    assert first.exit_code == 0 and cache.stat().st_size > 0, first.output
+    assert first.exit_code == 0 and cache.stat().st_size > 0, first
     before = cache.read_bytes()
     again = parity("run", model, "--trt", "--onnxrt", "--input-shapes", "x:[4,3]", "--load-timing-cache", cache,
                    "--trt-flags", "ERROR_ON_TIMING_CACHE_MISS")
-    assert again.exit_code == 0, again.output
+    assert again.exit_code == 0, again
     assert cache.read_bytes() == before  # loading never rewrites the user's cache
-    other = make_model(tmp_path / "static.onnx", dynamic=False)
+    other = relu_add(tmp_path / "static.onnx", (2, 3))
     missed = parity("run", other, "--trt", "--load-timing-cache", cache, "--trt-flags", "ERROR_ON_TIMING_CACHE_MISS")
-    assert missed.exit_code == 3 and "\n" not in missed.output.strip(), missed.output
-    assert "timing cache miss" in missed.output  # TensorRT's own reason, in Parity's one line
+    assert missed.exit_code == 3 and "\n" not in (missed.stdout + missed.stderr).strip(), missed
+    assert "timing cache miss" in missed.stderr  # TensorRT's own reason, in Parity's one line
 
 
 def test_shape_tensor_input_takes_values(trt_backend, tmp_path):
@@ -155,7 +154,7 @@ def test_shape_tensor_input_takes_values(trt_backend, tmp_path):
     out = tmp_path / "out.npz"
     result = parity("run", model, "--trt", "--onnxrt", "--data-loader-script", feeds, "--save-outputs", out,
                     "--trt-min-shapes", "shape:[1,1]", "--trt-opt-shapes", "shape:[3,4]", "--trt-max-shapes", "shape:[12,12]")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, result
     np.testing.assert_array_equal(trt_output(out, "y"), np.arange(12, dtype=np.float32).reshape(3, 4))
 
 
@@ -165,7 +164,7 @@ def test_data_dependent_output_shape(trt_backend, tmp_path):
     feeds.write_text("import numpy as np\ndef load_data():\n    yield {'x': np.array([0, 2, 0, 5], np.float32)}\n")
     out = tmp_path / "out.npz"
     result = parity("run", model, "--trt", "--onnxrt", "--data-loader-script", feeds, "--save-outputs", out)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, result
     np.testing.assert_array_equal(trt_output(out, "y"), [[1, 3]])
 
 
@@ -174,7 +173,7 @@ def test_an_engine_from_another_version_is_refused_in_one_line(trt_backend, tmp_
         pytest.skip("needs two TensorRT versions: the model's")
     from trt_model import make
 
-    model = make_model(tmp_path / "static.onnx", dynamic=False)
+    model = relu_add(tmp_path / "static.onnx", (2, 3))
     engine = tmp_path / "m.engine"
     assert parity("convert", model, "-o", engine).exit_code == 0
     data = json.loads(engine.read_bytes().split(b"\n", 1)[1])
@@ -182,9 +181,9 @@ def test_an_engine_from_another_version_is_refused_in_one_line(trt_backend, tmp_
     data["version"] = make(other).__version__
     engine.write_bytes(engine.read_bytes().split(b"\n", 1)[0] + b"\n" + json.dumps(data).encode())
     result = parity("run", engine, "--trt")
-    assert result.exit_code == 3, result.output
-    error = [line for line in result.output.splitlines() if line.startswith("parity: error:")]
-    assert len(error) == 1 and "not compatible with this version of TensorRT" in error[0], result.output  # TensorRT's reason
+    assert result.exit_code == 3, result
+    error = [line for line in result.stderr.splitlines() if line.startswith("parity: error:")]
+    assert len(error) == 1 and "not compatible with this version of TensorRT" in error[0], result  # TensorRT's reason
 
 
 @pytest.mark.gpu
@@ -193,9 +192,9 @@ def test_on_a_gpu_the_models_engines_use_real_device_memory(trt_backend, tmp_pat
     model's engines read and write it in real device memory."""
     if not hasattr(trt_backend, "_memory") or type(trt_backend._memory).__name__ != "CudaMemory":
         pytest.skip("set PARITY_TRT_MODEL_MEMORY=cuda on a GPU machine")
-    model = make_model(tmp_path / "model.onnx")
+    model = relu_add(tmp_path / "model.onnx")
     result = parity("run", model, "--trt", "--onnxrt", "--mark-debug", "h", "--input-shapes", "x:[4,3]")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, result
     assert trt_backend._memory.device_copies >= 3  # x in, y out, the debug tensor h
 
 
@@ -210,8 +209,8 @@ def test_trained_models_run_layerwise(trt_backend, corpus_model, name):
 
     result = parity("run", corpus_model(name), "--trt", "--onnxrt", *MODELS[name].run_args,
                     "--trt-outputs", "mark", "all", "--onnx-outputs", "mark", "all")
-    assert result.exit_code == 0 and "PASSED |" in result.output, result.output
-    assert "Layerwise comparison" in result.output and "all within tolerance" in result.output
+    assert result.exit_code == 0 and "PASSED |" in result.stdout, result
+    assert "Layerwise comparison" in result.stdout and "all within tolerance" in result.stdout
 
 
 @pytest.mark.parametrize("option", ["--save-engine", "--save-timing-cache", "--save-tactics"])
@@ -219,17 +218,17 @@ def test_files_the_build_writes_never_replace_the_model(trt_backend, tmp_path, o
     """``run m.onnx --trt --save-engine m.onnx`` replaced the user's model with an engine and exited 0: every file
     the TensorRT and tactics plugins write is refused (exit 2, before any work) when it is the model or a file the
     command reads."""
-    model = make_model(tmp_path / "model.onnx", dynamic=False)
+    model = relu_add(tmp_path / "model.onnx", (2, 3))
     before = model.read_bytes()
     result = parity("run", model, "--trt", option, model)
-    assert result.exit_code == 2 and "refusing to overwrite the model" in result.output, result.output
+    assert result.exit_code == 2 and "refusing to overwrite the model" in result.stderr, result
     assert model.read_bytes() == before
     cache = tmp_path / "timing.cache"
     assert parity("run", model, "--trt", "--save-timing-cache", cache).exit_code == 0
     kept = cache.read_bytes()
     clash = parity("run", model, "--trt", "--save-timing-cache", cache, "--save-engine", cache)
-    assert clash.exit_code == 2 and "are the same file" in clash.output and cache.read_bytes() == kept, clash.output
+    assert clash.exit_code == 2 and "are the same file" in clash.stderr and cache.read_bytes() == kept, clash
     # one timing cache loaded and saved again is updated in place, as with Polygraphy
     assert parity("run", model, "--trt", "--load-timing-cache", cache, "--save-timing-cache", cache).exit_code == 0
     converted = parity("convert", model, "-o", tmp_path / "m.engine", "--save-timing-cache", model)
-    assert converted.exit_code == 2 and model.read_bytes() == before, converted.output
+    assert converted.exit_code == 2 and model.read_bytes() == before, converted

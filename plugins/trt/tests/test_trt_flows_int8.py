@@ -23,11 +23,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from trt_model.install import REAL, backends, install, process_memory, uninstall
 
-from parity.cli import build_cli
 from parity.errors import UsageError
+from parity.testing import CliResult, invoke, save_model
 
 
 def _major(trt: types.ModuleType) -> int:
@@ -66,18 +65,14 @@ def trt11(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
 # ---- models and data loader scripts ---------------------------------------------------------------------------
 
 
-def save_model(path: Path, op: str = "Identity", elem: str = "FLOAT", dims: list[Any] | None = None) -> Path:
-    import onnx
+def one_op(path: Path, op: str = "Identity", elem: str = "FLOAT", dims: list[Any] | None = None) -> Path:
+    """y = op(x), x and y of TensorProto type ``elem`` and shape ``dims`` ([1, 1, 2, 2]: the guide's input)."""
     from onnx import TensorProto, helper
 
     dtype = getattr(TensorProto, elem)
     dims = dims or [1, 1, 2, 2]
-    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"])], "g",
-                              [helper.make_tensor_value_info("x", dtype, dims)], [helper.make_tensor_value_info("y", dtype, dims)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, str(path))
-    return path
+    x, y = helper.make_tensor_value_info("x", dtype, dims), helper.make_tensor_value_info("y", dtype, dims)
+    return save_model(path, [helper.make_node(op, ["x"], ["y"])], [x], [y])
 
 
 def data_script(path: Path, body: str) -> Path:
@@ -106,20 +101,17 @@ ONES = "for _ in range(5):\n    yield draw({'x': np.ones((1, 1, 2, 2), np.float3
 RAMP = "for i in range(3):\n    yield draw({'x': np.array([-1.0, 0.3, 0.55, 1.0 - 0.01 * i], np.float32).reshape(1, 1, 2, 2)})"
 
 
-def parity(*args: Any) -> Any:
-    return CliRunner().invoke(build_cli(), [str(a) for a in args])
+def verdict(result: CliResult) -> str:
+    """The last line ``parity run`` prints (stdout): its verdict."""
+    return result.stdout.strip().splitlines()[-1]
 
 
-def last_line(result: Any) -> str:
-    return result.output.strip().splitlines()[-1]
-
-
-def one_line_error(result: Any, code: int, pattern: str) -> str:
-    """The run ended with ``code`` and Parity's one-line error matching ``pattern`` (no traceback)."""
-    assert result.exit_code == code, result.output
-    assert "Traceback" not in result.output
-    line = last_line(result)
-    assert line.startswith("parity: error: "), result.output
+def one_line_error(result: CliResult, code: int, pattern: str) -> str:
+    """The run ended with ``code`` and Parity's one-line error, its last line on stderr, matching ``pattern`` (no traceback)."""
+    assert result.exit_code == code, result
+    assert "Traceback" not in result.stdout + result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("parity: error: "), result
     assert re.search(pattern, line), line
     return line
 
@@ -128,70 +120,71 @@ def one_line_error(result: Any, code: int, pattern: str) -> str:
 
 
 def test_convert_calibrates_then_a_second_convert_reuses_the_cache(trt10, tmp_path):
-    model = save_model(tmp_path / "identity.onnx")
+    model = one_op(tmp_path / "identity.onnx")
     loader = data_script(tmp_path / "data_loader.py", ONES)
     cache, engine = tmp_path / "identity_calib.cache", tmp_path / "identity.engine"
 
-    result = parity("convert", model, "--int8", "--data-loader-script", loader, "--calibration-cache", cache, "-o", engine)
-    assert result.exit_code == 0, result.output
+    result = invoke("convert", model, "--int8", "--data-loader-script", loader, "--calibration-cache", cache, "-o", engine)
+    assert result.exit_code == 0, result
     assert engine.stat().st_size > 0 and cache.stat().st_size > 0
     assert drawn(loader) == 5  # every batch the loader had
     written = cache.read_bytes()
 
     # the cache alone: no data needed, none drawn, the cache left as it was
     again = tmp_path / "again.engine"
-    result = parity("convert", model, "--int8", "--calibration-cache", cache, "-o", again)
-    assert result.exit_code == 0, result.output
+    result = invoke("convert", model, "--int8", "--calibration-cache", cache, "-o", again)
+    assert result.exit_code == 0, result
     assert again.stat().st_size > 0 and cache.read_bytes() == written
     # with the data loader given too, the usable cache still wins: not one batch is drawn
-    result = parity("convert", model, "--int8", "--data-loader-script", loader, "--calibration-cache", cache, "-o", tmp_path / "third.engine")
-    assert result.exit_code == 0, result.output
+    result = invoke("convert", model, "--int8", "--data-loader-script", loader, "--calibration-cache", cache, "-o", tmp_path / "third.engine")
+    assert result.exit_code == 0, result
     assert drawn(loader) == 5 and cache.read_bytes() == written
 
     # the engine built from the cache runs and gives the identity back for data inside the calibrated range
-    result = parity("run", again, "--trt", "--data-loader-script", loader)
-    assert result.exit_code == 0, result.output
+    result = invoke("run", again, "--trt", "--data-loader-script", loader)
+    assert result.exit_code == 0, result
 
 
 def test_run_int8_against_onnxrt_reports_the_quantization_error_and_passes_the_int8_preset(trt10, tmp_path):
-    model = save_model(tmp_path / "identity.onnx")
+    model = one_op(tmp_path / "identity.onnx")
     loader = data_script(tmp_path / "ramp.py", RAMP)
     common = ["run", model, "--trt", "--int8", "--data-loader-script", loader, "--onnxrt"]
 
-    loose = parity(*common, "--tolerance-preset", "int8")
-    assert loose.exit_code == 0, loose.output
-    assert last_line(loose).startswith("PASSED")
+    loose = invoke(*common, "--tolerance-preset", "int8")
+    assert loose.exit_code == 0, loose
+    assert verdict(loose).startswith("PASSED")
 
     model_only(trt10, "fake quantization with the calibrated range (TensorRT may keep an identity in fp32)")
-    strict = parity(*common)
-    assert strict.exit_code == 1, strict.output  # a mismatch, reported, not an error
-    assert last_line(strict).startswith("FAILED | mismatched outputs: y")
-    errors = [float(e) for e in re.findall(r"max abs ([0-9.e-]+) \(atol", strict.output)]
+    strict = invoke(*common)
+    assert strict.exit_code == 1, strict  # a mismatch, reported, not an error
+    assert verdict(strict).startswith("FAILED | mismatched outputs: y")
+    errors = [float(e) for e in re.findall(r"max abs ([0-9.e-]+) \(atol", strict.stdout)]
     # within half a quantization step of the calibrated range 1 (scale 1/127), and not zero: the engine is int8
-    assert errors and all(0 < e <= 0.5 / 127 + 1e-7 for e in errors), strict.output
+    assert errors and all(0 < e <= 0.5 / 127 + 1e-7 for e in errors), strict
 
 
 def test_run_int8_with_only_a_cache(trt10, tmp_path):
-    model = save_model(tmp_path / "identity.onnx")
+    model = one_op(tmp_path / "identity.onnx")
     cache = tmp_path / "calib.cache"
-    assert parity("convert", model, "--int8", "--data-loader-script", data_script(tmp_path / "dl.py", ONES),
+    assert invoke("convert", model, "--int8", "--data-loader-script", data_script(tmp_path / "dl.py", ONES),
                   "--calibration-cache", cache, "-o", tmp_path / "m.engine").exit_code == 0
     # random inputs in [0, 1) against a range-1 calibration
-    result = parity("run", model, "--trt", "--int8", "--calibration-cache", cache, "--onnxrt", "--tolerance-preset", "int8")
-    assert result.exit_code == 0, result.output
+    result = invoke("run", model, "--trt", "--int8", "--calibration-cache", cache, "--onnxrt", "--tolerance-preset", "int8")
+    assert result.exit_code == 0, result
 
 
 def test_run_int8_with_no_data_calibrates_on_the_runs_random_inputs(trt10, tmp_path):
     """As Polygraphy does: ``--int8`` alone calibrates on the run's synthetic inputs, with a warning; before, no
     calibrator was made, so the engine was silently not int8 and compared exactly."""
-    model = save_model(tmp_path / "identity.onnx")
-    with pytest.warns(UserWarning, match="calibrating on random inputs"):
-        result = parity("run", model, "--trt", "--int8", "--onnxrt", "--iterations", "2")
+    model = one_op(tmp_path / "identity.onnx")
+    warning = re.compile(r"^parity: warning: .*calibrating on random inputs", re.M)  # the warning, as users see it
+    result = invoke("run", model, "--trt", "--int8", "--onnxrt", "--iterations", "2")
+    assert warning.search(result.stderr), result
     model_only(trt10, "fake quantization with the calibrated range")
-    assert result.exit_code == 1 and last_line(result).startswith("FAILED | mismatched outputs: y"), result.output
-    with pytest.warns(UserWarning, match="calibrating on random inputs"):
-        tolerant = parity("run", model, "--trt", "--int8", "--onnxrt", "--tolerance-preset", "int8")
-    assert tolerant.exit_code == 0, tolerant.output
+    assert result.exit_code == 1 and verdict(result).startswith("FAILED | mismatched outputs: y"), result
+    tolerant = invoke("run", model, "--trt", "--int8", "--onnxrt", "--tolerance-preset", "int8")
+    assert tolerant.exit_code == 0, tolerant
+    assert warning.search(tolerant.stderr), tolerant
 
 
 FOREIGN = b"TRT-100700-MinMaxCalibration\nx: 3c010204\ny: 3c010204\n"  # another calibrator's scales
@@ -203,13 +196,13 @@ FOREIGN = b"TRT-100700-MinMaxCalibration\nx: 3c010204\ny: 3c010204\n"  # another
     (FOREIGN, r"TensorRT did not accept the calibration cache '.*calib\.cache' \(made by another TensorRT version or calibration algorithm\?\)"),
 ])
 def test_an_unusable_cache_without_data_is_one_clear_line(trt10, tmp_path, content, why):
-    model = save_model(tmp_path / "identity.onnx")
+    model = one_op(tmp_path / "identity.onnx")
     cache, engine = tmp_path / "calib.cache", tmp_path / "m.engine"
     if content == FOREIGN:
         model_only(trt10, "which caches TensorRT refuses")
     if content is not None:
         cache.write_bytes(content)
-    result = parity("convert", model, "--int8", "--calibration-cache", cache, "-o", engine)
+    result = invoke("convert", model, "--int8", "--calibration-cache", cache, "-o", engine)
     line = one_line_error(result, 2, rf"int8 calibration needs data: {why} and no calibration data was given \(--data-loader-script or --load-inputs\)")
     assert "failed to build" not in line
     assert not engine.exists()
@@ -227,19 +220,19 @@ FAILS_AT_2 = ("for i in range(5):\n"
 
 @pytest.mark.parametrize("existing", [None, FOREIGN])
 def test_a_failed_calibration_writes_no_cache_and_keeps_the_users(trt10, tmp_path, existing):
-    model = save_model(tmp_path / "identity.onnx")
+    model = one_op(tmp_path / "identity.onnx")
     loader = data_script(tmp_path / "broken.py", FAILS_AT_2)
     cache, engine = tmp_path / "calib.cache", tmp_path / "m.engine"
     if existing is not None:
         model_only(trt10, "which caches TensorRT refuses")
         cache.write_bytes(existing)  # TensorRT does not accept it, so calibration runs and fails
-    result = parity("convert", model, "--int8", "--data-loader-script", loader, "--calibration-cache", cache, "-o", engine)
+    result = invoke("convert", model, "--int8", "--data-loader-script", loader, "--calibration-cache", cache, "-o", engine)
     one_line_error(result, 2, r"load_data\(\) raised RuntimeError: disk gone while producing iteration 2")
     assert drawn(loader) == 2 and not engine.exists()
     assert (cache.read_bytes() if cache.exists() else None) == existing  # no partial scales, the user's file kept
     # so the next build cannot silently reuse two batches' scales
-    result = parity("convert", model, "--int8", "--calibration-cache", cache, "-o", engine)
-    assert result.exit_code == 2 and not engine.exists(), result.output
+    result = invoke("convert", model, "--int8", "--calibration-cache", cache, "-o", engine)
+    assert result.exit_code == 2 and not engine.exists(), result
 
 
 # ---- what TensorRT reads: float32 for half inputs (finding 2), the OPT shape for dynamic ones (finding 3) ----------
@@ -250,22 +243,22 @@ HALF_RAMP = ("for i in range(3):\n"
 
 @pytest.mark.parametrize("feed_dtype", ["float16", "float32"])
 def test_half_inputs_calibrate_from_float32_batches(trt10, tmp_path, feed_dtype):
-    model = save_model(tmp_path / "half.onnx", op="Relu", elem="FLOAT16", dims=[2, 3])
+    model = one_op(tmp_path / "half.onnx", op="Relu", elem="FLOAT16", dims=[2, 3])
     loader = data_script(tmp_path / "half_dl.py", HALF_RAMP.replace("DTYPE", feed_dtype))
     cache = tmp_path / "half.cache"
-    result = parity("convert", model, "--int8", "--data-loader-script", loader, "--calibration-cache", cache, "-o", tmp_path / "h.engine")
-    assert result.exit_code == 0, result.output
+    result = invoke("convert", model, "--int8", "--data-loader-script", loader, "--calibration-cache", cache, "-o", tmp_path / "h.engine")
+    assert result.exit_code == 0, result
     # the calibrated range is the data's (1.0): the int8 engine stays within half a step (1/254) plus fp16 rounding
     infer = data_script(tmp_path / "half_infer.py", HALF_RAMP.replace("DTYPE", "float16"))
-    result = parity("run", model, "--trt", "--int8", "--calibration-cache", cache, "--data-loader-script", infer,
+    result = invoke("run", model, "--trt", "--int8", "--calibration-cache", cache, "--data-loader-script", infer,
                     "--onnxrt", "--atol", "0.005", "--rtol", "0")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, result
 
 
 def test_half_input_calibration_data_of_another_dtype_is_refused(trt10, tmp_path):
-    model = save_model(tmp_path / "half.onnx", op="Relu", elem="FLOAT16", dims=[2, 3])
+    model = one_op(tmp_path / "half.onnx", op="Relu", elem="FLOAT16", dims=[2, 3])
     loader = data_script(tmp_path / "f64.py", HALF_RAMP.replace("DTYPE", "float64"))
-    result = parity("convert", model, "--int8", "--data-loader-script", loader, "-o", tmp_path / "h.engine")
+    result = invoke("convert", model, "--int8", "--data-loader-script", loader, "-o", tmp_path / "h.engine")
     one_line_error(result, 2, r"^parity: error: calibration data for input 'x' has dtype float64, but the network expects float16 "
                               r"\(TensorRT reads its calibration data as float32; float32 is accepted too\)$")
 
@@ -275,12 +268,12 @@ PROFILE = ["--trt-min-shapes", "x:[1,3]", "--trt-opt-shapes", "x:[2,3]", "--trt-
 
 @pytest.mark.parametrize(("rows", "ok"), [(2, True), (5, False), (1, False)])
 def test_dynamic_inputs_calibrate_at_the_opt_shape(trt10, tmp_path, rows, ok):
-    model = save_model(tmp_path / "dyn.onnx", op="Relu", dims=["N", 3])
+    model = one_op(tmp_path / "dyn.onnx", op="Relu", dims=["N", 3])
     loader = data_script(tmp_path / "dyn_dl.py", f"for _ in range(2):\n    yield draw({{'x': np.ones(({rows}, 3), np.float32)}})")
     engine = tmp_path / "d.engine"
-    result = parity("convert", model, "--int8", "--data-loader-script", loader, *PROFILE, "-o", engine)
+    result = invoke("convert", model, "--int8", "--data-loader-script", loader, *PROFILE, "-o", engine)
     if ok:
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 0, result
         return
     one_line_error(result, 2, rf"^parity: error: calibration data for input 'x' has shape \[{rows}, 3\], but TensorRT calibrates it "
                               r"at the calibration profile's OPT shape \[2, 3\] \(the network has \['\?', 3\]\)$")
@@ -291,24 +284,24 @@ def test_dynamic_inputs_calibrate_at_the_opt_shape(trt10, tmp_path, rows, ok):
 
 
 def test_calibration_cache_without_int8_is_refused(trt10, tmp_path):
-    model = save_model(tmp_path / "identity.onnx")
+    model = one_op(tmp_path / "identity.onnx")
     engine = tmp_path / "m.engine"
-    result = parity("convert", model, "--calibration-cache", tmp_path / "c.cache", "-o", engine)
+    result = invoke("convert", model, "--calibration-cache", tmp_path / "c.cache", "-o", engine)
     one_line_error(result, 2, r"^parity: error: --calibration-cache needs --int8 \(without it TensorRT builds no int8 engine and ignores the cache\)$")
     assert not engine.exists()
-    result = parity("run", model, "--trt", "--calibration-cache", tmp_path / "c.cache")
+    result = invoke("run", model, "--trt", "--calibration-cache", tmp_path / "c.cache")
     one_line_error(result, 2, r"--calibration-cache needs --int8")
 
 
 def test_calibration_cache_help_says_it_needs_int8(trt10):
-    text = " ".join(parity("convert", "--help").output.split())
+    text = " ".join(invoke("convert", "--help").stdout.split())
     assert "Needs --int8 (refused without it)" in text
 
 
 def test_a_calibrator_without_int8_is_refused_in_the_api(trt10, tmp_path):
     from parity_trt import Calibrator, CreateConfig, EngineBytesFromNetwork, NetworkFromOnnxPath
 
-    build = EngineBytesFromNetwork(NetworkFromOnnxPath(str(save_model(tmp_path / "identity.onnx"))),
+    build = EngineBytesFromNetwork(NetworkFromOnnxPath(str(one_op(tmp_path / "identity.onnx"))),
                                    CreateConfig(calibrator=Calibrator([{"x": np.ones((1, 1, 2, 2), np.float32)}])))
     with pytest.raises(UsageError, match=r"^a calibrator \(or --calibration-cache\) was given without int8 \(--int8\); TensorRT would ignore it$"):
         build()
@@ -320,11 +313,11 @@ def test_a_calibrator_without_int8_is_refused_in_the_api(trt10, tmp_path):
     (["--calibration-cache", "c.cache"], r"^parity: error: --calibration-cache: TensorRT 11 has no int8 calibration; quantize with Q/DQ nodes instead$"),
 ])
 def test_trt11_refuses_calibration_in_one_line(trt11, tmp_path, flags, message):
-    model = save_model(tmp_path / "identity.onnx")
+    model = one_op(tmp_path / "identity.onnx")
     loader = data_script(tmp_path / "dl.py", ONES)
     engine = tmp_path / "m.engine"
     flags = [str(tmp_path / f) if f.endswith(".cache") else f for f in flags]
-    result = parity("convert", model, *flags, "--data-loader-script", loader, "-o", engine)
+    result = invoke("convert", model, *flags, "--data-loader-script", loader, "-o", engine)
     one_line_error(result, 2, message)
     assert not engine.exists() and drawn(loader) == 0
     assert not (tmp_path / "c.cache").exists()
@@ -357,7 +350,7 @@ def build(model: Path, calibrator: Any, **config: Any) -> bytes:
 
 @pytest.fixture
 def identity(tmp_path: Path) -> Path:
-    return save_model(tmp_path / "identity.onnx")
+    return one_op(tmp_path / "identity.onnx")
 
 
 def test_api_cache_to_a_path_is_reused_without_drawing_batches(trt10, identity, tmp_path):
@@ -447,7 +440,7 @@ def test_api_half_batches_reach_the_device_as_float32(trt10, tmp_path):
     from parity_trt import Calibrator
 
     model_only(trt10, "reads its memory seam")
-    model = save_model(tmp_path / "half.onnx", op="Relu", elem="FLOAT16", dims=[2, 3])
+    model = one_op(tmp_path / "half.onnx", op="Relu", elem="FLOAT16", dims=[2, 3])
     data = [{"x": (np.arange(6, dtype=np.float32).reshape(2, 3) * (i + 1)).astype(np.float16)} for i in range(2)]
     calibrator = Calibrator(data)
     _, seen = spy_on_batches(calibrator, 6 * 4)  # TensorRT reads six float32 values

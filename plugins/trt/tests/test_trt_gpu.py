@@ -127,17 +127,16 @@ def test_timing_cache_written_and_reused(static_model, tmp_path):
     EngineBytesFromNetwork(NetworkFromOnnxPath(str(static_model)), CreateConfig(load_timing_cache=str(cache)), save_timing_cache=str(cache))()
 
 
-def test_cli_run_and_convert(onnx_model, tmp_path, capsys):
-    from parity.cli import main
-
+def test_cli_run_and_convert(onnx_model, tmp_path, parity_invoke):
     engine = tmp_path / "m.engine"
-    assert main(["convert", str(onnx_model), "-o", str(engine), "--trt-min-shapes", "x:[1,3]", "--trt-opt-shapes", "x:[2,3]",
-                 "--trt-max-shapes", "x:[4,3]"]) == 0
+    assert parity_invoke("convert", onnx_model, "-o", engine, "--trt-min-shapes", "x:[1,3]", "--trt-opt-shapes", "x:[2,3]",
+                         "--trt-max-shapes", "x:[4,3]").exit_code == 0
     assert engine.stat().st_size > 0
-    assert main(["inspect", "model", str(engine)]) == 0
-    assert "profile 0: x min=[1, 3]" in capsys.readouterr().out
-    assert main(["run", str(onnx_model), "--trt", "--onnxrt", "--input-shapes", "x:[2,3]", "--save-engine", str(tmp_path / "r.engine")]) == 0
-    assert main(["run", str(onnx_model), "--trt", "--onnxrt", "--input-shapes", "x:[2,3]", "--trt-outputs", "mark", "all",
-                 "--onnx-outputs", "mark", "all"]) == 0
+    shown = parity_invoke("inspect", "model", engine)
+    assert shown.exit_code == 0, shown.stderr
+    assert "profile 0: x min=[1, 3]" in shown.stdout
+    assert parity_invoke("run", onnx_model, "--trt", "--onnxrt", "--input-shapes", "x:[2,3]", "--save-engine", tmp_path / "r.engine").exit_code == 0
+    assert parity_invoke("run", onnx_model, "--trt", "--onnxrt", "--input-shapes", "x:[2,3]", "--trt-outputs", "mark", "all",
+                         "--onnx-outputs", "mark", "all").exit_code == 0
     if int(trt.__version__.split(".")[0]) >= 11:
-        assert main(["convert", str(onnx_model), "-o", str(engine), "--fp16"]) == 2
+        assert parity_invoke("convert", onnx_model, "-o", engine, "--fp16").exit_code == 2

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from trt_test_models import relu_add, save_model
 
 from parity.errors import BackendError, ModelError, UsageError
+from parity.testing import relu_add, save_model
 
 # ---- models ---------------------------------------------------------------------------------------------------
 
@@ -174,9 +174,7 @@ def test_postprocess_runs_last_on_the_network(trt, tmp_path: Path) -> None:
     np.testing.assert_allclose(out["y"], 2 * np.maximum(X, 0))
 
 
-def test_cli_network_postprocess_script(trt, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from parity.cli import main
-
+def test_cli_network_postprocess_script(trt, tmp_path: Path, parity_invoke) -> None:
     script = tmp_path / "post.py"
     script.write_text(
         "def postprocess(network):\n"
@@ -186,12 +184,11 @@ def test_cli_network_postprocess_script(trt, tmp_path: Path, capsys: pytest.Capt
         "            network.mark_output(layer.get_output(0))\n"
     )
     model = relu_add(tmp_path / "m.onnx", (2, 3))
-    assert main(["run", str(model), "--trt", "--onnxrt", "--onnx-outputs", "h", "y", "--trt-npps", str(script)]) == 0
-    out = capsys.readouterr().out
+    code, out, err = parity_invoke("run", model, "--trt", "--onnxrt", "--onnx-outputs", "h", "y", "--trt-npps", script)
+    assert code == 0, err
     assert "h" in out and "y" in out
     script.write_text("def postprocess(network):\n    raise ValueError('the script says no')\n")
-    code = main(["run", str(model), "--trt", "--trt-npps", str(script)])
-    err = capsys.readouterr().err
+    code, _, err = parity_invoke("run", model, "--trt", "--trt-npps", script)
     assert code != 0 and "Traceback" not in err and "the script says no" in err
 
 
@@ -220,16 +217,14 @@ def test_loading_a_missing_engine_file_is_usage(trt, tmp_path: Path) -> None:
     assert "no such engine file" in one_line(exc)
 
 
-def test_cli_convert_then_run_the_engine(trt, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from parity.cli import main
-
+def test_cli_convert_then_run_the_engine(trt, tmp_path: Path, parity_invoke) -> None:
     engine = tmp_path / "m.engine"
-    assert main(["convert", str(relu_add(tmp_path / "m.onnx", (2, 3))), "-o", str(engine)]) == 0
+    assert parity_invoke("convert", relu_add(tmp_path / "m.onnx", (2, 3)), "-o", engine).exit_code == 0
     assert engine.stat().st_size > 0
-    assert main(["run", str(engine), "--trt"]) == 0
+    assert parity_invoke("run", engine, "--trt").exit_code == 0
     engine.write_bytes(b"garbage")
-    assert main(["run", str(engine), "--trt"]) == 3
-    err = capsys.readouterr().err
+    code, _, err = parity_invoke("run", engine, "--trt")
+    assert code == 3, err
     lines = [line for line in err.splitlines() if line.startswith("parity: error")]
     assert len(lines) == 1 and "Traceback" not in err and "Magic tag does not match" in lines[0]
 

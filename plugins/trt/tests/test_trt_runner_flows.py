@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from trt_test_models import relu_add, save_model
 
 from parity.errors import BackendError, ModelError, UsageError
+from parity.testing import relu_add, save_model
 
 # ---- models ---------------------------------------------------------------------------------------------------
 
@@ -67,19 +67,6 @@ def one_line(exc: pytest.ExceptionInfo) -> str:
     text = str(exc.value)
     assert "\n" not in text and "Traceback" not in text, text
     return text
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture):
-    """``parity`` in-process: (exit code, stdout, stderr)."""
-    from parity.cli import main
-
-    def invoke(*args: object) -> tuple[int, str, str]:
-        code = main([str(a) for a in args])
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return invoke
 
 
 def error_line(err: str) -> str:
@@ -295,42 +282,42 @@ def test_bytes_that_are_no_engine_are_refused_in_one_line(trt, tmp_path: Path) -
     assert "could not deserialize" in one_line(exc)
 
 
-def test_cli_refuses_an_engine_another_version_built(trt, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:
+def test_cli_refuses_an_engine_another_version_built(trt, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parity_invoke) -> None:
     from parity_trt import save_engine
     from trt_model.install import install
 
     engine = tmp_path / "m.engine"
     save_engine(build(relu_add(tmp_path / "m.onnx", (2, 3)))(), str(engine))
     built_with = trt.__version__
-    code, _, _ = cli("run", engine, "--trt")
+    code, _, _ = parity_invoke("run", engine, "--trt")
     assert code == 0
     other = install(monkeypatch, _other_version(trt))
-    code, _, err = cli("run", engine, "--trt")
+    code, _, err = parity_invoke("run", engine, "--trt")
     assert code == 3, err
     line = error_line(err)
     assert "could not deserialize" in line and other.__version__ in line and built_with in line
 
 
 # ---- the CLI ----------------------------------------------------------------------------------------------------
-def test_cli_runs_with_two_profiles_and_the_chosen_one(trt, tmp_path: Path, cli) -> None:
+def test_cli_runs_with_two_profiles_and_the_chosen_one(trt, tmp_path: Path, parity_invoke) -> None:
     model = relu_add(tmp_path / "m.onnx")
     shapes = ["--trt-min-shapes", "x:[1,3]", "x:[3,3]", "--trt-opt-shapes", "x:[2,3]", "x:[4,3]",
               "--trt-max-shapes", "x:[2,3]", "x:[6,3]"]
-    code, out, err = cli("run", model, "--trt", "--onnxrt", "--input-shapes", "x:[5,3]", *shapes)
+    code, out, err = parity_invoke("run", model, "--trt", "--onnxrt", "--input-shapes", "x:[5,3]", *shapes)
     assert code == 0, err
-    code, out, err = cli("run", model, "--trt", "--onnxrt", "--input-shapes", "x:[5,3]", *shapes, "--optimization-profile", "1")
+    code, out, err = parity_invoke("run", model, "--trt", "--onnxrt", "--input-shapes", "x:[5,3]", *shapes, "--optimization-profile", "1")
     assert code == 0, err
-    code, _, err = cli("run", model, "--trt", "--input-shapes", "x:[5,3]", *shapes, "--optimization-profile", "0")
+    code, _, err = parity_invoke("run", model, "--trt", "--input-shapes", "x:[5,3]", *shapes, "--optimization-profile", "0")
     assert code == 2 and "[5, 3]" in error_line(err)
-    code, _, err = cli("run", model, "--trt", "--input-shapes", "x:[5,3]", *shapes, "--optimization-profile", "7")
+    code, _, err = parity_invoke("run", model, "--trt", "--input-shapes", "x:[5,3]", *shapes, "--optimization-profile", "7")
     assert code == 2 and "2 profile(s)" in error_line(err)
 
 
-def test_cli_shape_no_profile_admits_exits_2(trt, tmp_path: Path, cli) -> None:
+def test_cli_shape_no_profile_admits_exits_2(trt, tmp_path: Path, parity_invoke) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        code, _, err = cli("run", relu_add(tmp_path / "m.onnx"), "--trt", "--input-shapes", "x:[9,3]",
-                           "--trt-min-shapes", "x:[1,3]", "--trt-opt-shapes", "x:[2,3]", "--trt-max-shapes", "x:[4,3]")
+        code, _, err = parity_invoke("run", relu_add(tmp_path / "m.onnx"), "--trt", "--input-shapes", "x:[9,3]",
+                                     "--trt-min-shapes", "x:[1,3]", "--trt-opt-shapes", "x:[2,3]", "--trt-max-shapes", "x:[4,3]")
     assert code == 2 and "fit no optimization profile" in error_line(err)
 
 
