@@ -4,13 +4,15 @@ next to Parity, and use it the way its author would: `parity plugins --json`, `p
 The venv sees the Parity that runs these tests through a .pth file naming this interpreter's sys.path (so it works
 whether the tests run in a virtual environment, a system install or a user install; --system-site-packages would
 see only the base interpreter's packages), and the plugin is installed with --no-deps --no-build-isolation so
-nothing is downloaded (setuptools older than 70.1 needs the `wheel` package
-for editable installs; it is added to the venv only where the base environment lacks it).
+nothing is downloaded. The template's build requirement (setuptools>=77, for its PEP 639 `license = "Apache-2.0"`)
+is met by the running environment's setuptools (the lock's): the older copy Python 3.11's venv module puts into
+every new venv is uninstalled from the venv so that it does not shadow it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from packaging.requirements import Requirement
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "contrib" / "parity-plugin-template"
 NAME = "widgetdiff"
@@ -52,9 +55,13 @@ def venv(tmp_path_factory):
     outer = [p for p in sys.path if p and Path(p).is_dir()]
     # addsitedir also runs the .pth files there (editable installs of Parity and its plugins live in them)
     (site_packages / "zz_outer_environment.pth").write_text(f"import site; list(map(site.addsitedir, {outer!r}))\n")
-    probe = "import importlib.util as u, setuptools as s; print(tuple(map(int, s.__version__.split('.')[:2])) >= (70, 1) or bool(u.find_spec('wheel')))"
-    if run(python, "-c", probe).stdout.strip() != "True":
-        run(python, "-m", "pip", "install", "-q", "--no-deps", "wheel")
+    needed = Requirement(re.search(r'^requires = \["(setuptools[^"]*)"', (TEMPLATE / "pyproject.toml").read_text(), re.M).group(1))
+    probe = "import setuptools, sys; print(setuptools.__version__, setuptools.__file__.startswith(sys.prefix))"
+    version, in_venv = run(python, "-c", probe).stdout.split()
+    if version not in needed.specifier and in_venv == "True":  # the venv's own (Python 3.11 bundles setuptools 65)
+        run(python, "-m", "pip", "uninstall", "-q", "-y", "setuptools")
+        version = run(python, "-c", probe).stdout.split()[0]
+    assert version in needed.specifier, f"the template builds with {needed}; this environment has setuptools {version} (see constraints.txt)"
     run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", plugin)
     return python, plugin
 
