@@ -28,7 +28,7 @@ from parity.backend.base import BaseRunner
 from parity.compare.comparator import Comparator, CompareFunc, compare_iteration, resolve_compare_funcs, runner_labels
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
 from parity.errors import UsageError
-from parity.results.files import ArchiveWriter
+from parity.results.files import open_writer
 from parity.results.model import IterationResult, RunResults
 from parity.util.fs import atomic_write, refuse_overwrite
 from parity.util.record import DICT, LIST, Record, fill
@@ -101,28 +101,22 @@ class _Streamer:
     def __init__(self, path: str | Path | None, kind: str) -> None:
         self.kind = kind
         self._ctx = atomic_write(path) if path else None
-        self._writer = ArchiveWriter(self._ctx.__enter__()) if self._ctx else None
-        self._iterations: list = []
-        self._runs: dict[str, list] = {}
+        self._writer = open_writer(self._ctx.__enter__(), path, kind) if self._ctx and path else None
 
     def add_inputs(self, feed: Mapping[str, np.ndarray]) -> None:
         if self._writer:
-            self._iterations.append({k: self._writer.add(v) for k, v in feed.items()})
+            self._writer.add_inputs(feed)
 
     def add_outputs(self, runner: str, result: IterationResult) -> None:
         if self._writer:
-            entry = {"runtime": result.runtime, "outputs": {k: self._writer.add(v) for k, v in result.items()}}
-            self._runs.setdefault(runner, []).append(entry)
+            self._writer.add_outputs(runner, result)
 
     def finish(self, ok: bool) -> None:
         if not self._writer or not self._ctx:
             return
         try:
             if ok:
-                if self.kind == "inputs":
-                    self._writer.close({"kind": "inputs", "iterations": self._iterations})
-                else:
-                    self._writer.close({"kind": "outputs", "runs": [{"runner": r, "iterations": i} for r, i in self._runs.items()]})
+                self._writer.finish()
         except BaseException as exc:  # e.g. disk full while closing: the temporary goes, the error stays
             self._writer.discard()
             self._ctx.__exit__(type(exc), exc, exc.__traceback__)
@@ -294,9 +288,6 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     data = make_data_loader(params, model, kind, registry, reporter.warning) if model and chosen else None
     runners = make_runners(model, chosen, params, registry, request.cast_settings)  # validates backend options: usage errors come first
     check_requirements([name for name, _ in chosen], registry)
-    for path in (params.get("save_outputs"), params.get("save_inputs")):
-        if path and Path(path).suffix == ".json":
-            reporter.warning(f"{path} is written in Parity's binary format (a zip of .npy arrays), not JSON")
     summary = run(
         runners,
         data,

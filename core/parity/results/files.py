@@ -5,7 +5,8 @@ written last, so runs can be streamed iteration by iteration and the file is at 
 bigger than the raw arrays. Any zip or NumPy tool can read it (``numpy.load`` opens it as an npz).
 Arrays are memory-mapped on load, so opening a multi-GB golden file costs nothing until it is compared.
 Writes are atomic. Polygraphy's JSON files (and their per-iteration directories) are read too, decoding
-each base64 ``.npy`` payload with ``allow_pickle=False``: nothing is ever unpickled.
+each base64 ``.npy`` payload with ``allow_pickle=False``: nothing is ever unpickled. A path ending in ``.json``
+is written in Polygraphy's JSON format (:class:`parity.results.polygraphy.JsonWriter`), any other in Parity's.
 
 Manifest (``parity.json``)::
 
@@ -37,40 +38,83 @@ from parity.util.fs import atomic_write
 if TYPE_CHECKING:  # pragma: no cover
     import zipfile  # imported where an archive is opened: with shutil, bz2 and lzma it is ~3 ms of every run
 
+    from parity.results import polygraphy
+
 FORMAT = "parity"
 VERSION = 1
 MANIFEST = "parity.json"
 
 
 class ArchiveWriter:
-    """Streams arrays into a Parity archive; the manifest is added on :meth:`close`."""
+    """Streams a Parity archive into ``handle``: each array as it comes, the manifest on :meth:`finish`.
 
-    def __init__(self, handle) -> None:
+    ``kind`` is ``"inputs"`` (:meth:`add_inputs`, one feed per iteration) or ``"outputs"`` (:meth:`add_outputs`
+    or :meth:`add_run`); ``path`` only names the file in messages."""
+
+    def __init__(self, handle, path: str | Path = "", kind: str = "outputs") -> None:
         import zipfile
 
         self._zip = zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
         self._count = 0
+        self._path = path
+        self.kind = kind
+        self._iterations: list[dict[str, str]] = []
+        self._runs: dict[str, list[dict]] = {}
 
-    def add(self, array: np.ndarray) -> str:
+    def add(self, array: np.ndarray, where: str = "array") -> str:
         name = f"a/{self._count}.npy"
         self._count += 1
-        array = np.asarray(array)
-        if array.dtype.hasobject:
-            raise UsageError("cannot save object arrays")
+        array = npy.check_writable(array, where)
         if not array.flags.c_contiguous:
             array = np.ascontiguousarray(array)  # (not for 0-d arrays: it would make them 1-d)
         with self._zip.open(name, "w", force_zip64=array.nbytes > 2**31) as entry:
             np.lib.format.write_array(entry, array, allow_pickle=False)
         return name
 
+    def add_inputs(self, feed: Mapping[str, np.ndarray]) -> None:
+        index = len(self._iterations)
+        self._iterations.append({k: self.add(v, npy.input_where(self._path, k, index)) for k, v in feed.items()})
+
+    def add_outputs(self, runner: str, result: IterationResult) -> None:
+        iterations = self._runs.setdefault(runner, [])
+        index = len(iterations)
+        outputs = {k: self.add(v, npy.output_where(self._path, k, runner, index)) for k, v in result.items()}
+        iterations.append({"runtime": result.runtime, "outputs": outputs})
+
+    def add_run(self, runner: str, iterations: Iterable[IterationResult]) -> None:
+        """A whole run (a runner with no iterations is kept)."""
+        self._runs.setdefault(runner, [])
+        for it in iterations:
+            self.add_outputs(runner, it)
+
     def discard(self) -> None:
         """Close after a failure: the temporary file is deleted by ``atomic_write`` anyway."""
         with contextlib.suppress(Exception):
             self._zip.close()
 
-    def close(self, manifest: dict) -> None:
+    def finish(self) -> None:
+        """Add the manifest and close the archive (the handle stays open)."""
+        if self.kind == "inputs":
+            manifest: dict = {"kind": "inputs", "iterations": self._iterations}
+        else:
+            manifest = {"kind": "outputs", "runs": [{"runner": r, "iterations": i} for r, i in self._runs.items()]}
         self._zip.writestr(MANIFEST, json.dumps({"format": FORMAT, "version": VERSION, **manifest}, indent=1))
         self._zip.close()
+
+
+def is_json(path: str | Path) -> bool:
+    """Whether Parity writes ``path`` in Polygraphy's JSON format (a ``.json`` suffix) rather than its archive."""
+    return Path(path).suffix.lower() == ".json"
+
+
+def open_writer(handle, path: str | Path, kind: str) -> ArchiveWriter | polygraphy.JsonWriter:
+    """The streaming writer for ``path``'s format, writing into ``handle`` (binary): Polygraphy's JSON for a
+    ``.json`` suffix, Parity's archive for any other. ``kind`` is ``"inputs"`` or ``"outputs"``."""
+    if is_json(path):
+        from parity.results import polygraphy  # it imports zipfile (~3 ms of a run); only .json files need it
+
+        return polygraphy.JsonWriter(handle, path, kind)
+    return ArchiveWriter(handle, path, kind)
 
 
 def check_output_path(path: str | Path, option: str = "output") -> Path:
@@ -90,32 +134,30 @@ def check_output_path(path: str | Path, option: str = "output") -> Path:
 
 
 @contextlib.contextmanager
-def _archive(path: str | Path) -> Iterator[ArchiveWriter]:
+def _writing(path: str | Path, kind: str) -> Iterator[ArchiveWriter | polygraphy.JsonWriter]:
     check_output_path(path)
     with atomic_write(path) as handle:
-        writer = ArchiveWriter(handle)
+        writer = open_writer(handle, path, kind)
         try:
             yield writer
+            writer.finish()
         except BaseException:
             writer.discard()
             raise
 
 
 def save_results(results: RunResults, path: str | Path) -> None:
-    with _archive(path) as writer:
-        runs = []
+    """Write ``results`` atomically: Polygraphy's ``RunResults`` JSON for a ``.json`` path, else Parity's archive."""
+    with _writing(path, "outputs") as writer:
         for runner, iterations in results:
-            iters = []
-            for it in iterations:
-                iters.append({"runtime": it.runtime, "outputs": {k: writer.add(v) for k, v in it.items()}})
-            runs.append({"runner": runner, "iterations": iters})
-        writer.close({"kind": "outputs", "runs": runs})
+            writer.add_run(runner, iterations)
 
 
 def save_inputs(feeds: Iterable[Mapping[str, np.ndarray]], path: str | Path) -> None:
-    with _archive(path) as writer:
-        iterations = [{k: writer.add(v) for k, v in feed.items()} for feed in feeds]
-        writer.close({"kind": "inputs", "iterations": iterations})
+    """Write the feeds atomically: Polygraphy's JSON list of feed dicts for a ``.json`` path, else Parity's archive."""
+    with _writing(path, "inputs") as writer:
+        for feed in feeds:
+            writer.add_inputs(feed)
 
 
 # --- reading ------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import ast
 import io
 import struct
 import warnings
+from os import PathLike
 from typing import IO
 
 import numpy as np
@@ -119,3 +120,24 @@ def from_stream(fh: IO[bytes], available: int, where: str) -> np.ndarray:
         return np.zeros(shape, dtype, order="F" if fortran else "C")
     flat = np.frombuffer(data, dtype=dtype)
     return flat.reshape(shape[::-1]).transpose() if fortran else flat.reshape(shape)
+
+
+def check_writable(array: object, where: str) -> np.ndarray:
+    """``array`` as an ndarray that Parity writes (and reads back) without pickle, or a one-line
+    :class:`parity.errors.UsageError` naming ``where`` (the file and the tensor)."""
+    array = np.asarray(array)
+    if array.dtype.hasobject:
+        raise UsageError(f"{where}: holds Python objects (dtype {array.dtype}), which only pickle can store; Parity never writes pickles")
+    if array.dtype.kind not in KINDS or array.dtype.shape:
+        raise UsageError(f"{where}: unsupported dtype {array.dtype} (Parity saves numeric, bool and string arrays)")
+    return array
+
+
+def input_where(path: str | PathLike[str], name: str, index: int) -> str:
+    """How a message names an input being saved: the file, the tensor, the iteration."""
+    return f"{path}: input '{name}' of iteration {index}"
+
+
+def output_where(path: str | PathLike[str], name: str, runner: str, index: int) -> str:
+    """How a message names an output being saved: the file, the tensor, the runner, the iteration."""
+    return f"{path}: output '{name}' of runner '{runner}', iteration {index}"

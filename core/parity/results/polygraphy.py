@@ -1,9 +1,16 @@
-"""Reader for the JSON files Polygraphy writes (``--save-inputs``, ``--save-outputs``), never unpickling.
+"""The JSON files Polygraphy writes and reads (``--save-inputs``, ``--save-outputs``): a reader that never
+unpickles, and a streaming writer (:class:`JsonWriter`) whose files Polygraphy loads.
 
 Arrays are ``{"array": base64(.npy bytes), "polygraphy_class": "ndarray"}``; ``.npy`` and ``.npz`` payloads
 are read by :mod:`parity.results.npy`, which checks the header before allocating anything and refuses object
 dtypes, so a pickled payload fails with a clear error instead of running code. Torch tensors are refused (their
 payload is a pickle). Every problem in a file is a one-line :class:`parity.errors.UsageError` naming it.
+
+What is written: an inputs file is a JSON list of feed dicts ``{name: array}``; an outputs file is
+``{"polygraphy_class": "RunResults", "lst": [[runner, [iteration, ...]], ...]}``, each iteration
+``{"polygraphy_class": "IterationResult", "runner_name": ..., "runtime": seconds, "outputs": {name: lazy}}``
+with each output wrapped as Polygraphy wraps it, ``{"polygraphy_class": "LazyArray", "values": array}``.
+Payloads are written by ``np.save(..., allow_pickle=False)``, base64-encoded as they stream.
 """
 
 from __future__ import annotations
@@ -15,8 +22,9 @@ import json
 import struct
 import zipfile
 import zlib
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -155,3 +163,151 @@ def load_inputs(path: Path) -> list[dict[str, np.ndarray]]:
 def file_kind(path: Path) -> str:
     first = _dir_files(path)[0] if path.is_dir() else path
     return "outputs" if _is_class(_read_json(first), "RunResults") else "inputs"
+
+
+# --- writing --------------------------------------------------------------------------------------------
+
+
+class _Base64Sink:
+    """A write-only file object: what is written to it goes base64-encoded onto ``out`` (binary), in whole
+    3-byte groups, so an array of any size is encoded chunk by chunk as ``np.save`` writes it."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self._out = out
+        self._rest = b""
+
+    def write(self, data: bytes | memoryview) -> int:
+        view = memoryview(data).cast("B")
+        size = len(view)
+        if self._rest:
+            take = 3 - len(self._rest)
+            self._rest += bytes(view[:take])
+            view = view[take:]
+            if len(self._rest) < 3:
+                return size
+            self._out.write(base64.b64encode(self._rest))
+            self._rest = b""
+        cut = len(view) - len(view) % 3
+        if cut:
+            self._out.write(base64.b64encode(view[:cut]))
+        self._rest = bytes(view[cut:])
+        return size
+
+    def close(self) -> None:
+        if self._rest:
+            self._out.write(base64.b64encode(self._rest))
+            self._rest = b""
+
+
+def _text(value: Any) -> bytes:
+    return json.dumps(value).encode("ascii")
+
+
+class JsonWriter:
+    """Streams Polygraphy's JSON format into ``handle`` (binary), the counterpart of this module's reader.
+
+    The interface is :class:`parity.results.files.ArchiveWriter`'s: ``kind`` ``"inputs"`` takes
+    :meth:`add_inputs`, ``"outputs"`` takes :meth:`add_outputs` (a run, iteration by iteration) and
+    :meth:`add_run` (a whole run); :meth:`finish` completes the file. Polygraphy's file lists each runner's
+    iterations together, so when several runners stream at once the first one's go straight to ``handle`` and
+    each other's to an unnamed temporary file beside ``path``, appended on :meth:`finish`: a run still holds
+    one iteration in memory at a time. ``path`` names the file in messages."""
+
+    def __init__(self, handle: IO[bytes], path: str | Path, kind: str) -> None:
+        self._out = handle
+        self._path = path
+        self.kind = kind
+        self._inputs = 0  # feeds written
+        self._runs = 0  # runners begun, in the order their entries appear in the file
+        self._open: str | None = None  # the runner whose iterations go straight to the handle
+        self._done: set[str] = set()
+        self._spools: dict[str, IO[bytes]] = {}
+        self._counts: dict[str, int] = {}
+        handle.write(b"[" if kind == "inputs" else b'{"polygraphy_class": "RunResults", "lst": [')
+
+    def _tensors(self, out: IO[bytes], tensors: Mapping[str, Any], where: Callable[[str], str], lazy: bool) -> None:
+        for n, (name, value) in enumerate(tensors.items()):
+            key = str(name)
+            if key == MARKER:
+                raise UsageError(f"{where(key)}: Polygraphy's JSON format reserves that name; save to a .npz file instead")
+            array = npy.check_writable(value, where(key))
+            out.write(b"%s\n  %s: " % (b"," if n else b"", _text(key)))
+            if lazy:
+                out.write(b'{"polygraphy_class": "LazyArray", "values": ')
+            out.write(b'{"polygraphy_class": "ndarray", "array": "')
+            sink = _Base64Sink(out)
+            np.save(sink, array, allow_pickle=False)
+            sink.close()
+            out.write(b'"}}' if lazy else b'"}')
+
+    def add_inputs(self, feed: Mapping[str, np.ndarray]) -> None:
+        index = self._inputs
+        self._out.write(b",\n{" if index else b"\n{")
+        self._tensors(self._out, feed, lambda name: npy.input_where(self._path, name, index), lazy=False)
+        self._out.write(b"}")
+        self._inputs += 1
+
+    def _stream(self, runner: str) -> IO[bytes]:
+        """Where ``runner``'s next iteration goes; its entry is begun the first time."""
+        if runner == self._open:
+            return self._out
+        if runner in self._spools:
+            return self._spools[runner]
+        if runner in self._done:
+            raise ValueError(f"runner '{runner}' was already written to {self._path}")
+        if self._open is None and not self._spools:
+            out = self._out
+            self._open = runner
+        else:
+            import tempfile  # (with shutil and random) only when several runners stream into one .json file
+
+            out = self._spools[runner] = tempfile.TemporaryFile(dir=Path(self._path).parent)  # noqa: SIM115 - closed by finish or discard
+        out.write(b"%s\n[%s, [" % (b"," if self._runs else b"", _text(runner)))
+        self._runs += 1
+        self._counts[runner] = 0
+        return out
+
+    def add_outputs(self, runner: str, result: Mapping[str, np.ndarray]) -> None:
+        out = self._stream(runner)
+        index = self._counts[runner]
+        runtime = getattr(result, "runtime", None)
+        head = {"polygraphy_class": "IterationResult", "runner_name": runner, "runtime": None if runtime is None else float(runtime)}
+        out.write(b"%s\n %s, \"outputs\": {" % (b"," if index else b"", _text(head)[:-1]))
+        self._tensors(out, result, lambda name: npy.output_where(self._path, name, runner, index), lazy=True)
+        out.write(b"}}")
+        self._counts[runner] = index + 1
+
+    def add_run(self, runner: str, iterations: Iterable[Mapping[str, np.ndarray]]) -> None:
+        """A whole run (a runner with no iterations is kept); written straight to the file when no run is open."""
+        self._stream(runner)
+        for it in iterations:
+            self.add_outputs(runner, it)
+        if runner == self._open:
+            self._out.write(b"]]")
+            self._done.add(runner)
+            self._open = None
+
+    def finish(self) -> None:
+        """Complete the file: append the spooled runs, close the lists (the handle stays open)."""
+        if self.kind == "inputs":
+            self._out.write(b"\n]\n")
+            return
+        if self._open is not None:
+            self._out.write(b"]]")
+            self._done.add(self._open)
+            self._open = None
+        for runner, spool in list(self._spools.items()):
+            spool.write(b"]]")
+            spool.seek(0)
+            while chunk := spool.read(1 << 22):
+                self._out.write(chunk)
+            spool.close()
+            del self._spools[runner]
+            self._done.add(runner)
+        self._out.write(b"\n]}\n")
+
+    def discard(self) -> None:
+        """Close after a failure (the temporary files have no names: closing them frees them)."""
+        for spool in self._spools.values():
+            spool.close()
+        self._spools.clear()
