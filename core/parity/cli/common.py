@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,24 @@ def verbosity_options(func: Callable) -> Callable:
     return func
 
 
+def usage_message(exc: click.UsageError) -> str:
+    """click's complaint on one line. An option or command that a first-party plugin adds, in an install
+    without that plugin, names the distribution to install instead (``--trt is provided by parity-trt: ...``)."""
+    from parity import family  # here: only this error path reads the family catalogue
+
+    message = " ".join(exc.format_message().split())
+    command = exc.ctx.command_path if exc.ctx else "parity"
+    if isinstance(exc, click.NoSuchOption):
+        member, what = family.provider(option=exc.option_name), exc.option_name
+    else:
+        unknown = re.match(r"No such command '([^']+)'", message)
+        path = " ".join([*command.split()[1:], unknown.group(1)]) if unknown else ""
+        member, what = (family.provider(command=path) if path else None), f"'parity {path}'"
+    if member is not None:
+        return f"{what} is provided by {member.distribution}: {member.remedy()}"
+    return f"{message} (see '{command} --help')"
+
+
 def run_guarded(func: Callable[[], Any]) -> int:
     """Turn every failure into one line and an exit code (tracebacks with --verbose)."""
     try:
@@ -50,6 +69,9 @@ def run_guarded(func: Callable[[], Any]) -> int:
         click.echo(f"parity: error: {first_line(exc)}", err=True)
         return int(exc.exit_code)
     except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.UsageError as exc:  # a bad option, value or command: one line (not click's usage block), exit 2
+        click.echo(f"parity: error: {usage_message(exc)}", err=True)
         return exc.exit_code
     except click.ClickException as exc:
         exc.show()

@@ -49,7 +49,6 @@ def make_command() -> click.Command:
             return 0
         if not rows:
             echo("no plugins installed")
-            return 0
         for row in rows:
             head = f"{row['distribution'] or row['name']} {row['version'] or ''}".strip()
             echo(f"{head} [{row['status']}] ({row['source']}: {row['name']})")
@@ -59,6 +58,10 @@ def make_command() -> click.Command:
                 echo(f"  hooks: {', '.join(row['hooks'])}")
             for kind, names in sorted(row["registered"].items()):
                 echo(f"  {kind}: {', '.join(sorted(names))}")
+        from parity import family  # here: only this listing reads the catalogue
+
+        for member in family.missing():
+            echo(f"not installed: {member.distribution} ({member.remedy()})")
         return 0
 
     return plugins_command
