@@ -56,6 +56,7 @@ def build_cli() -> click.Group:
     import click
 
     from parity import plugins
+    from parity.cli.common import verbosity_options
     from parity.cli.lazy import LazyCommand, LazyGroup
 
     settings = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
@@ -63,6 +64,7 @@ def build_cli() -> click.Group:
     @click.group(cls=LazyGroup, context_settings=settings, on_load=_extend)
     @click.version_option(__version__, "--version", prog_name="parity")
     @click.option("--plugin", "plugin_files", multiple=True, metavar="FILE.py", help="Load a one-off plugin module (repeatable; also PARITY_PLUGINS).")
+    @verbosity_options  # before the command too (parity -v run ...), as Polygraphy's users write it
     def cli(plugin_files: tuple[str, ...]) -> None:  # noqa: ARG001 - pre-scanned in main()
         """Parity: run, compare and debug deep-learning models across inference backends.
 

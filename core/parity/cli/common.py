@@ -35,7 +35,33 @@ def verbosity_options(func: Callable) -> Callable:
 
     func = click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=set_verbose, help="Print only the verdict.")(func)
     func = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=set_verbose, help="More detail; tracebacks on errors.")(func)
-    return func
+    func = click.option("--silent", is_flag=True, expose_value=False, callback=set_silent, help="Polygraphy's spelling of -q.")(func)
+    loudness = "Polygraphy's levels: verbose and above are -v; warning, error and critical are -q."
+    return click.option("--verbosity", metavar="LEVEL", expose_value=False, callback=set_verbosity, help=loudness)(func)
+
+
+def set_silent(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    if value:
+        SETTINGS["quiet"] = True
+    return value
+
+
+# Polygraphy's --verbosity levels, most to least verbose, and Parity's two switches
+_LOUD = ("ultra_verbose", "super_verbose", "extra_verbose", "verbose")
+_QUIET = ("warning", "error", "critical")
+
+
+def set_verbosity(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--verbosity LEVEL`` (or Polygraphy's per-path ``path:LEVEL``; the last level given counts)."""
+    if value:
+        level = value.rpartition(":")[2].strip().lower()
+        if level in _LOUD:
+            SETTINGS["verbose"] = True
+        elif level in _QUIET:
+            SETTINGS["quiet"] = True
+        elif level != "info":
+            raise click.BadParameter(f"'{value}': levels are {', '.join([*_LOUD, 'info', *_QUIET])}", ctx, param)
+    return value
 
 
 def usage_message(exc: click.UsageError) -> str:
@@ -46,6 +72,10 @@ def usage_message(exc: click.UsageError) -> str:
     message = " ".join(exc.format_message().split())
     command = exc.ctx.command_path if exc.ctx else "parity"
     if isinstance(exc, click.NoSuchOption):
+        from parity.cli.polygraphy_flags import INSTEAD  # here: only this error path reads the table
+
+        if exc.option_name in INSTEAD:
+            return f"{exc.option_name} is Polygraphy's; {INSTEAD[exc.option_name]}"
         member, what = family.provider(option=exc.option_name), exc.option_name
     else:
         unknown = re.match(r"No such command '([^']+)'", message)

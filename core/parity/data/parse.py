@@ -10,12 +10,21 @@ import re
 from collections.abc import Iterable
 
 from parity.errors import UsageError
+from parity.util.text import warn
 
 _SHAPE = re.compile(r"^(?P<name>.+):\[(?P<dims>[^\[\]]*)\]$")
+# Polygraphy's old spellings, which it still accepts with a deprecation warning: x:1x3x224x224 and x,1x3x224x224
+_LEGACY_SHAPE = re.compile(r"^(?P<name>[^\[\]]+?)[:,](?P<dims>\d+(?:x\d+)*)$")
 
 
 def parse_shape(text: str, option: str = "--input-shapes") -> tuple[str, tuple[int | str, ...]]:
-    """``'x:[1,3,224,224]'`` -> ``('x', (1, 3, 224, 224))``. Named dims (``batch``) are kept as strings."""
+    """``'x:[1,3,224,224]'`` -> ``('x', (1, 3, 224, 224))``. Named dims (``batch``) are kept as strings. The old
+    ``x:1x3x224x224`` (or ``x,1x3x224x224``) is read too, with a deprecation warning, as Polygraphy reads it."""
+    legacy = _LEGACY_SHAPE.match(text.strip())
+    if legacy:
+        dims = tuple(int(d) for d in legacy["dims"].split("x"))
+        warn(f"{option}: '{text}' is the deprecated shape syntax; write {legacy['name']}:[{','.join(map(str, dims))}]")
+        return legacy["name"], dims
     match = _SHAPE.match(text.strip())
     if not match:
         raise UsageError(f"{option}: cannot read '{text}'; write shapes as name:[d0,d1,...], e.g. {_suggest(text)}")
@@ -44,8 +53,6 @@ def _suggest(text: str) -> str:
 def parse_shapes(values: Iterable[str], option: str = "--input-shapes") -> dict[str, tuple[int | str, ...]]:
     shapes: dict[str, tuple[int | str, ...]] = {}
     for value in values:
-        if ":" in value and "[" not in value and "," in value:
-            raise UsageError(f"{option}: '{value}' is the old syntax; write {_suggest(value)}")
         name, dims = parse_shape(value, option)
         shapes[name] = dims
     return shapes

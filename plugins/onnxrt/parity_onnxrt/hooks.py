@@ -43,7 +43,12 @@ def parity_register_backends(register):
             make_runner=make_runner,
             help="Run with ONNX Runtime (repeatable).",
             options=(
-                GreedyOption(["--providers"], metavar="NAME", help="onnxrt: execution providers in priority order, e.g. cpu cuda (partial names match)."),
+                GreedyOption(
+                    ["--providers", "--execution-providers"],
+                    "providers",
+                    metavar="NAME",
+                    help="onnxrt: execution providers in priority order, e.g. cpu cuda (partial names match).",
+                ),
                 click.Option(["--graph-optimization-level"], type=click.Choice(LEVELS), default=None, help="onnxrt: graph optimisation level [all]."),
                 click.Option(["--ort-threads"], type=click.IntRange(min=0), default=None, help="onnxrt: intra-op threads, 0: onnxruntime's default [0]."),
             ),

@@ -1,0 +1,67 @@
+"""Polygraphy's `run` flags as its users write them (issue 14): each works, or is one line saying what to use
+instead, exit 2 -- never click's "No such option"."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MODEL = Path(__file__).resolve().parents[1] / "examples" / "models" / "tiny_cnn.onnx"
+RUN = ("run", MODEL, "--onnxrt", "--input-shapes", "x:[1,3,16,16]")
+
+WORKS = [
+    ("--silent",),
+    ("--verbosity", "INFO"),
+    ("--verbosity", "EXTRA_VERBOSE"),
+    ("--execution-providers", "cpu"),
+    ("--providers", "cpu"),
+]
+ANSWERED = {
+    "--gen": ("x.py",), "--gen-script": ("x.py",), "--log-file": ("run.log",), "--save-heatmaps": ("maps",),
+    "--show-heatmaps": (), "--save-error-metrics-plot": ("plots",), "--compare-func-script": ("f.py",),
+    "--no-shape-check": (), "--warm-up": ("2",), "--use-subprocess": (), "--postprocess": ("y:top-5",),
+    "--check-average": (), "--layer-precisions": ("conv:float16",), "--external-data-dir": ("data",),
+    "--save-external-data": ("w.bin",), "--onnx-outputs-by-type": ("Relu",),
+}
+
+
+def parity(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PARITY_")}
+    return subprocess.run([sys.executable, "-m", "parity", *map(str, args)], capture_output=True, text=True, env=env, timeout=120, cwd=cwd)
+
+
+@pytest.mark.parametrize("flags", WORKS, ids=lambda f: " ".join(f))
+def test_polygraphy_spellings_work(flags):
+    proc = parity(*RUN, *flags)
+    assert proc.returncode == 0 and "PASSED" in proc.stdout + proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("flag", sorted(ANSWERED))
+def test_polygraphy_flags_parity_does_not_take_say_what_to_use(flag, tmp_path):
+    proc = parity(*RUN, flag, *ANSWERED[flag], cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"parity: error: {flag} is Polygraphy's; ") and "No such option" not in lines[0]
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_verbosity_switches_before_the_command_too():
+    quiet = parity("-q", *RUN)
+    assert quiet.returncode == 0 and quiet.stdout.strip().splitlines() == ["PASSED | 1 iteration(s) | " + quiet.stdout.split("| ")[-1].strip()]
+    loud = parity("-v", *RUN)
+    assert loud.returncode == 0 and "median inference" in loud.stdout
+    assert parity("--verbosity", "warning", *RUN).stdout.count("\n") == 1
+    bad = parity(*RUN, "--verbosity", "loud")
+    assert bad.returncode == 2 and "levels are" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("shape", ["x:1x3x16x16", "x,1x3x16x16"])
+def test_the_old_shape_syntax_is_read_with_a_deprecation_warning(shape):
+    proc = parity("run", MODEL, "--onnxrt", "--input-shapes", shape)
+    assert proc.returncode == 0, proc.stderr
+    assert f"--input-shapes: '{shape}' is the deprecated shape syntax; write x:[1,3,16,16]" in proc.stderr
+    assert "dynamic shape" not in proc.stderr  # the shape was used
