@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from parity.onnx_models import dtype_of, graph_inputs, graph_outputs, load
 from parity.util.text import names_preview
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,8 +23,6 @@ STEP = "    "  # one level of nesting
 
 def describe(path: str, show: set[str] | frozenset[str] = frozenset(), options: object = None) -> str:
     """The text of ``parity inspect model`` for an ONNX file."""
-    from parity.onnx_models import graph_inputs, graph_outputs, load
-
     model = load(path, load_external_data=False)
     graph = model.graph
     subgraphs = list(_subgraphs(graph))
@@ -142,8 +141,6 @@ def tensor_text(tensor: Any) -> str:
     import numpy as np
     import onnx
     import onnx.numpy_helper as nh
-
-    from parity.onnx_models import dtype_of
 
     if isinstance(tensor, onnx.TensorProto):
         head = f"{dtype_of(tensor.data_type) or onnx.TensorProto.DataType.Name(tensor.data_type).lower()}[{','.join(map(str, tensor.dims))}]"

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from parity.data.meta import TensorMeta
-from parity.errors import ModelError
+from parity.errors import ModelError, UsageError
+from parity.util.text import did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -154,9 +155,6 @@ def mark_outputs(model: onnx.ModelProto, outputs: Sequence[str], exclude: Sequen
     """``--onnx-outputs``: make named tensors, or every tensor (``'mark all'``), the graph outputs, minus
     ``exclude``. Edits ``model`` in place and returns it; shared by every backend that runs ONNX."""
     import onnx
-
-    from parity.errors import UsageError
-    from parity.util.text import did_you_mean
 
     graph = model.graph
     produced = [out for node in graph.node for out in node.output if out]
@@ -341,7 +339,7 @@ def is_onnx(head: bytes) -> bool:
 def describe(path: str, show: set[str] | frozenset[str] = frozenset(), options: object = None) -> str:
     """The text of ``parity inspect model`` for an ONNX file; rendered by :mod:`parity.onnx_inspect` (subgraphs,
     Constant values)."""
-    from parity.onnx_inspect import describe as render
+    from parity.onnx_inspect import describe as render  # here: onnx_inspect imports this module at its top
 
     return render(path, show, options)
 

@@ -406,7 +406,7 @@ def _call_impl(impl: pluggy.HookImpl, **kwargs: Any) -> Any:
 
 def get_registry() -> Registry:
     """Call every registration hook once, plugin by plugin, so collisions name both owners."""
-    from parity.registry import Registry
+    from parity.registry import Registry  # here: `parity --help` imports this module and never builds the registry
 
     state = get_state()
     if state.registry is not None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from parity.errors import PluginError
+from parity.data.parse import parse_shapes, parse_val_ranges
+from parity.errors import PluginError, UsageError
 from parity.util.record import DICT, Record, fill
+from parity.util.text import did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
@@ -65,8 +67,6 @@ class DataRequest(Record, frozen=True):
     def from_options(cls, input_metadata: Mapping[str, TensorMeta], options: Mapping[str, Any]) -> DataRequest:
         """``options`` as ``parity run`` parses them: ``seed``, ``iterations``, ``val_range`` (``["[0,1]",
         "x:[-1,1]"]``), ``input_shapes`` (``["x:[1,3]"]``); all are kept as :attr:`options` too."""
-        from parity.data.parse import parse_shapes, parse_val_ranges
-
         return cls(
             input_metadata,
             options.get("seed", 1),
@@ -323,9 +323,6 @@ class Registry(Record):
 
 
 def _lookup(table: Mapping[str, Any], name: str, what: str) -> Any:
-    from parity.errors import UsageError
-    from parity.util.text import did_you_mean
-
     if name not in table:
         raise UsageError(f"unknown {what} '{name}'{did_you_mean(name, table)}; known: {', '.join(sorted(table))}")
     return table[name]

@@ -24,21 +24,31 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from parity.assemble import (
+    SettingsCaster,
+    check_requirements,
+    detect_model_kind,
+    make_compare_funcs,
+    make_data_loader,
+    make_runners,
+    outputs_were_marked,
+    refuse_overwrite_inputs,
+)
 from parity.backend.base import BaseRunner
 from parity.compare.comparator import Comparator, CompareFunc, compare_iteration, resolve_compare_funcs, runner_labels
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
-from parity.errors import UsageError
-from parity.results.files import open_writer
+from parity.errors import ExitCode, UsageError
+from parity.plugins import get_registry
+from parity.reporting import QuietReporter, RunReporter, write_report
+from parity.results.files import check_output_path, load_results, open_writer
 from parity.results.model import IterationResult, RunResults
-from parity.util.fs import atomic_write, refuse_overwrite
+from parity.util.fs import atomic_write, check_model_path, refuse_overwrite
 from parity.util.record import DICT, LIST, Record, fill
 from parity.util.text import unique_labels
 
 if TYPE_CHECKING:  # pragma: no cover
-    from parity.assemble import SettingsCaster
     from parity.compare.divergence import DivergenceReport
     from parity.registry import Registry
-    from parity.reporting import RunReporter
 
 
 class ValidationIssue(Record):
@@ -251,23 +261,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     """Everything ``parity run`` does, in its order: refuse bad paths, build the compare functions, golden runs,
     data and runners, run, report (``reporter``; default :class:`parity.reporting.QuietReporter`), and write
     the ``--report`` file. Errors are :class:`parity.errors.ParityError` subclasses carrying the exit code."""
-    from parity.assemble import (
-        check_requirements,
-        detect_model_kind,
-        make_compare_funcs,
-        make_data_loader,
-        make_runners,
-        outputs_were_marked,
-        refuse_overwrite_inputs,
-    )
-    from parity.errors import ExitCode
-    from parity.reporting import QuietReporter, write_report
-    from parity.results.files import check_output_path, load_results
-    from parity.util.fs import check_model_path
-
     if registry is None:
-        from parity.plugins import get_registry
-
         registry = get_registry()
     reporter = reporter or QuietReporter()
     model, params, chosen = request.model, request.options, list(request.runners)

@@ -41,8 +41,8 @@ def invoke(*args: str | os.PathLike, env: dict[str, str] | None = None) -> CliRe
     and the verbosity a command sets (``-v``/``-q``) does not leak into the next call."""
     from click.testing import CliRunner
 
-    from parity import plugins
-    from parity.cli import main
+    from parity import plugins  # here: pytest loads this module in every session, Parity only when a test invokes it
+    from parity.cli import main  # here: likewise
     from parity.cli.common import SETTINGS
 
     saved = dict(SETTINGS)

@@ -16,6 +16,7 @@ import numpy as np
 
 from parity.data.meta import TensorMeta
 from parity.errors import BackendError, UsageError
+from parity.util.text import did_you_mean, names_preview
 
 T = TypeVar("T")
 
@@ -100,8 +101,6 @@ def coerce_feed(feed: Mapping[str, np.ndarray], meta: Mapping[str, TensorMeta], 
     """Check names, ranks and static dims; cast between float types (fp32 inputs for an fp16 model, as saved
     inputs often are) with a warning; reject any other dtype mismatch. One line per problem."""
     import warnings
-
-    from parity.util.text import did_you_mean, names_preview
 
     for name in feed:
         if name not in meta:

@@ -14,7 +14,8 @@ import functools
 import sys
 from typing import TYPE_CHECKING, Any
 
-from parity import __version__
+from parity import __version__, plugins
+from parity.errors import PluginError
 
 if TYPE_CHECKING:  # pragma: no cover
     import click
@@ -55,7 +56,6 @@ def build_cli() -> click.Group:
     of plugins that still add theirs with ``parity_register_commands`` (built now)."""
     import click
 
-    from parity import plugins
     from parity.cli.common import verbosity_options
     from parity.cli.lazy import LazyCommand, LazyGroup
 
@@ -84,8 +84,6 @@ def build_cli() -> click.Group:
 
 
 def _place(cli: Any, spec: Any) -> None:
-    from parity.errors import PluginError
-
     *parents, _name = spec.path.split()
     target = cli
     for part in parents:
@@ -97,9 +95,6 @@ def _place(cli: Any, spec: Any) -> None:
 
 def _extend(path: str, command: Any) -> None:
     """Options registered through ``parity_register_options`` for ``path`` join ``command`` (when it loads)."""
-    from parity import plugins
-    from parity.errors import PluginError
-
     for spec in plugins.get_registry().command_options.values():
         if path not in spec.commands:
             continue
@@ -127,7 +122,6 @@ def _validated(callback: Any, validate: Any, path: str) -> Any:
 
 def _prescan(argv: list[str]) -> list[str]:
     """``--plugin`` must load before the command tree is built (a plugin may add commands or options)."""
-    from parity import plugins
     from parity.cli.common import SETTINGS
 
     files, rest, i = [], [], 0

@@ -13,7 +13,7 @@ from parity.cli.common import echo, verbosity_options
 from parity.cli.parsing import ParityCommand
 from parity.errors import UsageError
 from parity.plugins import get_registry
-from parity.registry import ConvertRequest
+from parity.registry import ConvertRequest, _lookup
 from parity.util.fs import check_model_path, refuse_overwrite
 
 
@@ -55,8 +55,6 @@ def pick_converter(output: str, convert_to: str | None):
 
 
 def _unknown(name: str, registry: Any):
-    from parity.registry import _lookup
-
     return _lookup(registry.converters, name, "converter")
 
 

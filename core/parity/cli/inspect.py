@@ -8,13 +8,12 @@ from parity.cli.common import echo, verbosity_options
 from parity.cli.options import add_unique
 from parity.cli.parsing import GreedyOption, ParityCommand
 from parity.errors import UsageError
+from parity.plugins import get_registry
 from parity.util.fs import check_model_path
 
 
 def make_model_command() -> click.Command:
     """``parity inspect model``, built when it is used: the model kinds' options come from the registry."""
-    from parity.plugins import get_registry
-
     params: list[click.Parameter] = [
         click.Argument(["model"]),
         GreedyOption(["--show"], type=click.Choice(["layers", "attrs", "weights"]), help="Also show layers, their attributes, weights."),
@@ -46,7 +45,6 @@ def make_data_command() -> click.Command:
 
 def inspect_model(model: str, show: tuple[str, ...], model_type: str | None, **options: object) -> int:
     from parity.cli.run import detect_model_kind
-    from parity.plugins import get_registry
 
     registry = get_registry()
     check_model_path(model)

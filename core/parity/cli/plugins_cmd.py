@@ -7,6 +7,7 @@ import json
 import click
 
 from parity.cli.common import echo
+from parity.plugins import plugin_infos
 
 
 def make_command() -> click.Command:
@@ -21,8 +22,6 @@ def make_command() -> click.Command:
         """List plugins with their distribution, version, hooks and registered items.
 
         A plugin that failed to import is listed with its error; everything else keeps working."""
-        from parity.plugins import plugin_infos
-
         infos = [i for i in plugin_infos() if show_all or i.source != "builtin"]
         if hook:
             infos = [i for i in infos if hook in i.hooks]

@@ -12,6 +12,7 @@ from parity.backend.base import BaseRunner
 from parity.compare.result import AccuracyResult, IterationComparison, OutputCheck, PairComparison
 from parity.data.loader import DataLoader, as_feed
 from parity.errors import UsageError
+from parity.plugins import get_registry
 from parity.results.model import IterationResult, RunResults
 from parity.util.text import names_preview, unique_labels
 
@@ -35,8 +36,6 @@ def resolve_compare_funcs(compare_func: Any) -> list[CompareFunc]:
     for item in items:
         named = _named(item)
         if named is not None:
-            from parity.plugins import get_registry
-
             item = get_registry().comparator(named[0]).factory(dict(named[1]))
         funcs.append(item)
     return funcs

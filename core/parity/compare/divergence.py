@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from parity import onnx_models
 from parity.assemble import mark_params, outputs_were_marked  # noqa: F401 - there a plain run finds them without importing this module
 from parity.compare.result import OutputCheck
 from parity.plugins import call_hook
@@ -47,8 +48,6 @@ class GraphInfo:
     @classmethod
     def from_onnx(cls, model: Any) -> GraphInfo:
         """From an ``onnx.ModelProto`` or a path to one (loaded without external weights)."""
-        from parity import onnx_models
-
         if isinstance(model, (str, Path)):
             model = onnx_models.load(model, load_external_data=False)
         nodes = list(model.graph.node)

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
+from parity.errors import ModelError, ParityError, UsageError
+
 PathArg = str | os.PathLike[str]
 
 _HOST = f"{zlib.crc32(os.uname().nodename.encode()):08x}"
@@ -126,8 +128,6 @@ def atomic_write(path: PathArg, mode: str = "wb") -> Iterator[IO]:
 def _write_errors(target: Path) -> Iterator[None]:
     import errno
 
-    from parity.errors import ParityError, UsageError
-
     try:
         yield
     except OSError as exc:
@@ -178,8 +178,6 @@ def write_text_atomic(path: PathArg, text: str) -> None:
 
 def check_model_path(path: PathArg) -> Path:
     """The model file the user named, or a one-line ModelError (exit 3) saying why it cannot be read."""
-    from parity.errors import ModelError
-
     p = Path(path)
     if not p.exists():
         raise ModelError(f"model not found: {p}")
@@ -226,8 +224,6 @@ def refuse_overwrite(inputs: PathArg | Labelled | None, *outputs: PathArg | None
     Outputs: paths (labelled "the output") and/or ``label=path`` keywords (e.g. ``**{"--save-outputs": p}``);
     ``None`` is skipped. Paths are compared resolved (symlinks followed) and by inode (hard links).
     """
-    from parity.errors import UsageError
-
     sources = _pairs(inputs, "the input model")
     outs = [("the output", o) for o in outputs if o] + _pairs(labelled, "the output")
     for k, (out_label, out) in enumerate(outs):
