@@ -18,6 +18,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from parity.util.fs import write_text_atomic
 from parity.util.text import warn
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -99,8 +100,6 @@ class QuietDebugReporter:
 
 def write_report(path: str, summary: Any, code: int, layerwise: Sequence[Any] | None = None) -> None:
     """``layerwise``: the run's first-divergence reports, when outputs were marked."""
-    from parity.util.fs import write_text_atomic
-
     report = {
         "format": "parity-report",
         "version": 1,
