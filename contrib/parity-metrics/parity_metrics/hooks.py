@@ -13,7 +13,7 @@ from parity import hookimpl
 
 def _threshold(options: Mapping[str, Any], key: str, option: str, default: float) -> Any:
     """``--cosine-min 0.999 probs:0.9999`` -> ``{"": 0.999, "probs": 0.9999}``; numbers pass through (Python API)."""
-    from parity.api import parse_per_name
+    from parity.api import parse_per_name  # here: discovery imports this module, `parity --help` never parses a threshold
 
     value = options.get(key)
     if value is None or value == ():

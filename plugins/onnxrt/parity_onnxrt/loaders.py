@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from parity.api import BackendError, BaseLoader, ModelError, check_model_path, invoke_if_callable, onnx_models
+from parity.api import BackendError, BaseLoader, ModelError, check_model_path, invoke_if_callable, missing_dependency, onnx_models
 from parity_onnxrt.messages import default_log_severity, reason
 
 MARK_ALL = onnx_models.MARK_ALL
@@ -82,8 +82,6 @@ class SessionFromOnnx(BaseLoader):
         try:
             import onnxruntime as ort
         except ImportError:
-            from parity.api import missing_dependency
-
             raise missing_dependency("onnxruntime", "pip install onnxruntime") from None
         model, _ = invoke_if_callable(self.model)
         source: Any = model

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from parity.api import BackendError, BaseRunner, TensorMeta, invoke_if_callable
+from parity.api import BackendError, BaseRunner, TensorMeta, UsageError, invoke_if_callable, onnx_models
 from parity_onnxrt.messages import reason
 
 _ORT_TYPES = {
@@ -26,8 +26,6 @@ def _unknown_rank(session: Any, names: list[str]) -> set[str]:
     input without a shape (unknown rank), and checks neither's rank at run time: only the model tells them apart."""
     if not names:
         return set()
-    from parity.api import onnx_models
-
     path, data = getattr(session, "_model_path", None), getattr(session, "_model_bytes", None)
     try:
         if isinstance(path, str):
@@ -73,8 +71,6 @@ class OnnxrtRunner(BaseRunner):
             values = self.session.run(names, feed_dict)
         except Exception as exc:  # onnxruntime's pybind errors
             if re.search(_BAD_INPUT, str(exc)):  # onnxruntime's own checks of the feed: bad input, not a backend failure
-                from parity.api import UsageError
-
                 raise UsageError(f"{self.name}: bad input: {reason(exc)}") from None
             raise BackendError(f"{self.name}: inference failed: {reason(exc)}") from None
         return dict(zip(names, values))

@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from parity.api import UsageError, part_path, same_file, write_bytes_atomic, write_text_atomic
+
 MAX_COPY = 64 << 20
 SCRIPT_SUFFIXES = {".py", ".sh", ".bash"}
 INTERPRETERS = {"python", "python3", "sh", "bash", "dash", "zsh"}
@@ -40,8 +42,6 @@ ITERATION_FILES = ("polygraphy_debug.onnx",)  # Polygraphy's name for the iterat
 
 def check_target(directory: str | Path, option: str = "--repro") -> Path:
     """The bundle's folder, refused (exit 2) if something non-empty is there: Parity never replaces a folder."""
-    from parity.api import UsageError
-
     target = Path(directory)
     if target.is_symlink() or target.exists():
         if not target.is_dir():
@@ -64,8 +64,6 @@ class _Copies:
         self.outside: list[tuple[str, str]] = []  # (path as check.sh names it, why it was not copied)
 
     def _is_load_input(self, path: Path) -> bool:
-        from parity.api import same_file
-
         return any(same_file(path, p) for p in self.load_inputs)
 
     def token(self, command: Sequence[str], k: int, value: str) -> str:
@@ -136,8 +134,6 @@ def write_bundle(
     checks: int,
     load_inputs: Sequence[str] = (),
 ) -> Path:
-    from parity.api import UsageError, part_path
-
     target = Path(directory)
     if (target.exists() or target.is_symlink()) and not target.is_dir():
         raise UsageError(f"--repro {directory}: a file of that name exists; the bundle was not written")
@@ -159,8 +155,6 @@ def write_bundle(
 
 def _move_into(tmp: Path, target: Path) -> None:
     """Each file of ``tmp`` into the existing folder ``target``, replacing nothing (link, then unlink)."""
-    from parity.api import UsageError
-
     moved = []
     try:
         for entry in sorted(tmp.iterdir()):
@@ -178,7 +172,7 @@ def _move_into(tmp: Path, target: Path) -> None:
 
 
 def _fill(tmp, model, nodes, inputs, expected, check, substitutions, source, checks, load_inputs) -> None:
-    from parity.api import IterationResult, RunResults, save_inputs, save_results, write_bytes_atomic, write_text_atomic
+    from parity.api import IterationResult, RunResults, save_inputs, save_results
 
     write_bytes_atomic(tmp / "model.onnx", model.SerializeToString())
     if inputs:

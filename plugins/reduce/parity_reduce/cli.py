@@ -18,10 +18,15 @@ from parity.api import (
     echo,
     file_fingerprint,
     get_registry,
+    group,
+    onnx_models,
+    parse_shapes,
     refuse_overwrite,
     session_from_options,
     verbosity_options,
     warn,
+    write_bytes_atomic,
+    write_text_atomic,
 )
 
 REDUCE_HELP = """Shrink a failing ONNX MODEL to a minimal subgraph that still fails the --check.
@@ -55,8 +60,6 @@ def _modes(kind: str) -> list[str]:
 
 
 def add_commands(cli: click.Group) -> None:
-    from parity.api import group
-
     debug = group(cli, "debug")
     reduce_params = [
         click.Argument(["model"]),
@@ -114,7 +117,7 @@ def add_commands(cli: click.Group) -> None:
 
 
 def _feeds(model: str, params: dict[str, Any], shapes: dict) -> list[dict]:
-    from parity.api import get_registry, make_data_loader
+    from parity.api import make_data_loader  # here: `debug reduce --help` imports this module, not parity.assemble
 
     loader_params = dict(params)
     if shapes and not loader_params.get("input_shapes"):
@@ -141,7 +144,6 @@ def _auto_mode(mode: str, iter_inputs: str | None) -> str:
 
 
 def reduce_command(model: str, output: str, **params: Any) -> int:
-    from parity.api import parse_shapes
     from parity_reduce.bundle import check_target, write_bundle
     from parity_reduce.reducer import Reducer
 
@@ -188,8 +190,6 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
         if result.min_good is None:
             warn("no passing candidate was checked; --min-good not written")
         else:
-            from parity.api import onnx_models, write_bytes_atomic
-
             data = result.min_good.SerializeToString()
             onnx_models.validate(data, f"the largest passing model (not written to {params['min_good']})", missing_kernels_ok=True)
             write_bytes_atomic(params["min_good"], data)
@@ -214,7 +214,6 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
 def precision_command(model: str, output: str, **params: Any) -> int:
     import json
 
-    from parity.api import write_text_atomic
     from parity_reduce.precision import PrecisionSearch
 
     check_model_path(model)
@@ -223,7 +222,7 @@ def precision_command(model: str, output: str, **params: Any) -> int:
     if params.get("mode") not in _modes("precision"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")
     if params.get("save_inputs"):  # the data options make the inputs the check reads, as in debug reduce
-        from parity.api import parse_shapes, save_inputs
+        from parity.api import save_inputs
 
         save_inputs(_feeds(model, params, parse_shapes(params.get("model_input_shapes") or (), "--model-input-shapes")), params["save_inputs"])
     session = session_from_options(params, label="precision", fingerprint={"model": file_fingerprint(model)})

@@ -22,7 +22,7 @@ MODES = {
 
 def _factory(name: str):
     def factory(options: Mapping[str, Any]) -> Any:
-        from parity_reduce.strategies import STRATEGIES
+        from parity_reduce.strategies import STRATEGIES  # here: discovery imports this module; a strategy loads when built
 
         return STRATEGIES[name](options)
 

@@ -18,7 +18,7 @@ from typing import Any
 import onnx
 from onnx import TensorProto
 
-from parity.api import DebugSession, ExitCode, ParityError, PredicateCheck, Summary, get_registry, write_bytes_atomic
+from parity.api import DebugSession, ExitCode, OriginalNotFailing, ParityError, PredicateCheck, Summary, UsageError, get_registry, onnx_models, write_bytes_atomic
 from parity_reduce.reducer import Search, load_model
 from parity_reduce.strategies import DEFAULT_MODE
 
@@ -49,8 +49,6 @@ class PrecisionResult:
 
     def save(self, path: str | Path) -> None:
         """Write the model if it passes ``parity.onnx_models.validate`` (checker full check, onnxruntime load)."""
-        from parity.api import onnx_models
-
         data = self.model.SerializeToString()
         onnx_models.validate(data, f"the mixed-precision model (not written to {path})", missing_kernels_ok=True)
         write_bytes_atomic(path, data)
@@ -98,8 +96,6 @@ class PrecisionSearch:
         keep_out_of_range: bool = True,
         check_original: bool = True,
     ) -> None:
-        from parity.api import UsageError
-
         if (predicate is None) == (session is None):
             raise UsageError("give PrecisionSearch either a predicate or a DebugSession")
         if low not in LOW:
@@ -127,8 +123,6 @@ class PrecisionSearch:
         full = list(range(len(cands)))
         passes_low = False
         if self.check_original:  # the model fully in low precision: its failure signature defines bad
-            from parity.api import OriginalNotFailing
-
             try:
                 passes_low = self.session.original(search.candidate(frozenset()), f"the {self.low} model (no node kept fp32)", passing_ok=True) == "good"
             except OriginalNotFailing as exc:

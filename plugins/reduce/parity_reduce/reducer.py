@@ -23,16 +23,20 @@ import onnx
 
 from parity.api import (
     Candidate,
+    CommandCheck,
+    DataLoader,
     DebugSession,
     ExitCode,
     Iteration,
     Oracle,
+    OriginalNotFailing,
     ParityError,
     PredicateCheck,
     Summary,
     UsageError,
     first_line,
     get_registry,
+    onnx_models,
     subset_key,
     write_bytes_atomic,
 )
@@ -65,8 +69,6 @@ class ReduceResult:
     def save(self, path: str | Path) -> None:
         """Write the minimal model atomically, after it passes the full checker and loads in onnxruntime
         (a minimal model the user cannot open answers nothing: that is a ModelError, exit 3)."""
-        from parity.api import onnx_models
-
         data = self.model.SerializeToString()
         onnx_models.validate(data, f"the minimal model ({len(self.nodes)} nodes; not written to {path})", missing_kernels_ok=True)
         write_bytes_atomic(path, data)
@@ -85,7 +87,6 @@ class ReduceResult:
 def load_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
     if isinstance(model, onnx.ModelProto):
         return model
-    from parity.api import onnx_models
 
     return onnx_models.load(model)
 
@@ -93,8 +94,6 @@ def load_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
 def make_reference(model: onnx.ModelProto, inputs: Sequence[Mapping[str, np.ndarray]] | None, warn: Callable[[str], None]) -> Reference | None:
     """Run the prepared model once per sample; ``None`` (with a warning) when onnxruntime cannot."""
     if inputs is None:
-        from parity.api import DataLoader, onnx_models
-
         inputs = list(DataLoader(onnx_models.graph_inputs(model)))
     try:
         return run_reference(model, inputs)
@@ -147,8 +146,6 @@ class Search:
 
     def original(self, subset: frozenset[int], what: str) -> None:
         """Check the unchanged input first (its failure signature defines bad); stop if it does not fail."""
-        from parity.api import OriginalNotFailing
-
         try:
             self.session.original(self.candidate(subset), what)
         except OriginalNotFailing as exc:
@@ -224,8 +221,6 @@ class Reducer:
         """Writes each improvement to ``save_best`` atomically, after the same validation as the final save."""
 
         def save(subset: frozenset[int]) -> None:
-            from parity.api import onnx_models
-
             data = self.build(subset).SerializeToString()
             onnx_models.validate(data, f"the failing model of {len(subset)} nodes (not written to {self.save_best})", missing_kernels_ok=True)
             write_bytes_atomic(self.save_best, data)
@@ -329,8 +324,6 @@ def prove_bundle(directory: str | Path, session: DebugSession) -> tuple[bool, st
     same failure: the original's exit code (and ``--fail-regex`` match), not a crash or a missing file."""
     import shutil
     import tempfile
-
-    from parity.api import CommandCheck
 
     check = session.check
     if not isinstance(check, CommandCheck):

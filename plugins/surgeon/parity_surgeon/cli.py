@@ -16,10 +16,14 @@ from parity.api import (
     UsageError,
     check_model_path,
     echo,
+    get_registry,
     json_default,
+    parse_shapes,
     parse_size,
     refuse_overwrite,
     verbosity_options,
+    write_bytes_atomic,
+    write_text_atomic,
 )
 
 
@@ -67,7 +71,7 @@ def sanitize_cmd(
       parity surgeon sanitize model.onnx -o folded.onnx --fold-constants
       parity surgeon sanitize model.onnx -o static.onnx --override-input-shapes x:[1,3,224,224] --fold-constants
     """
-    from parity.api import parse_shapes
+    # here, not at the top: the command's --help imports this module and never needs these
     from parity_surgeon import graph as g
     from parity_surgeon.sanitizer import sanitize
 
@@ -104,6 +108,7 @@ def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple
       parity surgeon extract model.onnx --inputs x:auto:auto --outputs relu_out:auto -o sub.onnx
     Shapes and dtypes written auto come from shape inference, or from running the model once when
     inference cannot tell."""
+    # here, not at the top: the command's --help imports this module and never needs these
     from parity_surgeon import graph as g
     from parity_surgeon.extractor import extract, parse_input_spec, parse_output_spec
 
@@ -136,6 +141,7 @@ def insert_cmd(model: str, output: str, op: str, inputs: tuple[str, ...], output
     \b
       parity surgeon insert model.onnx --op MyGelu --domain my.ops --inputs h --outputs g -o custom.onnx
     """
+    # here, not at the top: the command's --help imports this module and never needs these
     from parity_surgeon import graph as g
     from parity_surgeon.inserter import insert_node, parse_attrs
 
@@ -162,7 +168,7 @@ def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool) -> int:
     \b
       parity check lint model.onnx -o lint.json
     """
-    from parity.api import write_text_atomic
+    # here, not at the top: the command's --help imports this module and never needs these
     from parity_surgeon.linter import lint
 
     _check_model(model)
@@ -180,7 +186,7 @@ def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool) -> int:
 
 
 def convert_fp16(request: Any) -> None:
-    from parity.api import write_bytes_atomic
+    # here, not at the top: the command's --help imports this module and never needs these
     from parity_surgeon.fp16 import convert_to_fp16_bytes
 
     if not request.get("fp_to_fp16"):
@@ -219,7 +225,7 @@ _SKIP_COMPARE = {"load_outputs", "save_outputs", "fail_fast", "validate"}
 
 
 def make_localize_cmd() -> click.Command:
-    from parity.api import backend_params, compare_options, data_options, get_registry, model_options, onnx_options
+    from parity.api import backend_params, compare_options, data_options, model_options, onnx_options
 
     registry = get_registry()
     params: list[click.Parameter] = [
@@ -252,7 +258,8 @@ def make_localize_cmd() -> click.Command:
 
 
 def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
-    from parity.api import as_feed, cast_runner_settings, get_registry, make_compare_funcs, make_data_loader, write_text_atomic
+    # here, not at the top: the command's --help imports this module and never needs these
+    from parity.api import as_feed, cast_runner_settings, make_compare_funcs, make_data_loader
     from parity_surgeon import graph as g
     from parity_surgeon.extractor import extract_node
     from parity_surgeon.localizer import localize, runner_specs_from_cli

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from parity.api import UsageError, did_you_mean, onnx_models
+from parity.api import UsageError, did_you_mean, onnx_models, parse_shape
 from parity_surgeon import graph as g
 from parity_surgeon.naming import safe_name
 
@@ -30,8 +30,6 @@ class TensorSpec:
 def parse_input_spec(text: str) -> TensorSpec:
     """``name:shape:dtype`` with either part ``auto``: ``x:[1,3]:float32``, ``x:auto:auto``, ``x``."""
     import numpy as np
-
-    from parity.api import parse_shape
 
     parts = text.rsplit(":", 2)
     if len(parts) == 3 and (parts[1] == AUTO or parts[1].startswith("[")):
@@ -120,8 +118,6 @@ def _resolved(spec: TensorSpec, types: Mapping[str, tuple]) -> bool:
 
 
 def _boundary(tensor: Any, spec: TensorSpec, types: Mapping[str, tuple], observed: Mapping[str, Any], gs: Any, is_input: bool) -> Any:
-    from parity.api import onnx_models
-
     elem, shape = types.get(spec.name, (0, None))
     dtype = spec.dtype if spec.dtype is not None else (onnx_models.dtype_of(elem) if elem else None)
     if is_input:
@@ -161,7 +157,7 @@ def _observe(model: Any, names: Sequence[str], feed: Mapping[str, Any] | None) -
     """Run the model once with ``names`` marked as outputs (the fallback when shape inference cannot tell)."""
     from parity_onnxrt.loaders import ModifyOnnxOutputs, SessionFromOnnx
 
-    from parity.api import DataLoader, onnx_models
+    from parity.api import DataLoader
 
     session = SessionFromOnnx(ModifyOnnxOutputs(lambda: _copy(model), list(names)))()
     data = dict(feed) if feed is not None else DataLoader(onnx_models.graph_inputs(model))[0]

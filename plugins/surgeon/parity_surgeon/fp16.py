@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from parity.api import onnx_models
+from parity.api import ModelError, UsageError, did_you_mean, onnx_models
 from parity_surgeon import graph as g
 
 FP16_MAX = 65504.0
@@ -387,8 +387,6 @@ class _FileWeights:
             pieces += graph
         total = sum(size(p) for p in pieces)
         if total >= 2**31:
-            from parity.api import ModelError
-
             raise ModelError(f"the fp16 model is over protobuf's 2 GiB limit ({total} bytes) and cannot be written as one file")
         out = io.BytesIO()
         with open(self.path, "rb") as fh:
@@ -430,8 +428,6 @@ class Fp16Converter:
     ) -> None:
         import numpy as np
 
-        from parity.api import UsageError
-
         if low not in _LOW:
             raise UsageError(f"--precision: expected one of {', '.join(_LOW)}, got '{low}'")
         self.source = model
@@ -446,8 +442,6 @@ class Fp16Converter:
         known = {n.name for graph in _walk(self.model.graph) for n in graph.node}
         unknown = sorted(self.block_names - known)
         if unknown:
-            from parity.api import did_you_mean
-
             raise UsageError(f"--node-block-list: the model has no node '{unknown[0]}'{did_you_mean(unknown[0], known)}")
         self.opset = next((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), 17)
         self.types = _types(self.model)
@@ -488,8 +482,6 @@ class Fp16Converter:
     def probe_onnxruntime(self) -> None:
         """Keep fp32 the op types onnxruntime's CPU provider has no kernel for at the low type, found by
         loading default builds (what ``convert_to_fp16`` does), so later builds load."""
-        from parity.api import onnx_models
-
         while True:
             model, _ = self.build()
             try:
@@ -715,8 +707,6 @@ class _Build:
 
 def _captured(node: Any) -> list[str]:
     """Outer-scope names read inside a node's bodies."""
-    from parity.api import onnx_models
-
     if not _subgraphs(node):
         return []
     direct = set(node.input)
@@ -778,8 +768,6 @@ def _convert_validated(
     validate: bool = True,
     keep_model: bool = True,
 ) -> tuple[Any, Fp16Report]:
-    from parity.api import ModelError, onnx_models
-
     path = isinstance(model, (str, Path))
     auto: list[str] = []
     while True:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from parity.api import ModelError, UsageError, first_line, onnx_models, refuse_overwrite, write_bytes_atomic
+from parity.api import ModelError, UsageError, did_you_mean, first_line, onnx_models, refuse_overwrite, write_bytes_atomic
 
 IR_VERSION_FALLBACK = 10  # what onnxruntime loads; onnx.helper writes newer versions it cannot
 
@@ -62,8 +62,6 @@ class NodeInfo:
 
 def topo_nodes(graph: Any) -> list[Any]:
     """Nodes in topological order (``parity.onnx_models.topological_order``); a cycle is an error."""
-    from parity.api import onnx_models
-
     nodes = list(graph.node)
     order = onnx_models.topological_order(nodes)
     if len(order) != len(nodes):
@@ -130,8 +128,6 @@ def infer_shapes(model: Any, data_prop: bool = True) -> tuple[Any, str]:
 
 def set_input_shapes(model: Any, shapes: dict[str, tuple]) -> None:
     """Overwrite graph input shapes in place (``--override-input-shapes``), dropping stale inferred shapes."""
-    from parity.api import did_you_mean
-
     inputs = {vi.name: vi for vi in model.graph.input}
     for name, dims in shapes.items():
         if name not in inputs:

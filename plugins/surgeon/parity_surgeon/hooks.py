@@ -15,7 +15,7 @@ def _convert(request) -> None:
 def parity_register_converters(register):
     import click
 
-    from parity.api import ConverterSpec, GreedyOption
+    from parity.api import ConverterSpec, GreedyOption  # here: discovery imports this module and never needs the registry
 
     register(
         ConverterSpec(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from parity.api import onnx_models
+from parity.api import module_available, onnx_models
 from parity_surgeon import graph as g
 
 ERROR, WARNING = "error", "warning"
@@ -71,11 +71,8 @@ def lint(model: Any, label: str | None = None, onnxruntime: bool = True) -> Lint
     except Exception as exc:
         report.add(ERROR, "shape-inference", _first_line(exc))
     _structure(proto, report)
-    if onnxruntime:
-        from parity.api import module_available
-
-        if module_available("onnxruntime"):
-            _onnxruntime(proto, report)
+    if onnxruntime and module_available("onnxruntime"):
+        _onnxruntime(proto, report)
     return report
 
 

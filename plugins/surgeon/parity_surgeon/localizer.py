@@ -32,8 +32,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.api import DivergenceReport, GraphInfo, TensorError, UsageError, check_model_path, first_divergent, onnx_models, parse_size, tensor_error
+from parity.api import (
+    DivergenceReport,
+    GraphInfo,
+    RunnerRequest,
+    TensorError,
+    UsageError,
+    check_model_path,
+    did_you_mean,
+    first_divergent,
+    get_registry,
+    onnx_models,
+    parse_size,
+    tensor_error,
+)
 from parity_surgeon import graph as g
+from parity_surgeon.extractor import extract_node
 
 DEFAULT_BUDGET_CAP = 2 << 30  # bytes
 RUNTIME_OVERHEAD = 200 << 20  # interpreter, onnxruntime and numpy themselves
@@ -188,8 +202,6 @@ class _Session:
     def __init__(self, model: str, runners: Sequence[RunnerSpec], feed: Mapping[str, Any], funcs: Sequence[Any], progress: Callable[[str], None] | None) -> None:
         import onnx
 
-        from parity.api import onnx_models
-
         self.model = model
         self.specs = [RunnerSpec(r.backend, dict(r.options), r.model or model) for r in runners]
         self.feed = dict(feed)
@@ -215,8 +227,6 @@ class _Session:
 
     # --- runners --------------------------------------------------------------------------------------
     def _runner(self, side: int, outputs: Sequence[str], model: str | None = None) -> Any:
-        from parity.api import RunnerRequest, get_registry
-
         spec = self.specs[side]
         backend = get_registry().backend(spec.backend)
         marked = list(outputs)
@@ -251,8 +261,6 @@ class _Session:
     # --- isolation ----------------------------------------------------------------------------------
     def isolate(self, nodes: Sequence[str], full: Mapping[str, TensorError], budget: int) -> list[NodeVerdict]:
         """Run each node alone on side 0 with side 1's values of its inputs (fetched in budgeted batches)."""
-        from parity_surgeon.extractor import extract_node
-
         verdicts = []
         todo = list(nodes)
         while todo:
@@ -298,8 +306,6 @@ class _Session:
     def _reference_on(self, node_name: str, feed: Mapping[str, Any], cast: Mapping[str, Any], tmp: Path) -> dict[str, Any] | None:
         """The reference runner's node alone on the values the actual node got (rounded to its dtype, then
         back to the reference's): "with exact inputs" means both sides compute from the same numbers."""
-        from parity_surgeon.extractor import extract_node
-
         if self._ref_proto is None:
             ref_model = self.specs[1].model
             self._ref_proto = self.proto if ref_model == self.model else onnx_models.load(ref_model)
@@ -315,8 +321,6 @@ class _Session:
         return self.ref_tensors is None or t in self.ref_tensors
 
     def _dtype(self, t: str, value: Any) -> Any:
-        from parity.api import onnx_models
-
         elem = self.types.get(t, (0, None))[0]
         return (onnx_models.dtype_of(elem) if elem else None) or value.dtype
 
@@ -359,8 +363,6 @@ def _fit(feed: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _init_bytes(init: Any) -> int:
-    from parity.api import onnx_models
-
     n = 1
     for d in init.dims:
         n *= d
@@ -393,8 +395,6 @@ def _light(model: Any) -> Any:
 def _tensor_bytes(model: Any, feed: Mapping[str, Any]) -> dict[str, int | None]:
     """Bytes of every node output for this feed's shapes (shape inference); ``None`` where unknown."""
     import numpy as np
-
-    from parity.api import onnx_models
 
     light = _light(model)
     g.set_input_shapes(light, {k: tuple(int(d) for d in np.shape(v)) for k, v in feed.items() if k in {i.name for i in light.graph.input}})
@@ -430,7 +430,7 @@ def localize(
     ``runners`` are backend names or :class:`RunnerSpec`; the second runs ``reference_model`` when given.
     ``isolate``: ``suspect`` (the first divergent node), ``all`` (every compared node) or ``none``.
     """
-    from parity.api import DataLoader, onnx_models, resolve_compare_funcs
+    from parity.api import DataLoader, resolve_compare_funcs
 
     started = time.perf_counter()
     if mode not in ("batches", "bisect"):
@@ -491,8 +491,6 @@ def localize(
 def _candidates(session: _Session, tensors: Sequence[str] | None, exclude: Sequence[str]) -> list[str]:
     """Every node output in topological order, ``Constant`` nodes' included (an fp16 conversion may clamp
     one: it is then the first divergence, as ``--onnx-outputs mark all`` reports)."""
-    from parity.api import did_you_mean
-
     order = list(session.info.order)
     if tensors and list(tensors) not in (["mark", "all"], ["mark all"], ["*"]):
         known = set(order)
@@ -583,8 +581,6 @@ def _graph_outputs(session: _Session) -> list[str]:
 
 def runner_specs_from_cli(chosen: Sequence[tuple[str, Mapping[str, str]]], params: Mapping[str, Any], cast: Callable[[Any, Mapping[str, str]], dict]) -> list[RunnerSpec]:
     """``--onnxrt --onnxrt=graph-optimization-level=disable`` -> runner specs with per-runner settings."""
-    from parity.api import get_registry
-
     registry = get_registry()
     specs = []
     for name, overrides in chosen:

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from parity.api import echo, verbosity_options
+from parity.api import SETTINGS, ExitCode, UsageError, echo, module_available, verbosity_options
 
 
 @click.command("tactics")
@@ -15,6 +15,7 @@ from parity.api import echo, verbosity_options
 @verbosity_options
 def inspect_tactics(replay: str, as_json: bool) -> None:
     """Show a tactic replay file (Parity or Polygraphy) as a table."""
+    # here, not at the top: the command's --help imports this module and never needs these
     from parity_tactics.render import render_replay
     from parity_tactics.replay import load_replay
 
@@ -38,7 +39,7 @@ def _diff_command(name: str, hidden: bool = False) -> click.Command:
         Each tactic seen in a bad replay is ranked by a one-sided Fisher exact test on how many bad and good
         builds used it, so a culprit that also slipped into one good build still ranks first.
         """
-        from parity.api import SETTINGS
+        # here, not at the top: the command's --help imports this module and never needs these
         from parity_tactics.diff import diff_tactics
         from parity_tactics.render import render_diff
 
@@ -100,7 +101,6 @@ Exit code 1 if any build was bad; 3 if none was bad but some checks were unresol
 
 
 def _debug_build(model: str, until: str, **params: object) -> int:
-    from parity.api import ExitCode, UsageError, module_available
     from parity_tactics.debug_build import debug_build
 
     if not module_available("parity_trt"):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.api import ExitCode, Iteration, Outcome, ParityError, Summary, file_fingerprint, make_check, session_from_options
+from parity.api import ExitCode, Iteration, Outcome, ParityError, Summary, UsageError, file_fingerprint, make_check, session_from_options
 
 DEFAULT_ITER_ARTIFACT = "parity_debug.engine"
 Build = Callable[[str, str, Mapping[str, Any]], None]  # (model, engine path, options)
@@ -70,8 +70,6 @@ def debug_build(
     ``check`` is the command line (exit status judged as ``--fail-code``/``--fail-regex`` say) or a
     callable ``check(iteration) -> Outcome``; ``None`` asks at the terminal.
     """
-    from parity.api import UsageError
-
     if not Path(model).exists():
         raise UsageError(f"model not found: {model}")
     params["iter_artifact"] = params.get("iter_artifact") or DEFAULT_ITER_ARTIFACT
@@ -79,6 +77,7 @@ def debug_build(
     artifacts = [*dict.fromkeys([*(params.get("artifacts") or ()), cache])]
     options = {**params, "save_timing_cache": cache}
     if build is trt_build:  # fail before the session starts (and leaves a state file) when nothing can build
+        # here: parity-trt is optional for this plugin, and only a TensorRT build needs it
         from parity_trt._trt import import_trt
         from parity_trt.factory import check_options
 

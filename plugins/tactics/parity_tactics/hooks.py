@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from parity import hookimpl
+from parity.api import UsageError, module_available
 
 TACTIC_PARAMS = ("save_tactics", "load_tactics")
 
@@ -14,8 +15,6 @@ def _validate(command: str, params: Any, ctx: Any) -> None:
     used = [f"--{p.replace('_', '-')}" for p in TACTIC_PARAMS if params.get(p)]
     if not used:
         return
-    from parity.api import UsageError, module_available
-
     if not module_available("parity_trt"):
         raise UsageError(f"{', '.join(used)} needs the TensorRT plugin: pip install parity-trt")
     runners = ctx.meta.get("parity.runners", [])
@@ -25,7 +24,7 @@ def _validate(command: str, params: Any, ctx: Any) -> None:
 
 @hookimpl
 def parity_register_options(register):
-    from parity.api import OptionSpec
+    from parity.api import OptionSpec  # here: discovery imports this module and never needs the registry
     from parity_tactics.options import tactic_options
 
     # --save-tactics/--load-tactics reach the TensorRT builder through the run options: the TensorRT plugin

@@ -99,7 +99,7 @@ def import_trt() -> ModuleType:
 
 def available_mechanisms(trt: ModuleType) -> list[str]:
     """Mechanisms this TensorRT supports, preferred first (the timing cache is the non-deprecated one)."""
-    from parity_trt.versions import has
+    from parity_trt.versions import has  # here: parity-trt is optional (as in import_trt above)
 
     found = []
     if all(has(trt, name) for name in CACHE_PROBES):

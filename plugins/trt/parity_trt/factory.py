@@ -6,8 +6,9 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from parity.api import RunnerRequest, UsageError
+from parity.api import RunnerRequest, TensorMeta, UsageError, parse_shapes, parse_val_ranges
 from parity_trt import options as opt
+from parity_trt._trt import import_trt
 from parity_trt.versions import major
 
 ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
@@ -28,7 +29,6 @@ def input_shapes(options: Mapping[str, Any]) -> dict[str, tuple]:
         return {}
     if isinstance(value, Mapping):
         return {str(k): tuple(v) for k, v in value.items()}
-    from parity.api import parse_shapes
 
     return parse_shapes(opt.split_values(_as_list(value)))
 
@@ -74,7 +74,7 @@ def synthetic_calibration_data(options: Mapping[str, Any]) -> Callable[[Mapping[
     def feeds(inputs: Mapping[str, tuple[Any, tuple[int, ...]]]) -> Any:
         import numpy as np  # here: this module is imported to build the command line, which never loads numpy
 
-        from parity.api import DataLoader, TensorMeta, parse_val_ranges
+        from parity.api import DataLoader
 
         warnings.warn("--int8 with no --data-loader-script, --load-inputs or --calibration-cache: calibrating on "
                       "random inputs, whose ranges rarely fit real data", stacklevel=2)
@@ -155,7 +155,6 @@ def engine_loader(model: str, options: Mapping[str, Any], kind: str | None = Non
 
 def make_runner(request: RunnerRequest) -> Any:
     """The ``Backend.make_runner`` of ``--trt``: checks options first, builds nothing until activation."""
-    from parity_trt._trt import import_trt
     from parity_trt.network import apply_log_level
     from parity_trt.runner import TrtRunner
 
@@ -171,7 +170,6 @@ def make_runner(request: RunnerRequest) -> Any:
 
 def convert(model: str, output: str, options: Mapping[str, Any], kind: str | None = None) -> str:
     """``parity convert model.onnx -o model.engine``: build and save; returns the output path."""
-    from parity_trt._trt import import_trt
     from parity_trt.engine import SaveEngine
     from parity_trt.network import apply_log_level
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from parity import hookimpl
+from parity_trt import hookspecs
 
 
 def _make_runner(request: Any) -> Any:
@@ -41,13 +42,12 @@ def _describe_script(path: str, show: Any = (), options: Any = None) -> str:
 
 @hookimpl
 def parity_add_hookspecs(add):
-    from parity_trt import hookspecs
-
     add(hookspecs)  # parity_trt_build_extension: other plugins' build extensions (docs/trt.md)
 
 
 @hookimpl
 def parity_register_backends(register):
+    # here, not at the top: discovery imports this module and never needs these
     from parity.api import Backend
     from parity_trt._trt import INSTALL_HINT
     from parity_trt.options import runner_options
@@ -71,7 +71,7 @@ def parity_register_backends(register):
 
 @hookimpl
 def parity_register_model_kinds(register):
-    from parity.api import ModelKind
+    from parity.api import ModelKind  # here: discovery imports this module and never needs the registry
     from parity_trt.factory import ENGINE_SUFFIXES
 
     register(ModelKind(name="engine", suffixes=ENGINE_SUFFIXES, read_inputs=_read_engine_inputs, describe=_describe_engine))
@@ -91,7 +91,7 @@ def _convert(request: Any) -> None:
 
 @hookimpl
 def parity_register_converters(register):
-    from parity.api import ConverterSpec
+    from parity.api import ConverterSpec  # here: discovery imports this module and never needs the registry
     from parity_trt.factory import ENGINE_SUFFIXES
     from parity_trt.options import build_options
 

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 import click
 
 from parity.api import UsageError, did_you_mean, parse_shape, parse_size
-from parity_trt.versions import trt_name
+from parity_trt.versions import STRONG_TYPING, trt_name
 
 Shape = tuple[int, ...]
 
@@ -341,8 +341,6 @@ def validate_precisions(options: Mapping[str, object], trt_major: int) -> list[s
     if options.get("precision_constraints") not in (None, "none"):
         asked.append(f"precision-constraints {options['precision_constraints']}")
     if trt_major >= 11 and asked:
-        from parity_trt.versions import STRONG_TYPING
-
         flags = ", ".join(f"--{a}" for a in asked)
         raise UsageError(f"{flags}: not available on TensorRT {trt_major}.x. {STRONG_TYPING}")
     if asked and options.get("strongly_typed"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from parity.api import UsageError
+from parity.api import UsageError, did_you_mean
 
 
 class Gate:
@@ -159,8 +159,6 @@ def require(trt: ModuleType, name: str, feature: str) -> Any:
 
 def enum_member(trt: ModuleType, enum: str, member: str, option: str) -> Any:
     """A member of a TensorRT enum chosen by the user (case-insensitive), with the valid choices on error."""
-    from parity.api import did_you_mean
-
     cls = require(trt, enum, option)
     wanted = member.strip().upper()
     value = getattr(cls, wanted, None)
