@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from parity.errors import UsageError
-from parity.registry import Backend, DataRequest, Registry, RunnerRequest
+from parity.data.parse import parse_per_name
+from parity.errors import UsageError, missing_dependency
+from parity.plugins import get_registry, module_available
+from parity.registry import Backend, DataRequest, Registry, RunnerRequest, _lookup
 from parity.util.text import names_preview, warn
 
 # pathlib and parity.util.fs are imported in the functions that use them: ``parity run --help`` imports this
@@ -70,8 +72,6 @@ def make_runners(
 
 def check_requirements(backends: Sequence[str], registry: Registry) -> None:
     """A backend whose library is missing fails before any model is loaded, in one line."""
-    from parity.errors import missing_dependency
-    from parity.plugins import module_available
 
     for name in backends:
         backend = registry.backend(name)
@@ -101,7 +101,6 @@ def make_data_loader(params: Mapping[str, Any], model: str | None, kind: str | N
         return load_script_loader(params["data_loader_script"])
     spec = registry.data_loaders.get(params.get("data_loader") or "random")
     if spec is None:
-        from parity.registry import _lookup
 
         _lookup(registry.data_loaders, params["data_loader"], "data loader")
     meta = model_inputs()
@@ -110,7 +109,6 @@ def make_data_loader(params: Mapping[str, Any], model: str | None, kind: str | N
 
 def load_data(request: DataRequest, registry: Registry, loader: str = "random"):
     """The registered data loader ``loader`` (``--data-loader``) made from ``request``."""
-    from parity.registry import _lookup
 
     spec = _lookup(registry.data_loaders, loader, "data loader")
     data = spec.factory(request)
@@ -139,7 +137,6 @@ def drop_extra_tensors(feeds: list[dict], meta: Mapping[str, Any], warn: Callabl
 
 
 def make_compare_funcs(params: Mapping[str, Any], registry: Registry) -> list:
-    from parity.data.parse import parse_per_name
 
     options = dict(params)
     options["atol"] = parse_per_name(params.get("atol") or (), float, "--atol") or None
@@ -160,7 +157,7 @@ def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any], regist
     files plugins' options read and write (``Backend``/``OptionSpec`` ``reads``/``writes``) count too."""
     from pathlib import Path
 
-    from parity.util.fs import refuse_overwrite
+    from parity.util.fs import refuse_overwrite  # here: util.fs imports pathlib, which 'run --help' never needs
 
     script = params.get("data_loader_script")
     if script and not Path(script).exists() and ":" in script:
@@ -196,8 +193,6 @@ def plugin_files(params: Mapping[str, Any], registry: Registry | None) -> tuple[
 
 def mark_params() -> tuple[str, ...]:
     """The options that mark intermediate tensors as outputs: every registered backend's ``mark_options``."""
-    from parity.plugins import get_registry
-
     names: dict[str, None] = {}
     for backend in get_registry().backends.values():
         names.update(dict.fromkeys(backend.mark_options))
