@@ -2,7 +2,9 @@
 
 Targets (issue 13): ``parity --help`` and ``parity run --help`` at most 0.5x Polygraphy's wall time, a whole
 ``parity run examples/models/tiny_cnn.onnx --onnxrt`` at most 0.8x ``polygraphy run`` of the same model. There is no
-help cache: commands load lazily (``parity.cli.lazy``). The floor of a run is importing numpy and onnxruntime.
+help cache: commands load lazily (``parity.cli.lazy``), the value types start-up creates are ``parity.util.record``
+Records rather than dataclasses, and modules only some commands need are imported where used
+(``tests/test_startup_imports.py`` checks which). The floor of a run is importing numpy and onnxruntime.
 
 Parity is measured as a wheel install leaves it, like Polygraphy's: its eight distributions are built as wheels
 and installed (``pip install --target``) into a temporary folder that a bare virtual environment puts first on
