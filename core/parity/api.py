@@ -116,6 +116,8 @@ _EXPORTS: dict[str, str] = {
     "one_line": "parity.util.text",
     "names_preview": "parity.util.text",
     "warn": "parity.util.text",
+    "load_user_function": "parity.util.scripts",
+    "split_script_spec": "parity.util.scripts",
     "lazy_attributes": "parity.util.lazy",
     "parse_size": "parity.util.units",
 }

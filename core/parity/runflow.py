@@ -279,9 +279,9 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     for path in params.get("load_outputs") or ():
         golden.extend(load_results(path), prefix=f"{Path(path).name}:")
     kind = detect_model_kind(model, registry, params.get("model_type")) if model else None
-    data = make_data_loader(params, model, kind, registry, reporter.warning) if model and chosen else None
     runners = make_runners(model, chosen, params, registry, request.cast_settings)  # validates backend options: usage errors come first
-    check_requirements([name for name, _ in chosen], registry)
+    check_requirements([name for name, _ in chosen], registry)  # a missing library before the inputs are examined
+    data = make_data_loader(params, model, kind, registry, reporter.warning) if model and chosen else None
     summary = run(
         runners,
         data,

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from parity.data.meta import TensorMeta
 from parity.errors import UsageError
+from parity.util.scripts import load_user_function, split_script_spec
 from parity.util.text import did_you_mean, names_preview
 
 DEFAULT_DIM = 1  # only for the leading (batch) dim: other dynamic dims are never guessed (a 1x1 image crashes many models)
@@ -144,24 +142,8 @@ def generate(rng: np.random.RandomState, shape: tuple[int, ...], dtype: np.dtype
 
 def load_script_loader(spec: str) -> Iterable[dict[str, np.ndarray]]:
     """``file.py[:func]`` (default ``load_data``): a no-argument callable returning an iterable of feeds."""
-    path, _, func = spec.partition(":") if not Path(spec).exists() else (spec, "", "")
-    func = func or "load_data"
-    file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"--data-loader-script: no such file '{path}'")
-    mod_spec = importlib.util.spec_from_file_location(f"parity_data_{file.stem}", file)
-    assert mod_spec and mod_spec.loader
-    module = importlib.util.module_from_spec(mod_spec)
-    sys.path.insert(0, str(file.parent))
-    try:
-        mod_spec.loader.exec_module(module)
-    except Exception as exc:
-        raise UsageError(f"--data-loader-script: {path} failed to import: {type(exc).__name__}: {exc}") from exc
-    finally:
-        sys.path.remove(str(file.parent))
-    loader: Callable | None = getattr(module, func, None)
-    if not callable(loader):
-        raise UsageError(f"--data-loader-script: {path} has no function '{func}'{did_you_mean(func, dir(module))}")
+    loader = load_user_function(spec, "load_data", "--data-loader-script")
+    path, func = split_script_spec(spec, "load_data", "--data-loader-script")
     where = f"--data-loader-script: {path}: {func}()"
     try:
         data = loader()

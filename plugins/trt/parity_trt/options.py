@@ -238,16 +238,6 @@ def parse_outputs(values: Iterable[str] | str | None) -> list[str] | str | None:
 
 
 # ---- user scripts ---------------------------------------------------------------------------------------
-def parse_script(spec: str, default_func: str, option: str) -> tuple[str, str]:
-    """``'file.py:func'`` -> ``('file.py', 'func')``; a bare path uses ``default_func``."""
-    path, sep, func = spec.rpartition(":")
-    if not sep or "/" in func or "\\" in func or func.endswith(".py"):
-        return spec, default_func
-    if not path:
-        raise UsageError(f"{option}: cannot read '{spec}'; write file.py[:function]")
-    return path, func or default_func
-
-
 # ---- click options --------------------------------------------------------------------------------------
 def _opt(*names: str, **kwargs) -> click.Option:
     return click.Option(list(names), **kwargs)

@@ -81,12 +81,6 @@ def test_trt_outputs_forms():
         opt.parse_outputs(["*", "h"])
 
 
-def test_script_specs():
-    assert opt.parse_script("net.py", "load_network", "--x") == ("net.py", "load_network")
-    assert opt.parse_script("net.py:make", "load_network", "--x") == ("net.py", "make")
-    assert opt.parse_script("C:\\dir\\net.py", "f", "--x") == ("C:\\dir\\net.py", "f")
-
-
 def test_precision_flags_rejected_on_trt11_with_the_reason():
     assert opt.validate_precisions({"fp16": True}, 10) == ["fp16"]
     with pytest.raises(UsageError, match="--fp16, --int8: not available on TensorRT 11.x.*strongly typed"):
