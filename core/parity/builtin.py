@@ -73,4 +73,4 @@ def parity_register_model_kinds(register):
     from parity import onnx_inspect, onnx_models  # here: `parity --help` imports this module and never reads a model
     from parity.registry import ModelKind  # here, not at the top: `parity --help` imports this module and never needs the registry
 
-    register(ModelKind("onnx", (".onnx",), onnx_models.read_inputs, onnx_inspect.describe, onnx_models.is_onnx))
+    register(ModelKind("onnx", (".onnx",), onnx_models.read_inputs, onnx_inspect.describe, onnx_models.is_onnx, summarize=onnx_inspect.summarize))

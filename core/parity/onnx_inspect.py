@@ -52,6 +52,19 @@ def describe(path: str, show: set[str] | frozenset[str] = frozenset(), options: 
     return "\n".join(lines)
 
 
+def summarize(path: str) -> dict[str, Any]:
+    """What ``parity inspect model --json`` says of an ONNX file beside its inputs (schema: model.schema.json)."""
+    model = load(path, load_external_data=False)
+    return {
+        "outputs": graph_outputs(model),
+        "ir_version": model.ir_version,
+        "opsets": {o.domain or "ai.onnx": o.version for o in model.opset_import},
+        "producer": f"{model.producer_name} {model.producer_version}".strip(),
+        "nodes": len(model.graph.node),
+        "initializers": len(model.graph.initializer),
+    }
+
+
 def _graph_attrs(node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:
     import onnx
 

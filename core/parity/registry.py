@@ -130,6 +130,9 @@ class ModelKind(Record, frozen=True):
     describe: Callable[..., str] | None  # describe(path, show: set[str], options: Mapping) -> text
     magic: Callable[[bytes], bool] | None  # sniff the first 64 bytes when the suffix is unknown
     options: Sequence[click.Option]  # extra options of `parity inspect model` for this kind
+    # summarize(path) -> what `parity inspect model --json` adds to the inputs: "outputs" ({name: TensorMeta})
+    # and plain JSON values (docs/formats.md); None: the inputs alone
+    summarize: Callable[[str], dict[str, Any]] | None
 
     def __init__(
         self,
@@ -139,6 +142,7 @@ class ModelKind(Record, frozen=True):
         describe: Callable[..., str] | None = None,
         magic: Callable[[bytes], bool] | None = None,
         options: Sequence[click.Option] = (),
+        summarize: Callable[[str], dict[str, Any]] | None = None,
     ) -> None:
         fill(self, locals())
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from parity.cli.common import echo, verbosity_options
@@ -11,6 +14,10 @@ from parity.errors import UsageError
 from parity.plugins import get_registry
 from parity.util.fs import check_model_path
 
+if TYPE_CHECKING:  # annotations only: inspect's --help must not import numpy
+    from parity.data.meta import TensorMeta
+    from parity.registry import ModelKind
+
 
 def make_model_command() -> click.Command:
     """``parity inspect model``, built when it is used: the model kinds' options come from the registry."""
@@ -18,6 +25,7 @@ def make_model_command() -> click.Command:
         click.Argument(["model"]),
         GreedyOption(["--show"], type=click.Choice(["layers", "attrs", "weights"]), help="Also show layers, their attributes, weights."),
         click.Option(["--model-type"], default=None, help="Model kind when the suffix does not tell."),
+        click.Option(["--json", "as_json"], is_flag=True, help="Print inputs, outputs and model facts as JSON (schema: parity/schemas/model.schema.json)."),
     ]
     for kind in get_registry().model_kinds.values():
         add_unique(params, kind.options)
@@ -43,12 +51,15 @@ def make_data_command() -> click.Command:
     ))
 
 
-def inspect_model(model: str, show: tuple[str, ...], model_type: str | None, **options: object) -> int:
+def inspect_model(model: str, show: tuple[str, ...], model_type: str | None, as_json: bool = False, **options: object) -> int:
     from parity.cli.run import detect_model_kind
 
     registry = get_registry()
     check_model_path(model)
     kind = detect_model_kind(model, registry, model_type)
+    if as_json and kind is not None:
+        echo(json.dumps(model_json(model, kind, registry.model_kinds[kind]), indent=1))
+        return 0
     if kind is None or registry.model_kinds[kind].describe is None:
         raise UsageError(f"don't know how to read {model}; give --model-type ({', '.join(registry.model_kinds)})")
     describe = registry.model_kinds[kind].describe
@@ -56,6 +67,22 @@ def inspect_model(model: str, show: tuple[str, ...], model_type: str | None, **o
     args = (model, set(show), options) if _takes_positional(describe, 3) else (model, set(show))
     echo(describe(*args))  # type: ignore[misc]
     return 0
+
+
+def model_json(model: str, kind: str, spec: ModelKind) -> dict[str, Any]:
+    """``inspect model --json``: format parity-model, version 1 (parity/schemas/model.schema.json)."""
+    facts = spec.summarize(model) if spec.summarize else {}
+    data: dict[str, Any] = {"format": "parity-model", "version": 1, "model": model, "kind": kind, "inputs": spec.read_inputs(model)}
+    data.update(facts)
+    for key in ("inputs", "outputs"):
+        if key in data:
+            data[key] = {name: _meta_json(meta) for name, meta in data[key].items()}
+    return data
+
+
+def _meta_json(meta: TensorMeta) -> dict[str, Any]:
+    shape = None if meta.shape is None else [d if isinstance(d, (int, str)) or d is None else str(d) for d in meta.shape]
+    return {"dtype": None if meta.dtype is None else str(meta.dtype), "shape": shape}
 
 
 def _takes_positional(func: object, count: int) -> bool:

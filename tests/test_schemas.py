@@ -1,0 +1,155 @@
+"""The JSON Schemas shipped in the packages validate the machine-readable outputs that real commands write.
+
+Each output is made by running the command on real models (the bundled tiny CNN; a model built here that fails a
+comparison, so the failing branches carry data too), then validated with the schema loaded from the installed
+package, as a user's tooling would load it. A broken output (a required field removed, a field of the wrong type)
+must fail, so the schemas are not vacuous.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "examples" / "models" / "tiny_cnn.onnx"
+SHAPES = ("--input-shapes", "x:[4,3,16,16]")
+
+
+def schema(package: str, name: str) -> dict:
+    text = resources.files(package).joinpath("schemas", f"{name}.schema.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    jsonschema.Draft202012Validator.check_schema(data)
+    return data
+
+
+def validate(document: object, package: str, name: str) -> None:
+    jsonschema.Draft202012Validator(schema(package, name)).validate(document)
+
+
+def rejects(document: dict, package: str, name: str) -> None:
+    """A copy without its first required field, and one with ``format`` of the wrong type, both fail."""
+    spec = schema(package, name)
+    broken = copy.deepcopy(document)
+    del broken[spec["required"][0]]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, spec, cls=jsonschema.Draft202012Validator)
+    if "format" in document:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**document, "format": 1}, spec, cls=jsonschema.Draft202012Validator)
+
+
+@pytest.fixture
+def drifting_model(tmp_path) -> Path:
+    """y = relu(x @ W): a second model of the suite, and (with W scaled) a mismatch against its saved outputs."""
+    rng = np.random.default_rng(0)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
+    w = numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])], "drift", [x], [y], [w]
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    path = tmp_path / "drift.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def test_every_shipped_schema_is_a_valid_draft_2020_12_schema():
+    names = {"parity": ["run-report", "plugins", "model"], "parity_surgeon": ["localize", "lint"]}
+    for package, schemas in names.items():
+        shipped = sorted(p.name for p in resources.files(package).joinpath("schemas").iterdir() if p.name.endswith(".json"))
+        assert shipped == sorted(f"{n}.schema.json" for n in schemas)
+        for name in schemas:
+            assert schema(package, name)["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_run_report_passing_failing_and_layerwise(tmp_path, parity_invoke, drifting_model):
+    report = tmp_path / "r.json"
+    result = parity_invoke("run", TINY, "--onnxrt", "--onnxrt", *SHAPES, "--validate", "--report", report)
+    assert result.exit_code == 0, result.stderr
+    validate(json.loads(report.read_text()), "parity", "run-report")
+    rejects(json.loads(report.read_text()), "parity", "run-report")
+
+    layerwise = tmp_path / "l.json"
+    result = parity_invoke("run", TINY, "--onnxrt", "--onnxrt", *SHAPES, "--onnx-outputs", "mark", "all", "--report", layerwise)
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(layerwise.read_text())
+    assert data["layerwise"] and data["layerwise"][0]["tensors"]
+    validate(data, "parity", "run-report")
+
+    # a mismatch: outputs saved from the model, then perturbed, as golden values
+    golden = tmp_path / "golden.json"
+    assert parity_invoke("run", drifting_model, "--onnxrt", "--save-outputs", golden).exit_code == 0
+    text = golden.read_text()
+    assert '"y"' in text
+    failing = tmp_path / "f.json"
+    inputs = tmp_path / "in.json"
+    assert parity_invoke("run", drifting_model, "--onnxrt", "--save-inputs", inputs).exit_code == 0
+    other = tmp_path / "other.onnx"
+    model = onnx.load(drifting_model)
+    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(numpy_helper.to_array(model.graph.initializer[0]) * 1.01, "w"))
+    onnx.save(model, other)
+    result = parity_invoke("run", other, "--onnxrt", "--load-inputs", inputs, "--load-outputs", golden, "--report", failing)
+    assert result.exit_code == 1, result.stderr
+    data = json.loads(failing.read_text())
+    assert data["passed"] is False and data["exit_code"] == 1
+    validate(data, "parity", "run-report")
+
+
+def test_plugins_json(parity_invoke):
+    result = parity_invoke("plugins", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert any(p["name"] == "onnxrt" for p in data)
+    validate(data, "parity", "plugins")
+    with pytest.raises(jsonschema.ValidationError):
+        validate([{**data[0], "hooks": "not a list"}], "parity", "plugins")
+
+
+def test_inspect_model_json(tmp_path, parity_invoke, drifting_model):
+    for model in (TINY, drifting_model):
+        result = parity_invoke("inspect", "model", model, "--json")
+        assert result.exit_code == 0, result.stderr
+        data = json.loads(result.stdout)
+        validate(data, "parity", "model")
+        rejects(data, "parity", "model")
+    assert data["inputs"] == {"x": {"dtype": "float32", "shape": [1, 8]}}
+    assert data["outputs"] == {"y": {"dtype": "float32", "shape": [1, 8]}}
+    assert data["nodes"] == 2 and data["initializers"] == 1 and data["opsets"] == {"ai.onnx": 17}
+
+
+def test_localize_report(tmp_path, parity_invoke):
+    pytest.importorskip("parity_surgeon")
+    report = tmp_path / "loc.json"
+    result = parity_invoke("debug", "localize", TINY, "--onnxrt", "--onnxrt", *SHAPES, "--report", report)
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(report.read_text())
+    assert data["divergence"]["tensors"]
+    validate(data, "parity_surgeon", "localize")
+    rejects(data, "parity_surgeon", "localize")
+
+
+def test_lint_report(tmp_path, parity_invoke):
+    pytest.importorskip("parity_surgeon")
+    model = onnx.load(TINY)
+    model.graph.node[0].name = model.graph.node[1].name  # duplicate node names: lint reports an issue
+    bad = tmp_path / "dup.onnx"
+    onnx.save(model, bad)
+    for path in (TINY, bad):
+        out = tmp_path / f"{path.stem}.lint.json"
+        result = parity_invoke("check", "lint", path, "-o", out)
+        assert result.exit_code in (0, 1), result.stderr
+        data = json.loads(out.read_text())
+        validate(data, "parity_surgeon", "lint")
+        rejects(data, "parity_surgeon", "lint")
+    assert data["issues"], "the broken model should have lint issues"
