@@ -3,14 +3,18 @@
 Each output is made by running the command on real models (the bundled tiny CNN; a model built here that fails a
 comparison, so the failing branches carry data too), then validated with the schema loaded from the installed
 package, as a user's tooling would load it. A broken output (a required field removed, a field of the wrong type)
-must fail, so the schemas are not vacuous.
+must fail, so the schemas are not vacuous. The debug reports of the plugins' commands are validated in their own
+tests (plugins/reduce/tests/test_report_schemas.py, plugins/tactics/tests/test_build_report.py); here ``debug repeat
+--report`` (the core's) and the one envelope all four share.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import sys
 from importlib import resources
+from importlib.util import find_spec
 from pathlib import Path
 
 import jsonschema
@@ -65,8 +69,14 @@ def drifting_model(tmp_path) -> Path:
 
 
 def test_every_shipped_schema_is_a_valid_draft_2020_12_schema():
-    names = {"parity": ["run-report", "plugins", "model"], "parity_surgeon": ["localize", "lint"]}
+    names = {
+        "parity": ["run-report", "plugins", "model", "repeat-report"],
+        "parity_surgeon": ["localize", "lint"],
+        "parity_reduce": ["reduce-report", "precision-report"],
+        "parity_tactics": ["build-report"],
+    }
     for package, schemas in names.items():
+        pytest.importorskip(package)
         shipped = sorted(p.name for p in resources.files(package).joinpath("schemas").iterdir() if p.name.endswith(".json"))
         assert shipped == sorted(f"{n}.schema.json" for n in schemas)
         for name in schemas:
@@ -153,3 +163,72 @@ def test_lint_report(tmp_path, parity_invoke):
         validate(data, "parity_surgeon", "lint")
         rejects(data, "parity_surgeon", "lint")
     assert data["issues"], "the broken model should have lint issues"
+
+
+def check_counts(report: dict) -> None:
+    """The counts a debug report gives agree with its list of checks (resumed ones included)."""
+    checks = report["checks"]
+    for verdict in ("good", "bad", "unresolved"):
+        assert report["counts"][verdict] == sum(c["verdict"] == verdict for c in checks), verdict
+    assert report["counts"]["checks"] + report["counts"]["resumed"] == len(checks)
+    assert [c["iteration"] for c in checks] == sorted(c["iteration"] for c in checks)
+
+
+def test_debug_repeat_report(tmp_path, parity_invoke, monkeypatch):
+    """good, bad and unresolved checks of `debug repeat --report`, each reported as what it was."""
+    monkeypatch.chdir(tmp_path)
+    # exit 1 on the 2nd run (bad), exit 5 on the 3rd (not a --fail-code: unresolved), else 0
+    script = tmp_path / "flaky.py"
+    script.write_text(
+        "import pathlib, sys\np = pathlib.Path('n.txt')\nn = int(p.read_text()) if p.exists() else 0\np.write_text(str(n + 1))\n"
+        "sys.exit({1: 1, 2: 5}.get(n, 0))\n"
+    )
+    report = tmp_path / "repeat.json"
+    result = parity_invoke("debug", "repeat", "--until", "4", "--fail-code", "1", "--report", report, "--check", sys.executable, script)
+    assert result.exit_code == 1, result.stderr
+    data = json.loads(report.read_text())
+    validate(data, "parity", "repeat-report")
+    rejects(data, "parity", "repeat-report")
+    assert [c["verdict"] for c in data["checks"]] == ["good", "bad", "unresolved", "good"]
+    assert data["checks"][2]["note"] and "exit code 5" in data["checks"][2]["note"]
+    assert (data["exit_code"], data["status"], data["error"]) == (1, "mismatch", None)
+    assert data["result"] == {"iterations": 4, "until": "4", "good": 2, "bad": 1, "unresolved": 1}
+    check_counts(data)
+    # an unresolved check reported as bad, or a result missing while no error is given, fails the schema
+    with pytest.raises(jsonschema.ValidationError):
+        validate({**data, "checks": [{**data["checks"][2], "verdict": "failed"}]}, "parity", "repeat-report")
+    with pytest.raises(jsonschema.ValidationError):
+        validate({**data, "result": {}}, "parity", "repeat-report")
+
+
+def test_debug_repeat_report_of_a_run_stopped_by_unresolved_checks(tmp_path, parity_invoke, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    report = tmp_path / "repeat.json"
+    result = parity_invoke("debug", "repeat", "--until", "9", "--fail-code", "1", "--report", report, "--check", "sh", "-c", "exit 5")
+    assert result.exit_code == 3, result.stderr
+    data = json.loads(report.read_text())
+    validate(data, "parity", "repeat-report")
+    assert data["error"] and "unresolved" in data["error"] and data["result"] == {} and data["status"] == "failure"
+    assert {c["verdict"] for c in data["checks"]} == {"unresolved"}
+    check_counts(data)
+
+
+def test_debug_report_option_refuses_a_bad_path_before_any_check(tmp_path, parity_invoke, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dir").mkdir()
+    result = parity_invoke("debug", "repeat", "--until", "2", "--report", tmp_path / "dir", "--check", "true")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1 and "--report" in result.stderr
+    assert "Finished" not in result.stdout
+
+
+def test_debug_report_schemas_share_one_envelope():
+    """The four debug reports are self-contained schemas with the same envelope: only their result differs."""
+    owners = [("parity_reduce", "reduce-report"), ("parity_reduce", "precision-report"), ("parity_tactics", "build-report")]
+    specs = [schema(package, name) for package, name in owners if find_spec(package)]
+    assert specs, "no plugin that writes a debug report is installed"
+    base = schema("parity", "repeat-report")
+    for spec in specs:
+        assert spec["$defs"] == base["$defs"]
+        assert spec["required"] == base["required"]
+        skip = {"format", "command", "model", "output"}
+        assert {k: v for k, v in spec["properties"].items() if k not in skip} == {k: v for k, v in base["properties"].items() if k not in skip}

@@ -88,6 +88,7 @@ _EXPORTS: dict[str, str] = {
     # the debug engine
     "debug_options": "parity.cli.debug",
     "until_option": "parity.cli.debug",
+    "report_option": "parity.cli.debug",
     "make_check": "parity.cli.debug",
     "session_from_options": "parity.cli.debug",
     "DebugSession": "parity.debug.session",
@@ -96,6 +97,7 @@ _EXPORTS: dict[str, str] = {
     "Summary": "parity.debug.session",
     "OriginalNotFailing": "parity.debug.session",
     "file_fingerprint": "parity.debug.session",
+    "write_debug_report": "parity.debug.report",
     "Outcome": "parity.debug.check",
     "CommandCheck": "parity.debug.check",
     "PredicateCheck": "parity.debug.check",

@@ -7,6 +7,7 @@ good/ and bad/. The debug engine (:mod:`parity.debug`) prints nothing; it report
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,9 @@ from parity.cli.common import SETTINGS, echo, verbosity_options, warn
 from parity.cli.parsing import GreedyOption, ParityCommand, RemainderOption
 from parity.debug.check import BAD, GOOD, CommandCheck, InteractiveCheck, Verdict, indent_output
 from parity.debug.executor import make_executor
+from parity.debug.report import write_debug_report
 from parity.debug.session import DebugSession
-from parity.errors import ExitCode, UsageError
+from parity.errors import ExitCode, ParityError, UsageError
 
 
 def debug_options(default_artifact: str = "parity_debug.onnx", jobs: bool = True) -> list[click.Parameter]:
@@ -69,6 +71,12 @@ def debug_options(default_artifact: str = "parity_debug.onnx", jobs: bool = True
         )
     params.append(RemainderOption(["--check"], default=None, help="The check command: the rest of the line. Without it, you are asked at the terminal."))
     return params
+
+
+def report_option(schema: str) -> click.Option:
+    """``--report PATH``: the command writes its JSON report there (:func:`parity.debug.report.write_debug_report`);
+    ``schema`` names the JSON Schema file in the help."""
+    return click.Option(["--report"], metavar="PATH", help=f"Write a JSON report: verdict, every check's outcome, the result, the time ({schema}).")
 
 
 def until_option() -> click.Option:
@@ -185,21 +193,40 @@ not find its input, or exited with a code --fail-code does not list); else 0."""
 
 
 def make_repeat_command() -> click.Command:
-    params = [until_option(), *[p for p in debug_options("parity_debug.artifact", jobs=False) if p.name != "iter_artifact"]]
+    params = [
+        until_option(),
+        report_option("parity/schemas/repeat-report.schema.json"),
+        *[p for p in debug_options("parity_debug.artifact", jobs=False) if p.name != "iter_artifact"],
+    ]
     command = ParityCommand("repeat", params=params, callback=repeat_command, help=REPEAT_HELP, short_help="Run a check repeatedly; sort artifacts.")
     return verbosity_options(command)
 
 
-def repeat_command(until: str, **params: Any) -> int:
+def repeat_command(until: str, report: str | None = None, **params: Any) -> int:
+    started = time.perf_counter()
     params["iter_artifact"] = "parity_debug.artifact"  # repeat writes no artifact of its own
+    if report:
+        from parity.results.files import check_output_path  # here: it imports numpy, which `debug repeat --help` does not need
+
+        check_output_path(report, "--report")
     session = session_from_options(params, label="repeat", fingerprint={"until": until, "check": params.get("check")})
-    verdicts = session.repeat_judged(lambda it: None, until)
+    fields: dict[str, Any] = {"name": "parity-repeat-report", "command": "debug repeat", "model": None, "started": started}
+    try:
+        verdicts = session.repeat_judged(lambda it: None, until)
+    except ParityError as exc:
+        if report:
+            write_debug_report(report, session, exit_code=exc.exit_code, error=str(exc), **fields)
+        raise
     summary = session.finish()
     bad, unresolved = verdicts.count("bad"), verdicts.count("unresolved")
     echo(f"{summary.line()} | Pass rate: {100.0 * verdicts.count('good') / max(1, len(verdicts)):.1f}%")
+    code = ExitCode.PASSED
     if bad:
-        return int(ExitCode.MISMATCH)
-    if unresolved:  # nothing observed fails, but not everything passed either
+        code = ExitCode.MISMATCH
+    elif unresolved:  # nothing observed fails, but not everything passed either
         warn(f"{unresolved} of {len(verdicts)} check(s) were unresolved (neither passed nor failed as a failure)")
-        return int(ExitCode.FAILURE)
-    return int(ExitCode.PASSED)
+        code = ExitCode.FAILURE
+    if report:
+        result = {"iterations": len(verdicts), "until": str(until), "good": verdicts.count("good"), "bad": bad, "unresolved": unresolved}
+        write_debug_report(report, session, exit_code=code, result=result, **fields)
+    return int(code)

@@ -173,6 +173,10 @@ class DebugSession:
         self._pending: set[str] = set()
         self._resuming = False  # a matching state file exists: files an interrupted run left are ours
         self.history: list[tuple[int, str, bool]] = []  # (iteration, key, bad)
+        # every check in the order it was judged, for --report: iteration, key, verdict (good / bad / unresolved),
+        # seconds (None when replayed from the state file), resumed, the candidate's label and size, the check's note
+        self.records: list[dict[str, Any]] = []
+        self.original_key: str | None = None  # the key original() checked
         if self.state_path:
             _refuse_foreign(self.state_path, "--state", _is_state_file)
         if self.state_path and resume:
@@ -255,6 +259,7 @@ class DebugSession:
         If its check is unresolved, or it passes (unless ``passing_ok``: the caller reports that itself),
         stop with :class:`OriginalNotFailing` (exit 2) saying so."""
         before = self.summary.checks
+        self.original_key = candidate.key
         verdict = self.judge_many([candidate], stop_rule=False)[0]
         outcome = self.last_outcome if self.summary.checks > before else None  # None: replayed from the state file
         if verdict == BAD:
@@ -326,9 +331,20 @@ class DebugSession:
             self.summary.resumed += 1
             self._count(verdict)
             self.reporter.iteration(len(self.history), verdict, 0.0, cand.info, resumed=True)
+            self._record(len(self.history), cand.key, verdict, None, cand.info, "")
             self.history.append((len(self.history), cand.key, verdict == BAD))
             return verdict
         return None
+
+    def _record(self, index: int, key: str, verdict: str, seconds: float | None, info: Mapping[str, Any], note: str) -> None:
+        label, size = info.get("label"), info.get("size")
+        record = {"iteration": index, "key": key, "verdict": verdict, "seconds": seconds, "resumed": seconds is None}
+        record |= {"label": None if label is None else str(label), "size": size if isinstance(size, int) else None, "note": note or None}
+        self.records.append(record)
+
+    def elapsed(self) -> float:
+        """Seconds since the session started."""
+        return time.perf_counter() - self._started
 
     def _count(self, verdict: str) -> None:
         setattr(self.summary, verdict, getattr(self.summary, verdict) + 1)
@@ -366,6 +382,7 @@ class DebugSession:
             if verdict == UNRESOLVED:
                 self._run_unresolved += 1
             self.last_outcome = outcome
+            self._record(index, cand.key, verdict, outcome.seconds, it.info, outcome.note)
             self.history.append((index, cand.key, verdict == BAD))
             self._save_state()
             if outcome.show_output:
