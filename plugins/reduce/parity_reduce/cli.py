@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from parity.api import (
     ExitCode,
     GreedyOption,
     ParityCommand,
+    ParityError,
     UsageError,
     check_model_path,
     data_options,
@@ -22,10 +24,13 @@ from parity.api import (
     onnx_models,
     parse_shapes,
     refuse_overwrite,
+    report_option,
     session_from_options,
+    subset_key,
     verbosity_options,
     warn,
     write_bytes_atomic,
+    write_debug_report,
     write_text_atomic,
 )
 
@@ -90,6 +95,7 @@ def add_commands(cli: click.Group) -> None:
         ),
         click.Option(["--repro"], metavar="DIR", help="Repro bundle folder [<output>_repro]."),
         click.Option(["--no-repro"], is_flag=True, help="Do not write the repro bundle."),
+        report_option("parity_reduce/schemas/reduce-report.schema.json"),
         *data_options(),
         *debug_options("parity_debug.onnx"),
     ]
@@ -99,6 +105,7 @@ def add_commands(cli: click.Group) -> None:
         click.Argument(["model"]),
         click.Option(["-o", "--output"], required=True, metavar="PATH", help="Where to write the mixed-precision model."),
         click.Option(["--save-nodes"], metavar="PATH", help="Write the fp32 node names as JSON."),
+        report_option("parity_reduce/schemas/precision-report.schema.json"),
         click.Option(["--mode"], default="dichotomic", show_default=True, help=f"Search strategy: {', '.join(_modes('precision'))}."),
         click.Option(["--precision", "-p"], type=click.Choice(["float16", "bfloat16"]), default="float16", show_default=True, help="The lower precision."),
         click.Option(
@@ -143,17 +150,24 @@ def _auto_mode(mode: str, iter_inputs: str | None) -> str:
     return "dichotomic" if iter_inputs else "staged"
 
 
-def reduce_command(model: str, output: str, **params: Any) -> int:
+def reduce_command(model: str, output: str, report: str | None = None, **params: Any) -> int:
     from parity_reduce.bundle import check_target, write_bundle
     from parity_reduce.reducer import Reducer
 
+    started = time.perf_counter()
     check_model_path(model)
     repro = None if params["no_repro"] else (params.get("repro") or str(Path(output).with_suffix("")) + "_repro")
     refuse_overwrite(
         {"the input model": model, "the --load-inputs file": params.get("load_inputs")},
-        **{"-o": output, "--min-good": params.get("min_good"), "--iter-artifact": params.get("iter_artifact"), "--save-inputs": params.get("save_inputs")},
+        **{
+            "-o": output,
+            "--min-good": params.get("min_good"),
+            "--iter-artifact": params.get("iter_artifact"),
+            "--save-inputs": params.get("save_inputs"),
+            "--report": report,
+        },
     )
-    _check_writable(output=output, min_good=params.get("min_good"), save_inputs=params.get("save_inputs"))
+    _check_writable(output=output, min_good=params.get("min_good"), save_inputs=params.get("save_inputs"), report=report)
     if repro:
         check_target(repro)  # before the search: an existing non-empty folder is refused, never replaced
     if params.get("mode") not in _modes("reduce"):
@@ -168,57 +182,82 @@ def reduce_command(model: str, output: str, **params: Any) -> int:
     iter_inputs = params["iter_inputs"] if any(params["iter_inputs"] in tok for tok in check) else None
     mode = _auto_mode(params["mode"], iter_inputs)
     session = session_from_options(params, label="reduce", fingerprint={"model": file_fingerprint(model)})
-    reducer = Reducer(
-        model,
-        session=session,
-        mode=mode,
-        inputs=feeds,
-        cut=params["cut_tensors"],
-        input_shapes=shapes,
-        reduce_inputs=not params["no_reduce_inputs"],
-        reduce_outputs=not params["no_reduce_outputs"],
-        iter_inputs=iter_inputs,
-        warn=warn,
-        max_checks=params.get("max_checks"),
-        max_time=params.get("max_time"),
-        save_best=output,  # each smaller failing model is written at once: stopping keeps the best so far
-    )
-    total = len(reducer.index)
-    result = reducer.run()
-    result.save(output)
-    if params.get("min_good"):
-        if result.min_good is None:
-            warn("no passing candidate was checked; --min-good not written")
-        else:
-            data = result.min_good.SerializeToString()
-            onnx_models.validate(data, f"the largest passing model (not written to {params['min_good']})", missing_kernels_ok=True)
-            write_bytes_atomic(params["min_good"], data)
-    echo(session.summary.line())
-    echo(f"Minimum bad model: {len(result.nodes)} of {total} nodes -> {output}")
-    echo("  nodes: " + ", ".join(result.nodes[:20]) + (f", ... ({len(result.nodes) - 20} more)" if len(result.nodes) > 20 else ""))
-    if repro:
-        from parity_reduce.reducer import prove_bundle
-
-        subs = {"polygraphy_debug.onnx": "model.onnx", params["iter_artifact"]: "model.onnx", "{artifact}": "model.onnx", params["iter_inputs"]: "inputs.npz"}
-        write_bundle(
-            repro, result.model, result.nodes, result.inputs(), result.expected(), check or None, subs, model, result.checks, params.get("load_inputs") or ()
+    fields = {"name": "parity-reduce-report", "command": "debug reduce", "model": model, "started": started}
+    try:
+        reducer = Reducer(
+            model,
+            session=session,
+            mode=mode,
+            inputs=feeds,
+            cut=params["cut_tensors"],
+            input_shapes=shapes,
+            reduce_inputs=not params["no_reduce_inputs"],
+            reduce_outputs=not params["no_reduce_outputs"],
+            iter_inputs=iter_inputs,
+            warn=warn,
+            max_checks=params.get("max_checks"),
+            max_time=params.get("max_time"),
+            save_best=output,  # each smaller failing model is written at once: stopping keeps the best so far
         )
-        reproduces, why = prove_bundle(repro, session) if check else (True, "")
-        if reproduces:  # proven: its check.sh, run from another directory, fails as the original did
-            echo(f"Repro bundle: {repro}" + ("" if check else " (not verified: no --check command)"))
-        else:
-            warn(f"the repro bundle in {repro} does not reproduce the failure ({why}); not announced as a repro")
+        total = len(reducer.index)
+        result = reducer.run()
+        result.save(output)
+        min_good = None
+        if params.get("min_good"):
+            if result.min_good is None:
+                warn("no passing candidate was checked; --min-good not written")
+            else:
+                data = result.min_good.SerializeToString()
+                onnx_models.validate(data, f"the largest passing model (not written to {params['min_good']})", missing_kernels_ok=True)
+                write_bytes_atomic(params["min_good"], data)
+                min_good = params["min_good"]
+        echo(session.summary.line())
+        echo(f"Minimum bad model: {len(result.nodes)} of {total} nodes -> {output}")
+        echo("  nodes: " + ", ".join(result.nodes[:20]) + (f", ... ({len(result.nodes) - 20} more)" if len(result.nodes) > 20 else ""))
+        reproduces = None
+        if repro:
+            from parity_reduce.reducer import prove_bundle
+
+            subs = {"polygraphy_debug.onnx": "model.onnx", params["iter_artifact"]: "model.onnx", "{artifact}": "model.onnx", params["iter_inputs"]: "inputs.npz"}
+            write_bundle(
+                repro, result.model, result.nodes, result.inputs(), result.expected(), check or None, subs, model, result.checks, params.get("load_inputs") or ()
+            )
+            reproduces, why = prove_bundle(repro, session) if check else (None, "")
+            if reproduces is not False:  # proven: its check.sh, run from another directory, fails as the original did
+                echo(f"Repro bundle: {repro}" + ("" if check else " (not verified: no --check command)"))
+            else:
+                warn(f"the repro bundle in {repro} does not reproduce the failure ({why}); not announced as a repro")
+    except ParityError as exc:
+        if report:
+            write_debug_report(report, session, exit_code=exc.exit_code, error=str(exc), **fields)
+        raise
+    if report:
+        key = subset_key(result.indices)
+        found = {
+            "mode": mode,
+            "nodes": result.nodes,
+            "node_count": len(result.nodes),
+            "total_nodes": total,
+            "key": key,
+            "verified": session.known(key) == "bad",
+            "stopped": result.stopped,
+            "min_good": min_good,
+            "repro": repro,
+            "repro_verified": reproduces,
+        }
+        write_debug_report(report, session, exit_code=ExitCode.PASSED, output=output, result=found, **fields)
     return int(ExitCode.PASSED)
 
 
-def precision_command(model: str, output: str, **params: Any) -> int:
+def precision_command(model: str, output: str, report: str | None = None, **params: Any) -> int:
     import json
 
     from parity_reduce.precision import PrecisionSearch
 
+    started = time.perf_counter()
     check_model_path(model)
-    refuse_overwrite(model, output, params.get("save_nodes"), params.get("iter_artifact"))
-    _check_writable(output=output, save_nodes=params.get("save_nodes"), save_inputs=params.get("save_inputs"))
+    refuse_overwrite(model, output, params.get("save_nodes"), params.get("iter_artifact"), report)
+    _check_writable(output=output, save_nodes=params.get("save_nodes"), save_inputs=params.get("save_inputs"), report=report)
     if params.get("mode") not in _modes("precision"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")
     if params.get("save_inputs"):  # the data options make the inputs the check reads, as in debug reduce
@@ -226,14 +265,33 @@ def precision_command(model: str, output: str, **params: Any) -> int:
 
         save_inputs(_feeds(model, params, parse_shapes(params.get("model_input_shapes") or (), "--model-input-shapes")), params["save_inputs"])
     session = session_from_options(params, label="precision", fingerprint={"model": file_fingerprint(model)})
-    search = PrecisionSearch(model, session=session, mode=params["mode"], low=params["precision"], keep_out_of_range=not params.get("clamp_out_of_range"))
-    result = search.run()
-    result.save(output)
-    if params.get("save_nodes"):
-        write_text_atomic(
-            params["save_nodes"],
-            json.dumps({"fp32_nodes": result.fp32_nodes, "low_precision": params["precision"], "candidates": len(result.candidates)}, indent=2) + "\n",
-        )
+    fields = {"name": "parity-precision-report", "command": "debug precision", "model": model, "started": started}
+    try:
+        search = PrecisionSearch(model, session=session, mode=params["mode"], low=params["precision"], keep_out_of_range=not params.get("clamp_out_of_range"))
+        result = search.run()
+        result.save(output)
+        if params.get("save_nodes"):
+            write_text_atomic(
+                params["save_nodes"],
+                json.dumps({"fp32_nodes": result.fp32_nodes, "low_precision": params["precision"], "candidates": len(result.candidates)}, indent=2) + "\n",
+            )
+    except ParityError as exc:
+        if report:
+            write_debug_report(report, session, exit_code=exc.exit_code, error=str(exc), **fields)
+        raise
     echo(session.summary.line())
     echo(f"{len(result.fp32_nodes)} of {len(result.candidates)} node(s) must stay fp32: {', '.join(result.fp32_nodes) or '(none)'} -> {output}")
+    if report:
+        position = {name: i for i, name in enumerate(result.candidates)}
+        key = subset_key(position[n] for n in result.fp32_nodes)
+        found = {
+            "mode": params["mode"],
+            "precision": params["precision"],
+            "fp32_nodes": result.fp32_nodes,
+            "candidates": len(result.candidates),
+            "key": key,
+            "verified": session.known(key) == "good",
+            "save_nodes": params.get("save_nodes"),
+        }
+        write_debug_report(report, session, exit_code=ExitCode.PASSED, output=output, result=found, **fields)
     return int(ExitCode.PASSED)

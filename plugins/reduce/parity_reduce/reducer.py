@@ -61,6 +61,7 @@ class ReduceResult:
     reference: Reference | None
     min_good: onnx.ModelProto | None = None
     history: list[tuple[frozenset[int], bool]] = field(default_factory=list)
+    stopped: str | None = None  # why the search stopped early (--max-checks / --max-time), None when it completed
 
     @property
     def checks(self) -> int:
@@ -240,6 +241,7 @@ class Reducer:
             return index.closure(s, up=not self.reduce_inputs, down=not self.reduce_outputs) if s else s
 
         oracle = search.oracle(True, closure)
+        stopped = None
         self.budget.attach(oracle, self.session, self._saver() if self.save_best else None)
         full = list(range(len(index)))
         if self.check_full:
@@ -252,6 +254,7 @@ class Reducer:
             if self.check_full and oracle.verdict(found) != "bad":  # only a checked, bad subset is a result
                 oracle(found)
         except BudgetSpent as spent:  # keep the smallest failing model checked so far
+            stopped = str(spent)
             self.warn(f"{spent}; keeping the smallest failing model found so far")
             found = oracle.best or frozenset(full)
         verified = oracle.verdict(found) == "bad" or not self.check_full
@@ -259,7 +262,7 @@ class Reducer:
         model = self.build(best)
         summary = self.session.finish()
         good = _min_good(search.history, best, search.outcomes)
-        return ReduceResult(model, sorted(best), index.names(best), summary, index, self.reference, self.build(good) if good else None, search.history)
+        return ReduceResult(model, sorted(best), index.names(best), summary, index, self.reference, self.build(good) if good else None, search.history, stopped)
 
 
 class BudgetSpent(Exception):

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from parity.api import SETTINGS, ExitCode, UsageError, echo, module_available, verbosity_options
+from parity.api import SETTINGS, UsageError, echo, module_available, verbosity_options
 
 
 @click.command("tactics")
@@ -61,7 +61,7 @@ debug_diff_tactics = _diff_command("diff-tactics", hidden=True)  # Polygraphy's 
 
 def debug_build_command() -> click.Command:
     """``parity debug build``: TensorRT builder options + tactic options + the core debug engine's options."""
-    from parity.api import ParityCommand, debug_options, until_option
+    from parity.api import ParityCommand, debug_options, report_option, until_option
     from parity_tactics.debug_build import DEFAULT_ITER_ARTIFACT
     from parity_tactics.options import tactic_options
 
@@ -75,6 +75,7 @@ def debug_build_command() -> click.Command:
         *build_options(),
         *tactic_options(),
         until_option(),
+        report_option("parity_tactics/schemas/build-report.schema.json"),
         *debug_options(DEFAULT_ITER_ARTIFACT, jobs=False),
     ]
     command = ParityCommand(
@@ -110,6 +111,4 @@ def _debug_build(model: str, until: str, **params: object) -> int:
     echo(f"{result.summary.line()} | builds: {result.good} good, {result.bad} bad, {result.unresolved} unresolved")
     if params.get("save_tactics") and params["save_tactics"] in (params.get("artifacts") or ()):
         echo(f"Next: parity inspect diff-tactics --dir {params.get('artifacts_dir')}")
-    if not result.bad and result.unresolved:  # nothing failed, but not everything passed either
-        return int(ExitCode.FAILURE)
-    return int(ExitCode.MISMATCH if result.bad else ExitCode.PASSED)
+    return int(result.exit_code)  # 3 when nothing failed, but not everything passed either

@@ -12,12 +12,27 @@ The builder is a parameter, so other builders can reuse the loop.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.api import ExitCode, Iteration, Outcome, ParityError, Summary, UsageError, file_fingerprint, make_check, session_from_options
+from parity.api import (
+    DebugSession,
+    ExitCode,
+    Iteration,
+    Outcome,
+    ParityError,
+    Summary,
+    UsageError,
+    check_output_path,
+    file_fingerprint,
+    make_check,
+    refuse_overwrite,
+    session_from_options,
+    write_debug_report,
+)
 
 DEFAULT_ITER_ARTIFACT = "parity_debug.engine"
 Build = Callable[[str, str, Mapping[str, Any]], None]  # (model, engine path, options)
@@ -42,6 +57,7 @@ class BuildResult:
     summary: Summary
     build_errors: dict[int, str] = field(default_factory=dict)  # iteration -> first line of the build error
     outcomes: list[str] = field(default_factory=list)  # good / bad / unresolved per iteration
+    session: DebugSession | None = None  # the finished session (every check's verdict: session.records)
 
     @property
     def good(self) -> int:
@@ -56,22 +72,35 @@ class BuildResult:
     def bad(self) -> int:
         return self.verdicts.count(True)
 
+    @property
+    def exit_code(self) -> ExitCode:
+        """``debug build``'s: 1 if a build was bad; 3 if none was bad but some checks were unresolved; else 0."""
+        if self.bad:
+            return ExitCode.MISMATCH
+        return ExitCode.FAILURE if self.unresolved else ExitCode.PASSED
+
 
 def debug_build(
     model: str,
     until: str | int,
     check: Sequence[str] | Callable[[Iteration], Outcome] | None = None,
     build: Build = trt_build,
+    report: str | None = None,
     **params: Any,
 ) -> BuildResult:
     """The Python API of ``parity debug build``; ``params`` are its options by their Python names
     (``save_tactics``, ``artifacts``, ``artifacts_dir``, ``iter_artifact``, ``fp16``, ...).
 
     ``check`` is the command line (exit status judged as ``--fail-code``/``--fail-regex`` say) or a
-    callable ``check(iteration) -> Outcome``; ``None`` asks at the terminal.
+    callable ``check(iteration) -> Outcome``; ``None`` asks at the terminal. ``report``: write the
+    ``--report`` JSON there (format parity-build-report, schema ``parity_tactics/schemas/build-report.schema.json``).
     """
+    started = time.perf_counter()
     if not Path(model).exists():
         raise UsageError(f"model not found: {model}")
+    if report:
+        refuse_overwrite(model, report)
+        check_output_path(report, "--report")
     params["iter_artifact"] = params.get("iter_artifact") or DEFAULT_ITER_ARTIFACT
     cache = timing_cache_path(params["iter_artifact"])
     artifacts = [*dict.fromkeys([*(params.get("artifacts") or ()), cache])]
@@ -110,5 +139,24 @@ def debug_build(
         fingerprint={"model": file_fingerprint(model), "until": str(until), "check": argv},
         check=judged,
     )
-    outcomes = session.repeat_judged(make_artifact, until)
-    return BuildResult([v == "bad" for v in outcomes], session.finish(), errors, list(outcomes))
+    fields: dict[str, Any] = {"name": "parity-build-report", "command": "debug build", "model": model, "started": started, "check": argv}
+    try:
+        outcomes = session.repeat_judged(make_artifact, until)
+    except ParityError as exc:
+        if report:
+            write_debug_report(report, session, exit_code=exc.exit_code, error=str(exc), **fields)
+        raise
+    result = BuildResult([v == "bad" for v in outcomes], session.finish(), errors, list(outcomes), session)
+    if report:
+        found = {
+            "until": str(until),
+            "builds": len(outcomes),
+            "good": result.good,
+            "bad": result.bad,
+            "unresolved": result.unresolved,
+            "build_errors": {str(i): text for i, text in sorted(errors.items())},
+            "artifacts_dir": str(params.get("artifacts_dir") or "parity_artifacts"),
+            "save_tactics": params.get("save_tactics"),
+        }
+        write_debug_report(report, session, exit_code=result.exit_code, output=found["artifacts_dir"], result=found, **fields)
+    return result
