@@ -256,7 +256,16 @@ def precision_command(model: str, output: str, report: str | None = None, **para
 
     started = time.perf_counter()
     check_model_path(model)
-    refuse_overwrite(model, output, params.get("save_nodes"), params.get("iter_artifact"), report)
+    refuse_overwrite(
+        {"the input model": model, "the --load-inputs file": params.get("load_inputs")},
+        **{
+            "-o": output,
+            "--save-nodes": params.get("save_nodes"),
+            "--iter-artifact": params.get("iter_artifact"),
+            "--save-inputs": params.get("save_inputs"),
+            "--report": report,
+        },
+    )
     _check_writable(output=output, save_nodes=params.get("save_nodes"), save_inputs=params.get("save_inputs"), report=report)
     if params.get("mode") not in _modes("precision"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")

@@ -144,3 +144,11 @@ def test_precision_report_when_fp32_fails_too(tmp_path, parity_invoke):
     assert "even with every node in fp32" in data["error"]
     assert {c["verdict"] for c in data["checks"]} == {"bad"}
     counts_agree(data)
+
+
+def test_precision_report_path_is_refused_before_the_search(tmp_path, parity_invoke):
+    onnx.save(fp16_sensitive(), "model.onnx")
+    for bad in ("model.onnx", "mixed.onnx", "."):  # the input model, -o, a directory
+        result = parity_invoke("debug", "precision", "model.onnx", "-o", "mixed.onnx", "--report", bad, "--check", PY, "-c", "pass")
+        assert result.exit_code == 2 and "--report" in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (tmp_path / "mixed.onnx").exists() and not (tmp_path / "parity_debug.onnx.state.json").exists()
