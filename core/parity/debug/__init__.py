@@ -34,6 +34,8 @@ from :mod:`parity.api`); this package is the engine, which prints nothing: it re
   :class:`PredicateCheck` (a Python function); :class:`Verdict` holds the good/bad rules.
 * Executors: :class:`SerialExecutor`, :class:`ThreadExecutor` (``--jobs N``): one method,
   ``map(fn(slot, item), items)``, so a distributed engine can replace them.
+* :func:`parity.debug.report.write_debug_report` -- a command's ``--report PATH`` JSON (add the option with
+  ``report_option``): every check's verdict, counts, exit code, output, time and the command's ``result``.
 * Strategies (``--mode``, registered through ``parity_register_debug_strategies``) implement
   :class:`Strategy` ``minimize(items, oracle)`` against an :class:`Oracle` of index subsets.
 """
