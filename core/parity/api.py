@@ -91,6 +91,9 @@ _EXPORTS: dict[str, str] = {
     "report_option": "parity.cli.debug",
     "make_check": "parity.cli.debug",
     "session_from_options": "parity.cli.debug",
+    # live progress on a terminal (rich, imported only when shown)
+    "LiveProgress": "parity.cli.progress",
+    "progress_wanted": "parity.cli.progress",
     "DebugSession": "parity.debug.session",
     "Iteration": "parity.debug.session",
     "Candidate": "parity.debug.session",

@@ -7,12 +7,24 @@ and the CLI's reporters print with :func:`echo`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 SETTINGS = {"verbose": False, "quiet": False}
+
+# While a live progress display is shown (parity.cli.progress), lines go through it so they land above the bars.
+_live_printer: list[Callable[[str, bool], bool]] = []
+
+
+def set_live_printer(printer: Callable[[str, bool], bool] | None) -> None:
+    """Route :func:`echo` through ``printer(message, err)`` (it returns False for a line it leaves to echo)."""
+    _live_printer[:] = [printer] if printer else []
 
 
 def echo(message: str = "", err: bool = False) -> None:
     """One line on stdout (stderr with ``err``); nothing on stdout with ``-q``."""
     if not SETTINGS["quiet"] or err:
+        if _live_printer and _live_printer[0](message, err):
+            return
         import click  # only when something is printed: engine code and plugins read SETTINGS without click
 
         click.echo(message, err=err)

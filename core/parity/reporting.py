@@ -42,6 +42,11 @@ class RunReporter(Protocol):
     def summary(self, summary: RunSummary) -> None:
         """The run is over: runtimes, validation and the verdict."""
 
+    def progress(self, task: str, done: int, total: int | None, status: str) -> None:
+        """Optional (called only where defined): how far the run is. ``task`` ``"iterations"``: ``done`` of
+        ``total`` (None: the data loader cannot say), ``status`` the step now running (``"loading onnxrt"``,
+        ``"onnxrt"``, ``"comparing"``); ``"outputs"``: outputs compared in an iteration with many (layerwise)."""
+
 
 class QuietReporter:
     """Shows warnings (on stderr, as everywhere in Parity) and nothing else."""
@@ -56,6 +61,9 @@ class QuietReporter:
         pass
 
     def summary(self, summary: Any) -> None:
+        pass
+
+    def progress(self, task: str, done: int, total: int | None, status: str) -> None:
         pass
 
 
@@ -77,6 +85,10 @@ class DebugReporter(Protocol):
 
     def close(self) -> None:
         """The session is finished."""
+
+    def expect(self, remaining: int | None) -> None:
+        """Optional (called only where defined): about ``remaining`` more checks are coming (``--until N``, a
+        binary search's steps), None when the command cannot tell; a display shows the time left from it."""
 
 
 class QuietDebugReporter:

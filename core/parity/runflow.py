@@ -148,8 +148,13 @@ def run(
     do_validate: bool = False,
     fail_fast: bool = False,
     on_iteration: Callable[[int, list[PairComparison]], None] | None = None,
+    on_progress: Callable[[str, int, int | None, str], None] | None = None,
 ) -> RunSummary:
-    """Run ``runners`` on the data, compare each with the next, then the last with each golden run."""
+    """Run ``runners`` on the data, compare each with the next, then the last with each golden run.
+
+    ``on_progress(task, done, total, status)`` says how far the run is: task ``"iterations"`` (total: the data
+    loader's length, None when it has none; status: the step now running) and, for an iteration with many
+    outputs (layerwise), task ``"outputs"`` (outputs compared)."""
     refuse_overwrite(None, save_inputs=save_inputs, save_outputs=save_outputs)  # one file cannot hold both
     funcs = resolve_compare_funcs(compare_func)
     golden = golden or RunResults()
@@ -172,7 +177,15 @@ def run(
             summary.iterations = max((len(i) for _, i in golden), default=0)
             ok = True
             return summary
-        for index, feed, results in Comparator.stream(runners, data_loader):
+        total = _length(data_loader)
+        progress = on_progress or (lambda task, done, total, status: None)
+
+        def compared(done: int, outputs: int) -> None:
+            if outputs >= _MANY_OUTPUTS:
+                progress("outputs", done, outputs, "")
+
+        for index, feed, results in Comparator.stream(runners, data_loader, lambda i, what: progress("iterations", i, total, what)):
+            progress("iterations", index, total, "comparing")
             inputs_out.add_inputs(feed)
             for name, res in results.items():
                 outputs_out.add_outputs(name, res)
@@ -186,10 +199,11 @@ def run(
                 everything[glabel] = giters[min(index, len(giters) - 1)]
             done: list[PairComparison] = []
             for pair in summary.accuracy:
-                it: IterationComparison = compare_iteration(everything[pair.actual], everything[pair.reference], funcs, index, (pair.actual, pair.reference))
+                it: IterationComparison = compare_iteration(everything[pair.actual], everything[pair.reference], funcs, index, (pair.actual, pair.reference), compared)
                 pair.iterations.append(it)
                 done.append(pair)
             summary.iterations = index + 1
+            progress("iterations", index + 1, total, "")
             if on_iteration:
                 on_iteration(index, done)
             if fail_fast and not all(p.passed for p in summary.accuracy):
@@ -204,6 +218,19 @@ def run(
             if outputs_out:
                 outputs_out.finish(ok)
         summary.seconds = time.perf_counter() - started
+
+
+_MANY_OUTPUTS = 20  # an iteration comparing this many outputs (a layerwise run) shows their count too
+
+
+def _length(data_loader: Any) -> int | None:
+    """How many iterations the data gives: 1 without a loader (one feed of generated data), else its len()."""
+    if data_loader is None:
+        return 1
+    try:
+        return len(data_loader)
+    except TypeError:  # a generator from a --data-loader-script
+        return None
 
 
 def median_ms(values: Sequence[float]) -> float:
@@ -292,6 +319,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         do_validate=params.get("validate", False),
         fail_fast=params.get("fail_fast", False),
         on_iteration=reporter.iteration,
+        on_progress=getattr(reporter, "progress", None),  # optional: reporters from before it was added lack it
     )
     if not runners:
         for index in range(summary.iterations):

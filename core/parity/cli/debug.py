@@ -6,7 +6,6 @@ good/ and bad/. The debug engine (:mod:`parity.debug`) prints nothing; it report
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -16,6 +15,7 @@ import click
 
 from parity.cli.common import SETTINGS, echo, verbosity_options, warn
 from parity.cli.parsing import GreedyOption, ParityCommand, RemainderOption
+from parity.cli.progress import LiveProgress, progress_wanted
 from parity.debug.check import BAD, GOOD, CommandCheck, InteractiveCheck, Verdict, indent_output
 from parity.debug.executor import make_executor
 from parity.debug.report import write_debug_report
@@ -117,69 +117,52 @@ def session_from_options(params: Mapping[str, Any], *, label: str, fingerprint: 
 
 
 class DebugProgress:
-    """A :class:`parity.reporting.DebugReporter` for the terminal: a rich progress bar on a terminal, one line
-    per check otherwise, notes and check output on stderr. Disabled (``--quiet``): warnings only."""
+    """A :class:`parity.reporting.DebugReporter` for the terminal: one line per check on stderr, and on a
+    terminal a live bar below them with the count, the time taken and, when the command knows how many checks
+    remain (``--until N``, a binary search's steps), the time left (:mod:`parity.cli.progress`). Disabled
+    (``--quiet``): warnings only."""
 
     def __init__(self, enabled: bool = True, label: str = "debug", live: bool | None = None) -> None:
         self.enabled = enabled
         self.label = label
-        self.live = sys.stderr.isatty() if live is None else live
-        self._progress: Any = None
-        self._task: Any = None
+        self._bar = LiveProgress(enabled=enabled and (progress_wanted() if live is None else live))
         self._count = 0
+        self._remaining: int | None = None
 
-    def _bar(self) -> Any:
-        if self._progress is None and self.enabled and self.live:
-            from rich.console import Console  # rich only when a terminal shows the bar
-            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    def expect(self, remaining: int | None) -> None:
+        """About ``remaining`` more checks are coming (None: the command cannot tell)."""
+        self._remaining = remaining
+        self._show("")
 
-            self._progress = Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}"),
-                TextColumn("check {task.completed}"),
-                TimeElapsedColumn(),
-                TextColumn("{task.fields[status]}"),
-                console=Console(stderr=True),
-                transient=False,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task(self.label, total=None, status="")
-        return self._progress
-
-    def _line(self, text: str) -> None:
-        if self._progress is not None:
-            self._progress.console.print(text, markup=False, highlight=False)
-        else:
-            print(text, file=sys.stderr, flush=True)
+    def _show(self, status: str) -> None:
+        total = None if self._remaining is None else self._count + self._remaining
+        self._bar.update("checks", self._count, total, status=status, label=f"{self.label} checks")
 
     def iteration(self, index: int, verdict: str, seconds: float, info: Mapping[str, Any], resumed: bool = False, note: str = "") -> None:
         if not self.enabled:
             return
         self._count += 1
+        if self._remaining is not None:  # past the expected count: unknown again until the command says
+            self._remaining = self._remaining - 1 if self._remaining > 0 else None
         shown = {BAD: "bad ", GOOD: "good"}.get(verdict, "unresolved")
         label = info.get("label", "")
         text = f"[N{index}] {shown} | {'resumed' if resumed else f'{seconds:.2f}s'}" + (f" | {label}" if label else "") + (f" | {note}" if note else "")
-        bar = self._bar()
-        if bar is not None:
-            bar.update(self._task, completed=self._count, status=text)
-        else:
-            self._line(f"parity: {text}")
+        self._bar.print(f"parity: {text}")
+        self._show("")
 
     def check_output(self, text: str) -> None:
         # shown with --quiet too: --show-output / --hide-fail-output decide
-        self._line(indent_output(text).rstrip("\n"))
+        self._bar.print(indent_output(text).rstrip("\n"))
 
     def note(self, message: str) -> None:
         if self.enabled:
-            self._line(f"parity: {message}")
+            self._bar.print(f"parity: {message}")
 
     def warn(self, message: str) -> None:
         warn(message)
 
     def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+        self._bar.close()
 
 
 REPEAT_HELP = """Run the --check command until N iterations, or the first good or bad one.

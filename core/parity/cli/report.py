@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from parity.cli.common import echo, warn
+from parity.cli.progress import LiveProgress
 from parity.reporting import write_report
 from parity.util.text import names_preview
 
@@ -16,9 +17,20 @@ __all__ = ["ReportPrinter", "format_check", "format_details", "write_report"]
 
 
 class ReportPrinter:
-    """Human-readable output: one line per output and verdict, details for failures (or with -v)."""
+    """Human-readable output: one line per output and verdict, details for failures (or with -v); on a
+    terminal, a live bar with the iterations done and the time left (:mod:`parity.cli.progress`)."""
+
+    def __init__(self) -> None:
+        self._bar = LiveProgress()
+
+    def progress(self, task: str, done: int, total: int | None, status: str) -> None:
+        self._bar.update(task, done, total, status=status)
+
+    def close(self) -> None:
+        self._bar.close()
 
     def warning(self, message: str) -> None:
+        self._bar.flush()  # the lines before it first
         warn(message)
 
     def divergence(self, reports: Sequence[Any]) -> None:
@@ -47,6 +59,7 @@ class ReportPrinter:
     def summary(self, summary: Any) -> None:
         from parity.runflow import median_ms
 
+        self.close()  # the bar goes before the summary lines
         for name, times in summary.runtimes.items():
             echo(f"{name}: {len(times)} iteration(s), median inference {median_ms(times):.3f} ms")
         for issue in summary.validation:

@@ -104,5 +104,9 @@ def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:
     from parity.cli.report import ReportPrinter
     from parity.runflow import run_comparison
 
-    outcome = run_comparison(run_request(ctx, model, params), ReportPrinter(), get_registry())
+    printer = ReportPrinter()
+    try:
+        outcome = run_comparison(run_request(ctx, model, params), printer, get_registry())
+    finally:
+        printer.close()  # an error mid-run: the bar goes before the error line
     return int(outcome.code)

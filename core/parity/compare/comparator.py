@@ -51,17 +51,25 @@ def _named(item: Any) -> tuple[str, Mapping[str, Any]] | None:
 
 
 def compare_iteration(
-    actual: IterationResult, reference: IterationResult, funcs: Sequence[CompareFunc], index: int, labels: tuple[str, str] | None = None
+    actual: IterationResult,
+    reference: IterationResult,
+    funcs: Sequence[CompareFunc],
+    index: int,
+    labels: tuple[str, str] | None = None,
+    on_output: Callable[[int, int], None] | None = None,
 ) -> IterationComparison:
-    """Compare the outputs both sides have; ``labels`` name the sides in messages (default: their runner names)."""
+    """Compare the outputs both sides have; ``labels`` name the sides in messages (default: their runner names);
+    ``on_output(done, total)`` after each output (a layerwise run compares hundreds)."""
     a_label, r_label = labels or (actual.runner_name or "actual", reference.runner_name or "reference")
     common = [n for n in actual if n in reference]
     if not common:
         raise UsageError(f"no common outputs to compare: {a_label} has {names_preview(actual)}; {r_label} has {names_preview(reference)}")
     checks = []
-    for name in common:
+    for done, name in enumerate(common, 1):
         for func in funcs:
             checks.append(func(name, np.asarray(actual[name]), np.asarray(reference[name])))
+        if on_output:
+            on_output(done, len(common))
     for name in actual:
         if name not in reference:
             checks.append(OutputCheck(name, True, "missing", message=f"not in {r_label}: skipped"))
@@ -79,13 +87,18 @@ class Comparator:
 
     @staticmethod
     def stream(
-        runners: Sequence[BaseRunner], data_loader: Iterable[Mapping[str, np.ndarray]] | None = None
+        runners: Sequence[BaseRunner],
+        data_loader: Iterable[Mapping[str, np.ndarray]] | None = None,
+        on_step: Callable[[int, str], None] | None = None,
     ) -> Iterator[tuple[int, dict[str, np.ndarray], dict[str, IterationResult]]]:
         """Run every runner on each feed in turn, yielding ``(index, feed, {label: result})``: one iteration is
-        held in memory at a time. Labels are the runners' names, made distinct (:func:`runner_labels`)."""
+        held in memory at a time. Labels are the runners' names, made distinct (:func:`runner_labels`).
+        ``on_step(index, what)`` before each step (``"loading onnxrt"``, ``"onnxrt"``: its inference)."""
         labels = runner_labels(runners)
+        step = on_step or (lambda index, what: None)
         with contextlib.ExitStack() as stack:
-            for runner in runners:
+            for runner, label in zip(runners, labels):
+                step(0, f"loading {label}")
                 stack.enter_context(runner)
             if data_loader is None:
                 data_loader = DataLoader(runners[0].get_input_metadata())
@@ -95,6 +108,7 @@ class Comparator:
                 feed = as_feed(item, index)
                 results = {}
                 for runner, label in zip(runners, labels):
+                    step(index, label)
                     outputs = runner.infer(feed)
                     results[label] = IterationResult(outputs, runner.last_inference_time, label)
                 yield index, feed, results

@@ -236,6 +236,13 @@ class DebugSession:
         return self.summary
 
     # --- evaluation --------------------------------------------------------------------------------
+    def expect(self, remaining: int | None) -> None:
+        """About ``remaining`` more checks are coming (None: the command cannot tell), for the reporter's count
+        and time left. Reporters without an ``expect`` method are not told."""
+        tell = getattr(self.reporter, "expect", None)
+        if tell is not None:
+            tell(remaining)
+
     def known(self, key: str) -> str | None:
         """The verdict (good / bad / unresolved) for ``key`` if it is known without running a check."""
         if key in self.verdicts:
@@ -364,7 +371,7 @@ class DebugSession:
                 it.artifact = str(made)
             if self.iteration_info:
                 info_path = it.slot_path(self.iteration_info)
-                info = {"iteration": index, "key": cand.key, "artifact": it.artifact, **_jsonable(it.info)}
+                info = {"format": "parity-iteration-info", "version": 1, "iteration": index, "key": cand.key, "artifact": it.artifact, **_jsonable(it.info)}
                 write_text_atomic(info_path, json.dumps(info, indent=2))
             outcome = self.check(it)
         except BaseException:  # Ctrl-C included: leave no intermediate files behind
@@ -429,6 +436,7 @@ class DebugSession:
         verdicts: list[str] = self.repeat_verdicts
         verdicts.clear()
         i = 0
+        self.expect(count)
         while count is None or i < count:
             verdict = self.judge(f"N{i}", make_artifact, (info(i) if info else {}) | {"label": f"iteration {i}"})
             verdicts.append(verdict)

@@ -80,6 +80,19 @@ class Oracle:
         if self.on_result:
             self.on_result(subset, interesting)
 
+    def expect(self, remaining: int | None) -> None:
+        """Strategies say how many more checks they expect (None: cannot tell), shown as the time left."""
+        self.session.expect(remaining)
+
+    def expect_search(self, span: int, ways: int = 1) -> None:
+        """A (ways+1)-ary search over ``span`` candidates is next: it takes ceil(log_{ways+1} span) rounds of
+        ``ways`` checks."""
+        rounds = 0
+        while span > 1:
+            span = -(-span // (ways + 1))
+            rounds += 1
+        self.expect(rounds * ways)
+
     def __call__(self, subset: Iterable[int]) -> bool:
         return self.many([subset])[0]
 

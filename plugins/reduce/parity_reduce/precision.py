@@ -135,6 +135,7 @@ class PrecisionSearch:
             if oracle.verdict(full) == "unresolved":
                 raise ParityError(f"the check of the model with every node in fp32 is unresolved ({self._last_note()}): precision cannot be searched")
             raise AlwaysFails("the check fails even with every node in fp32: precision is not the cause")
+        oracle.expect(None)  # until the strategy says how many checks it needs
         keep = frozenset(strategy.minimize(full, oracle))
         if oracle.verdict(keep) is None:
             oracle(keep)

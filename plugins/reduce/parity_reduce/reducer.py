@@ -248,6 +248,7 @@ class Reducer:
             search.original(closure(frozenset(full)), "the original model")
             oracle(full)  # cached: records the full model as bad
         try:
+            oracle.expect(None)  # until the strategy says how many checks it needs
             found = closure(frozenset(strategy.minimize(full, oracle)))
             if not found:
                 found = frozenset(full)

@@ -44,6 +44,7 @@ class Dichotomic:
 def _first_interesting_prefix(found: list[int], rest: list[int], oracle: Oracle) -> int:
     """Smallest m with found + rest[:m] interesting (m = len(rest) is assumed to be), by (k-ary) search."""
     lo, hi = 0, len(rest)  # found + rest[:lo] is not interesting, found + rest[:hi] is
+    oracle.expect_search(hi - lo, min(max(1, oracle.jobs), max(hi - lo - 1, 1)))
     while hi - lo > 1:
         ways = min(max(1, oracle.jobs), hi - lo - 1)
         mids = sorted({lo + (hi - lo) * (k + 1) // (ways + 1) for k in range(ways)} - {lo, hi})
@@ -162,12 +163,14 @@ class PolygraphyStyle:
         cands = [candidate(k, current) for k in (current if reverse else reversed(current))]
         cands.append(current)
         if self.linear:  # try every node; keep the smallest failing model
+            oracle.expect(len(cands) - 1)
             best = current
             for cand, hit in zip(cands, [oracle(c) for c in cands[:-1]]):
                 if hit and len(cand) < len(best):
                     best = cand
             return best
         lo, hi = -1, len(cands) - 1  # cands[hi] is assumed failing
+        oracle.expect_search(hi - lo)
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if oracle(cands[mid]):
@@ -263,6 +266,7 @@ class Staged:
 def _last_interesting_suffix(region: list[int], oracle: Oracle, hi: int) -> int:
     """Largest s with region[s:] interesting; region is assumed interesting and region[hi:] known not to be."""
     lo = 0
+    oracle.expect_search(hi - lo)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if oracle(region[mid:]):

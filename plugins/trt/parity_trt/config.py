@@ -11,12 +11,11 @@ the run options, for scripts), and plugins implementing the ``parity_trt_build_e
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from parity.api import BackendError, BaseLoader, UsageError, call_hook, write_bytes_atomic
+from parity.api import BackendError, BaseLoader, LiveProgress, UsageError, call_hook, progress_wanted, write_bytes_atomic
 from parity_trt import versions
 from parity_trt._trt import import_trt
 from parity_trt.callbacks import guard
@@ -47,12 +46,13 @@ def _postprocess_of(ext: Any) -> Callable[..., Any] | None:
 
 
 class ProgressMonitorFactory:
-    """Builds an ``IProgressMonitor`` that draws one status line per build phase on stderr."""
+    """Builds an ``IProgressMonitor`` that shows one bar per build phase (nested phases indented) through
+    Parity's live display (``parity.api.LiveProgress``: on stderr, only for a person at a terminal)."""
 
     @staticmethod
-    def create(stream: Any = None) -> Any:
+    def create(display: Any = None) -> Any:
         trt = import_trt()
-        out = stream or sys.stderr
+        bars = display if display is not None else LiveProgress(enabled=True)
 
         class ProgressBar(trt.IProgressMonitor):
             def __init__(self) -> None:
@@ -63,26 +63,20 @@ class ProgressMonitorFactory:
             def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
                 depth = self._phases[parent_phase][0] + 1 if parent_phase in self._phases else 0
                 self._phases[phase_name] = (depth, num_steps)
-                self._draw(phase_name, 0)
+                bars.update(phase_name, 0, num_steps, label="  " * depth + phase_name[:40])
 
             @guard("the progress monitor's step_complete", default=True)
             def step_complete(self, phase_name: str, step: int) -> bool:
-                self._draw(phase_name, step + 1)
+                depth, steps = self._phases.get(phase_name, (0, 0))
+                bars.update(phase_name, step + 1, steps, label="  " * depth + phase_name[:40])
                 return True  # False would cancel the build
 
             @guard("the progress monitor's phase_finish")
             def phase_finish(self, phase_name: str) -> None:
                 self._phases.pop(phase_name, None)
+                bars.remove(phase_name)
                 if not self._phases:
-                    out.write("\r\033[K")
-                    out.flush()
-
-            def _draw(self, phase: str, done: int) -> None:
-                depth, steps = self._phases.get(phase, (0, 0))
-                width = 20
-                filled = width * done // steps if steps else 0
-                out.write(f"\r\033[K{'  ' * depth}{phase[:40]:<40} [{'#' * filled}{'.' * (width - filled)}] {done}/{steps}")
-                out.flush()
+                    bars.close()
 
         return ProgressBar()
 
@@ -132,7 +126,7 @@ class CreateConfig(BaseLoader):
         self.preview_features = list(preview_features)
         self.flags = list(flags)
         self.profiling_verbosity = profiling_verbosity
-        self.progress = sys.stderr.isatty() if progress is None else progress
+        self.progress = progress_wanted() if progress is None else progress
         self.postprocess = list(postprocess)
 
     def __call__(self, builder: Any, network: Any) -> Any:

@@ -240,18 +240,42 @@ def test_progress_monitor_exception_resurfaces_after_the_build(trt) -> None:
 
     from parity.errors import BackendError
 
-    class BrokenStream:
-        def write(self, text: str) -> None:
+    class BrokenDisplay:
+        def update(self, *args: object, **kwargs: object) -> None:
             raise OSError("terminal gone")
 
-        def flush(self) -> None:
-            pass
-
-    monitor = ProgressMonitorFactory.create(BrokenStream())
+    monitor = ProgressMonitorFactory.create(BrokenDisplay())
     monitor.phase_start("Building", None, 3)  # does not raise into TensorRT
     assert monitor.step_complete("Building", 0) is True  # the default keeps the build going
     with pytest.raises(BackendError, match="progress monitor's phase_start raised OSError: terminal gone"):
         raise_pending(monitor)
+
+
+def test_progress_monitor_draws_nested_phases_through_the_live_display(trt) -> None:
+    import io
+    import re
+
+    from parity_trt.config import ProgressMonitorFactory
+
+    from parity.api import LiveProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    monitor = ProgressMonitorFactory.create(LiveProgress(enabled=True, console_file=screen))
+    monitor.phase_start("Building engine", None, 2)
+    monitor.phase_start("Tactic selection", "Building engine", 4)
+    for step in range(4):
+        assert monitor.step_complete("Tactic selection", step) is True
+    monitor.phase_finish("Tactic selection")
+    monitor.step_complete("Building engine", 0)
+    monitor.step_complete("Building engine", 1)
+    monitor.phase_finish("Building engine")
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue()).replace("\r", "\n")
+    assert re.search(r"^  Tactic selection .* 4/4", shown, re.M), shown  # nested: indented under its parent
+    assert re.search(r"^Building engine .* 2/2", shown, re.M), shown
 
 
 def test_parity_trt_log_reaches_python_api_engine_loads(trt, monkeypatch: pytest.MonkeyPatch) -> None:
