@@ -70,9 +70,9 @@ def drifting_model(tmp_path) -> Path:
 
 def test_every_shipped_schema_is_a_valid_draft_2020_12_schema():
     names = {
-        "parity": ["run-report", "plugins", "model", "repeat-report"],
+        "parity": ["run-report", "plugins", "model", "repeat-report", "iteration-info"],
         "parity_surgeon": ["localize", "lint"],
-        "parity_reduce": ["reduce-report", "precision-report"],
+        "parity_reduce": ["reduce-report", "precision-report", "precision-nodes"],
         "parity_tactics": ["build-report"],
     }
     for package, schemas in names.items():
@@ -232,3 +232,17 @@ def test_debug_report_schemas_share_one_envelope():
         assert spec["required"] == base["required"]
         skip = {"format", "command", "model", "output"}
         assert {k: v for k, v in spec["properties"].items() if k not in skip} == {k: v for k, v in base["properties"].items() if k not in skip}
+
+
+def test_iteration_info_files_of_a_repeat_loop(tmp_path, parity_invoke, monkeypatch):
+    """Each --iteration-info file a check reads validates against parity/schemas/iteration-info.schema.json."""
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "keep.py"
+    script.write_text("import json, shutil\ninfo = json.load(open('info.json'))\nshutil.copy('info.json', f\"seen_{info['iteration']}.json\")\n")
+    result = parity_invoke("debug", "repeat", "--until", "3", "--iteration-info", "info.json", "--check", sys.executable, script)
+    assert result.exit_code == 0, result.stderr
+    seen = [json.loads((tmp_path / f"seen_{i}.json").read_text()) for i in range(3)]
+    for index, info in enumerate(seen):
+        validate(info, "parity", "iteration-info")
+        assert (info["iteration"], info["key"], info["label"]) == (index, f"N{index}", f"iteration {index}")
+    rejects(seen[0], "parity", "iteration-info")

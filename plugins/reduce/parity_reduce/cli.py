@@ -282,7 +282,17 @@ def precision_command(model: str, output: str, report: str | None = None, **para
         if params.get("save_nodes"):
             write_text_atomic(
                 params["save_nodes"],
-                json.dumps({"fp32_nodes": result.fp32_nodes, "low_precision": params["precision"], "candidates": len(result.candidates)}, indent=2) + "\n",
+                json.dumps(
+                    {
+                        "format": "parity-precision-nodes",
+                        "version": 1,
+                        "fp32_nodes": result.fp32_nodes,
+                        "low_precision": params["precision"],
+                        "candidates": len(result.candidates),
+                    },
+                    indent=2,
+                )
+                + "\n",
             )
     except ParityError as exc:
         if report:

@@ -128,6 +128,14 @@ def test_precision_report(tmp_path, parity_invoke):
     broken_copies_fail(data, "precision-report")
     found = data["result"]
     assert found["fp32_nodes"] == load("n.json")["fp32_nodes"] and found["fp32_nodes"]
+    nodes = load("n.json")
+    validate(nodes, "precision-nodes")
+    for field in schema("precision-nodes")["required"]:
+        with pytest.raises(jsonschema.ValidationError):
+            validate({k: v for k, v in nodes.items() if k != field}, "precision-nodes")
+    with pytest.raises(jsonschema.ValidationError):
+        validate({**nodes, "fp32_nodes": "conv1"}, "precision-nodes")
+    assert load("n.json")["low_precision"] == "float16" and load("n.json")["candidates"] >= len(found["fp32_nodes"])
     assert found["verified"] and {c["key"]: c["verdict"] for c in data["checks"]}[found["key"]] == "good"
     assert data["checks"][0]["original"] and data["checks"][0]["verdict"] == "bad"  # every candidate in fp16 fails
     assert data["output"] == "mixed.onnx" and data["check"] == check[1:]
@@ -152,3 +160,26 @@ def test_precision_report_path_is_refused_before_the_search(tmp_path, parity_inv
         result = parity_invoke("debug", "precision", "model.onnx", "-o", "mixed.onnx", "--report", bad, "--check", PY, "-c", "pass")
         assert result.exit_code == 2 and "--report" in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not (tmp_path / "mixed.onnx").exists() and not (tmp_path / "parity_debug.onnx.state.json").exists()
+
+
+def test_reduce_iteration_info_files_follow_their_schema(chain_model, parity_invoke):
+    """What a reduce check reads from --iteration-info: each file written validates (with the candidate's size)."""
+    keep = (
+        "import json, shutil, sys, onnx\n"
+        "info = json.load(open('info.json'))\n"
+        "shutil.copy('info.json', f\"seen_{info['iteration']}.json\")\n"
+        "sys.exit(any(n.name == 'n7' for n in onnx.load(info['artifact']).graph.node))\n"
+    )
+    Path("check.py").write_text(keep)
+    result = parity_invoke("debug", "reduce", "chain.onnx", "-o", "min.onnx", "--iteration-info", "info.json", "--check", sys.executable, "check.py")
+    assert result.exit_code == 0, result.stderr
+    iteration_schema = json.loads(resources.files("parity").joinpath("schemas", "iteration-info.schema.json").read_text())
+    seen = sorted(Path(".").glob("seen_*.json"))
+    assert len(seen) >= 3
+    for path in seen:
+        info = load(str(path))
+        jsonschema.validate(info, iteration_schema)
+        assert info["size"] >= 1 and info["label"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({k: v for k, v in load(str(seen[0])).items() if k != "artifact"}, iteration_schema)
+    assert not Path("info.json").exists()  # removed with the iteration's files
