@@ -30,6 +30,9 @@ from parity.api import UsageError
 from parity_tactics.replay import Tactic, TacticReplay, load_replays, tactic_hex
 
 NO_RESULT = "Could not determine potentially bad tactics. Try generating more tactic replay files?"
+# ``inspect diff-tactics --json``: its schema is parity_tactics/schemas/diff-tactics.schema.json (docs/formats.md)
+FORMAT = "parity-diff-tactics"
+VERSION = 1
 
 
 def fisher_one_sided(b: int, n_bad: int, g: int, n_good: int) -> float:
@@ -94,6 +97,8 @@ class DiffResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "format": FORMAT,
+            "version": VERSION,
             "good_replays": self.n_good,
             "bad_replays": self.n_bad,
             "determined": self.determined,
