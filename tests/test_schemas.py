@@ -73,7 +73,7 @@ def test_every_shipped_schema_is_a_valid_draft_2020_12_schema():
         "parity": ["run-report", "plugins", "model", "repeat-report", "iteration-info"],
         "parity_surgeon": ["localize", "lint"],
         "parity_reduce": ["reduce-report", "precision-report", "precision-nodes"],
-        "parity_tactics": ["build-report"],
+        "parity_tactics": ["build-report", "diff-tactics", "tactic-replay"],
     }
     for package, schemas in names.items():
         pytest.importorskip(package)
