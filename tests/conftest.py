@@ -20,7 +20,7 @@ def _fresh_plugins():
     from parity.cli.common import SETTINGS
 
     plugins.reset()
-    SETTINGS.update(verbose=False, quiet=False)
+    SETTINGS.update(verbose=False, quiet=False, warnings=True)
     yield
     plugins.reset()
 

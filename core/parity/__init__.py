@@ -42,6 +42,16 @@ _LAZY = {
     "run_comparison": "parity.runflow",
     "RunReporter": "parity.reporting",
     "QuietReporter": "parity.reporting",
+    # Polygraphy's Python API under its names (docs/python-api.md maps its modules to Parity's)
+    "CompareFunc": "parity.compare.funcs",
+    "func": "parity.func",
+    "BytesFromPath": "parity.backend.common",
+    "bytes_from_path": "parity.backend.common",
+    "load_json": "parity.results.polygraphy",
+    "save_json": "parity.results.polygraphy",
+    "to_json": "parity.results.polygraphy",
+    "G_LOGGER": "parity.logger",
+    "Logger": "parity.logger",
 }
 
 __all__ = ["hookimpl", "__version__", *_LAZY]

@@ -91,6 +91,8 @@ _EXPORTS: dict[str, str] = {
     "report_option": "parity.cli.debug",
     "make_check": "parity.cli.debug",
     "session_from_options": "parity.cli.debug",
+    # composing loaders (Polygraphy's func.extend), for every backend
+    "extend": "parity.func",
     # live progress on a terminal (rich, imported only when shown)
     "LiveProgress": "parity.cli.progress",
     "progress_wanted": "parity.cli.progress",

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-SETTINGS = {"verbose": False, "quiet": False}
+# verbose: -v (tracebacks, backend logs); quiet: -q (no stdout lines); warnings: False only when the Python API's
+# G_LOGGER is set above WARNING (parity.logger)
+SETTINGS = {"verbose": False, "quiet": False, "warnings": True}
 
 # While a live progress display is shown (parity.cli.progress), lines go through it so they land above the bars.
 _live_printer: list[Callable[[str, bool], bool]] = []

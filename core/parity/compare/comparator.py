@@ -9,14 +9,13 @@ from typing import Any
 import numpy as np
 
 from parity.backend.base import BaseRunner
+from parity.compare.funcs import CompareFunc
 from parity.compare.result import AccuracyResult, IterationComparison, OutputCheck, PairComparison
 from parity.data.loader import DataLoader, as_feed
 from parity.errors import UsageError
 from parity.plugins import get_registry
 from parity.results.model import IterationResult, RunResults
 from parity.util.text import names_preview, unique_labels
-
-CompareFunc = Callable[[str, np.ndarray, np.ndarray], OutputCheck]
 
 
 def default_pairs(names: Sequence[str]) -> list[tuple[str, str]]:

@@ -31,6 +31,7 @@ import numpy as np
 from parity.errors import UsageError
 from parity.results import npy
 from parity.results.model import IterationResult, RunResults
+from parity.util.fs import write_text_atomic
 
 MARKER = "polygraphy_class"
 
@@ -311,3 +312,84 @@ class JsonWriter:
         for spool in self._spools.values():
             spool.close()
         self._spools.clear()
+
+
+# --- any object, as Polygraphy's load_json / save_json ---------------------------------------------------
+
+_ARRAY_CLASSES = ("ndarray", "LazyArray", "LazyNumpyArray", "Tensor")
+
+
+def decode(obj: Any, where: str) -> Any:
+    """An object of Polygraphy's JSON rebuilt without unpickling: arrays, ``RunResults``, ``IterationResult``,
+    and lists and dicts of them; plain values as they are. Other Polygraphy classes fail with one line."""
+    if isinstance(obj, list):
+        return [decode(v, f"{where}[{i}]") for i, v in enumerate(obj)]
+    if not isinstance(obj, dict):
+        return obj
+    cls = obj.get(MARKER) or obj.get("polygraphy_serialized_json_type")
+    if cls is None:
+        return {k: decode(v, f"{where}[{k}]") for k, v in obj.items()}
+    if cls in _ARRAY_CLASSES:
+        return decode_array(obj, where)
+    if cls == "RunResults":
+        return _results(obj, Path(where))
+    if cls == "IterationResult":
+        return _iteration(obj, where)
+    raise UsageError(f"{where}: holds a Polygraphy {str(cls)[:60]} object, which Parity does not read")
+
+
+def load_json(src: str | Path | IO[str] | IO[bytes], description: str | None = None) -> Any:
+    """Polygraphy's ``load_json``: what a Polygraphy JSON file (``--save-inputs``/``--save-outputs``, ``save_json``)
+    holds, from a path or an open file, never unpickling. ``description`` names it in messages."""
+    if hasattr(src, "read"):
+        where = description or getattr(src, "name", None) or "the JSON given"
+        text = src.read()  # type: ignore[union-attr]
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise UsageError(f"{where}: broken JSON ({exc})") from None
+    else:
+        where = description or str(src)
+        data = _read_json(Path(src))
+    try:
+        return decode(data, where)
+    except RecursionError:
+        raise UsageError(f"{where}: JSON nested too deeply to be a Polygraphy file") from None
+
+
+def encode(obj: Any, where: str = "the object") -> Any:
+    """``obj`` as Polygraphy's JSON encoder writes it (arrays as base64 ``.npy`` bytes, never pickled)."""
+    if isinstance(obj, RunResults):
+        return {MARKER: "RunResults", "lst": [[name, [encode(it, f"{where}: {name}[{i}]") for i, it in enumerate(iters)]] for name, iters in obj]}
+    if isinstance(obj, IterationResult):
+        outputs = {str(k): {MARKER: "LazyArray", "values": encode(np.asarray(v), f"{where}[{k}]")} for k, v in obj.items()}
+        runtime = None if obj.runtime is None else float(obj.runtime)
+        return {MARKER: "IterationResult", "runner_name": obj.runner_name, "runtime": runtime, "outputs": outputs}
+    if isinstance(obj, np.ndarray):
+        buffer = io.BytesIO()
+        np.save(buffer, npy.check_writable(obj, where), allow_pickle=False)
+        return {MARKER: "ndarray", "array": base64.b64encode(buffer.getvalue()).decode("ascii")}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, Mapping):
+        return {str(k): encode(v, f"{where}[{k}]") for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    raise UsageError(f"{where}: a {type(obj).__name__} cannot be saved as JSON (arrays, RunResults, lists, dicts and plain values can)")
+
+
+def to_json(obj: Any) -> str:
+    """Polygraphy's ``to_json``: the JSON text of :func:`encode`."""
+    return json.dumps(encode(obj), indent=2)
+
+
+def save_json(obj: Any, dest: str | Path | IO[str], description: str | None = None) -> None:
+    """Polygraphy's ``save_json``: ``obj`` in Polygraphy's JSON format, to a path (written atomically) or an open
+    text file; Polygraphy's ``load_json`` and Parity's :func:`load_json` read it back."""
+    text = json.dumps(encode(obj, description or str(getattr(dest, "name", dest))), indent=2) + "\n"
+    if hasattr(dest, "write"):
+        dest.write(text)  # type: ignore[union-attr]
+        return
+    write_text_atomic(dest, text)

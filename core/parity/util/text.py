@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 
+from parity.console import SETTINGS
+
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest candidates, or an empty string."""
@@ -17,8 +19,9 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
 
 
 def warn(message: str) -> None:
-    """The one warning line every part of Parity prints, on stderr."""
-    print(f"parity: warning: {message}", file=sys.stderr, flush=True)
+    """The one warning line every part of Parity prints, on stderr (not while ``G_LOGGER`` is set above WARNING)."""
+    if SETTINGS.get("warnings", True):
+        print(f"parity: warning: {message}", file=sys.stderr, flush=True)
 
 
 def first_line(exc: BaseException, limit: int | None = None) -> str:
