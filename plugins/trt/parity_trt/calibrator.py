@@ -1,6 +1,7 @@
 """Int8 entropy calibration for TensorRT 10 (TensorRT 11 removed implicit quantization).
 
-``Calibrator(data, cache=path_or_file)`` returns an ``IInt8EntropyCalibrator2`` that feeds each item of ``data``
+``Calibrator(data, cache=path_or_file)`` (or Polygraphy's ``Calibrator(data_loader=..., cache=...)``) returns an
+``IInt8EntropyCalibrator2`` that feeds each item of ``data``
 (feed dicts) through device buffers it owns, and reads/writes the calibration cache (a path, or a binary
 file-like object) so a later build skips calibration. ``data`` may be ``None`` to use the cache only.
 
@@ -113,11 +114,24 @@ def _describe(cache: Any) -> str:
     return f"'{cache}'" if isinstance(cache, (str, Path)) else "(the file object given)"
 
 
-def Calibrator(data: Iterable[Mapping[str, np.ndarray]] | Callable[[Mapping[str, tuple[np.dtype, tuple[int, ...]]]], Iterable[Mapping[str, np.ndarray]]] | None,
-               cache: Any = None) -> Any:  # noqa: N802 - a class factory
+_UNSET: Any = object()  # no data given (``None`` is data too: calibrate from the cache only)
+
+CalibrationData = Iterable[Mapping[str, np.ndarray]] | Callable[[Mapping[str, tuple[np.dtype, tuple[int, ...]]]], Iterable[Mapping[str, np.ndarray]]] | None
+
+
+def Calibrator(data: CalibrationData = _UNSET, cache: Any = None, *, data_loader: CalibrationData = _UNSET) -> Any:  # noqa: N802 - a class factory
     """An int8 entropy calibrator. ``data``: feeds, or a function of the network's ``{input: (dtype, shape)}``
     (the calibration profile's OPT shape for dynamic inputs) returning feeds, called when calibration starts;
-    ``None`` with a ``cache`` that TensorRT accepts. ``cache``: a path or a binary file object."""
+    ``None`` with a ``cache`` that TensorRT accepts. ``cache``: a path or a binary file object.
+
+    ``data_loader=`` is Polygraphy's name for ``data`` (``Calibrator(data_loader=feeds(), cache="x.cache")``); give one
+    of the two."""
+    if data is not _UNSET and data_loader is not _UNSET:
+        raise TypeError("Calibrator() takes data or data_loader (the same argument), not both")
+    if data is _UNSET and data_loader is _UNSET:
+        raise TypeError("Calibrator() needs the calibration data: Calibrator(data) or Calibrator(data_loader=...) "
+                        "(None to calibrate from the cache only)")
+    data = data_loader if data is _UNSET else data
     trt = import_trt()
     versions.require(trt, "IInt8EntropyCalibrator2", "--int8 calibration")
 

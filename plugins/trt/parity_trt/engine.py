@@ -21,19 +21,37 @@ def get_runtime() -> Any:
     return trt.Runtime(get_logger())
 
 
-class EngineBytesFromNetwork(BaseLoader):
-    """Build a serialized engine. ``config`` is a ``CreateConfig`` (or any ``f(builder, network)``)."""
+def _config_for(config_loader: Any, builder: Any, network: Any) -> Any:
+    """The ``IBuilderConfig`` to build with: ``config_loader(builder, network)`` (a ``CreateConfig`` or any callable
+    taking them), or ``config_loader`` itself when it is a ready ``IBuilderConfig`` (as ``create_config`` returns)."""
+    if callable(config_loader):
+        return config_loader(builder, network)
+    trt = import_trt()
+    if isinstance(config_loader, trt.IBuilderConfig):
+        return config_loader
+    raise UsageError(f"config must be a TensorRT IBuilderConfig or a callable taking (builder, network), "
+                     f"such as CreateConfig(...); got {type(config_loader).__name__}")
 
-    def __init__(self, network: Any, config: Callable[[Any, Any], Any] | None = None,
+
+class EngineBytesFromNetwork(BaseLoader):
+    """Build a serialized engine.
+
+    ``network``: a loader returning ``(builder, network[, parser])`` (``NetworkFromOnnxPath``, ``CreateNetwork``, a
+    function wrapped by ``extend``) or such a tuple itself. ``config``: a ``CreateConfig`` (or any
+    ``f(builder, network)`` returning an ``IBuilderConfig``), or a ready ``IBuilderConfig`` (``create_config(builder,
+    network, ...)``); ``None`` is ``CreateConfig()``.
+    """
+
+    def __init__(self, network: Any, config: Callable[[Any, Any], Any] | Any | None = None,
                  save_timing_cache: str | None = None, extensions: Sequence[Any] = ()) -> None:
         self.network_loader = network
-        self.config_loader = config or CreateConfig()
+        self.config_loader = CreateConfig() if config is None else config
         self.timing_cache_path = save_timing_cache
         self.extensions = list(extensions)
 
     def __call__(self) -> bytes:
         builder, network, _parser = unpack(invoke_if_callable(self.network_loader)[0])
-        config = self.config_loader(builder, network)
+        config = _config_for(self.config_loader, builder, network)
         for ext in self.extensions:  # extensions given here (not in CreateConfig) still see the final config
             func = _postprocess_of(ext)
             if func is not None:
@@ -136,7 +154,9 @@ class EngineFromPath(EngineFromBytes):
 
 
 class EngineFromNetwork(BaseLoader):
-    def __init__(self, network: Any, config: Callable[[Any, Any], Any] | None = None,
+    """Build and deserialize an engine (an ``ICudaEngine``); arguments as :class:`EngineBytesFromNetwork`."""
+
+    def __init__(self, network: Any, config: Callable[[Any, Any], Any] | Any | None = None,
                  save_timing_cache: str | None = None, extensions: Sequence[Any] = ()) -> None:
         self.bytes_loader = EngineBytesFromNetwork(network, config, save_timing_cache, extensions)
 

@@ -64,6 +64,28 @@ class Profile:
     def __str__(self) -> str:
         return ", ".join(f"{n}: min={list(a)} opt={list(b)} max={list(c)}" for n, (a, b, c) in self.shapes.items())
 
+    def add(self, name: str, min: Sequence[int], opt: Sequence[int], max: Sequence[int]) -> Profile:  # noqa: A002 - Polygraphy's names
+        """Set input ``name``'s min/opt/max shapes (tuples or lists of ints; a shape-tensor input's VALUES), as
+        Polygraphy's ``Profile.add``; returns the profile, so calls chain: ``Profile().add("a", ...).add("b", ...)``."""
+        lo, mid, hi = (_int_dims(name, which, dims) for which, dims in (("min", min), ("opt", opt), ("max", max)))
+        if not len(lo) == len(mid) == len(hi):
+            raise UsageError(f"Profile.add: '{name}' has different ranks in min {list(lo)}, opt {list(mid)}, max {list(hi)}")
+        if not all(a <= b <= c for a, b, c in zip(lo, mid, hi)):
+            raise UsageError(f"Profile.add: '{name}' needs min <= opt <= max in every dim; got {list(lo)}, {list(mid)}, {list(hi)}")
+        self.shapes[name] = (lo, mid, hi)
+        return self
+
+
+def _int_dims(name: str, which: str, dims: Sequence[int]) -> Shape:
+    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
+        raise UsageError(f"Profile.add: '{name}' {which} must be a tuple or list of ints; got {dims!r}")
+    out = []
+    for d in dims:
+        if isinstance(d, bool) or not hasattr(d, "__index__"):
+            raise UsageError(f"Profile.add: '{name}' {which} {list(dims)} holds {d!r}; profiles need whole numbers")
+        out.append(int(d))
+    return tuple(out)
+
 
 def split_values(values: Iterable[str] | str | None) -> list[str]:
     """Click gives one string per flag; a string may hold several space-separated ``name:[...]`` values."""

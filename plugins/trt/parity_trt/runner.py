@@ -93,7 +93,17 @@ def _is_host(location: Any) -> bool:
 
 
 class TrtRunner(BaseRunner):
-    """Run an engine. ``engine`` is an ``ICudaEngine``, serialized bytes, or a loader of either."""
+    """Run an engine. ``engine`` is an ``ICudaEngine``, serialized bytes, an ``IExecutionContext``, or a loader of one.
+
+    ``optimization_profile``: run every inference with this profile (checked at activation); without it each
+    ``infer`` picks the first profile whose range holds the input shapes, one execution context per profile.
+    :meth:`set_profile` changes it while the runner is active.
+
+    Given an ``IExecutionContext`` (``engine.create_execution_context()``), as in Polygraphy, the runner runs on that
+    context alone and does not own it: every inference uses the context's profile (``optimization_profile`` sets it at
+    each activation; :meth:`set_profile` sets it and it stays set on the context after deactivation). The runner's debug
+    listener is attached to it as to the contexts it makes.
+    """
 
     prefix = "trt"
 
@@ -110,11 +120,16 @@ class TrtRunner(BaseRunner):
 
         trt = import_trt()
         engine, _ = invoke_if_callable(self.engine_source)
+        self.given_context = None  # an execution context the user gave: the runner's only one, not owned
         if isinstance(engine, (bytes, bytearray, memoryview)):
             engine = EngineFromBytes(engine)()
+        elif isinstance(engine, trt.IExecutionContext):
+            context = engine
+            self.given_context, engine = context, context.engine
         self.engine = engine
         self.stream = cuda.Stream()
         self.contexts: dict[int, Any] = {}
+        self.profile = self.optimization_profile  # the profile every inference uses; None: chosen by shape
         self.names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
         self.inputs = [n for n in self.names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
         self.outputs = [n for n in self.names if engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
@@ -129,6 +144,34 @@ class TrtRunner(BaseRunner):
         self.listener = _make_debug_listener(trt, self.debug_tensors) if self.capture_debug else None
         if self.optimization_profile is not None and not 0 <= self.optimization_profile < engine.num_optimization_profiles:
             raise UsageError(f"--optimization-profile {self.optimization_profile}: the engine has {engine.num_optimization_profiles} profile(s)")
+        if self.given_context is not None:
+            self._prepare(self.given_context)
+            if self.profile is None:
+                self.profile = self.given_context.active_optimization_profile
+            else:
+                self._switch(self.given_context, self.profile)
+
+    def set_profile(self, index: int) -> None:
+        """Run the following inferences with optimization profile ``index`` (Polygraphy's ``TrtRunner.set_profile``).
+
+        Needs an active runner; a context given to the runner keeps the profile after deactivation, a runner that made
+        its own contexts goes back to ``optimization_profile`` (or choosing by shape) when activated again."""
+        if not self.is_active:
+            raise UsageError(f"{self.name}: set_profile({index}) needs an active runner (activate it first, or give "
+                             "TrtRunner(..., optimization_profile=...))")
+        count = self.engine.num_optimization_profiles
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+            raise UsageError(f"{self.name}: set_profile({index!r}): the engine has {count} optimization profile(s) (0..{count - 1})")
+        if self.given_context is not None:
+            self._switch(self.given_context, index)
+        self.profile = index
+
+    def _switch(self, context: Any, index: int) -> None:
+        """Select profile ``index`` on ``context`` and wait for the switch (it is enqueued on the runner's stream)."""
+        if context.active_optimization_profile != index:
+            if not context.set_optimization_profile_async(index, self.stream.ptr):
+                raise BackendError(f"TensorRT could not select optimization profile {index} on the execution context")
+            self.stream.synchronize()
 
     def deactivate_impl(self) -> None:
         for buffer in [*self.device.values(), *self.pinned.values()]:
@@ -136,6 +179,7 @@ class TrtRunner(BaseRunner):
         for allocator in self.allocators.values():
             allocator.buffer.free()
         self.contexts.clear()
+        self.given_context = None
         self.allocators.clear()
         self.host_io.clear()
         self.stream.free()
@@ -176,11 +220,13 @@ class TrtRunner(BaseRunner):
 
         A chosen profile is checked here too: TensorRT checks a dynamic input's shape in ``set_input_shape``, but a
         shape-tensor input's VALUES only at enqueue, where a failure reads as TensorRT's, not the feed's."""
-        if self.optimization_profile is not None:
-            index = self.optimization_profile
+        if self.profile is not None:
+            index = self.profile
             if not self._admits(index, feed):
+                how = ("the runner runs on the execution context it was given: select another profile with set_profile(index)"
+                       if self.given_context is not None else "leave out the profile index to pick one by shape")
                 raise UsageError(f"input shapes {self._describe_feed(feed)} are outside optimization profile {index} "
-                                 f"({self._describe_profile(index)}); leave out the profile index to pick one by shape")
+                                 f"({self._describe_profile(index)}); {how}")
             return index
         for index in range(self.engine.num_optimization_profiles):
             if self._admits(index, feed):
@@ -200,21 +246,27 @@ class TrtRunner(BaseRunner):
         )
 
     def _context(self, index: int) -> Any:
+        if self.given_context is not None:  # its profile is self.profile (set at activation or by set_profile)
+            return self.given_context
         if index in self.contexts:
             return self.contexts[index]
-        trt = import_trt()
         context = self.engine.create_execution_context()
         if context is None:
             raise BackendError("TensorRT could not create an execution context (out of GPU memory?)")
         if index or self.engine.num_optimization_profiles > 1:
             context.set_optimization_profile_async(index, self.stream.ptr)
+        self._prepare(context)
+        self.contexts[index] = context
+        return context
+
+    def _prepare(self, context: Any) -> None:
+        """Report debug tensors to the runner's listener (they come back as extra outputs)."""
+        trt = import_trt()
         if self.listener is not None:
             context.set_debug_listener(self.listener)
             context.set_all_tensors_debug_state(True)
             if versions.has(trt, "IExecutionContext.unfused_tensors_debug_state"):
                 context.unfused_tensors_debug_state = True
-        self.contexts[index] = context
-        return context
 
     # ---- inference ------------------------------------------------------------------------------------
     def infer_impl(self, feed_dict: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

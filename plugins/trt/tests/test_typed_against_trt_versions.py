@@ -93,6 +93,10 @@ ALLOWED: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
         ("10.0.1", "10.7.0", "10.8.0.43"),
         "called right after versions.require(trt, 'INetworkDefinition.mark_unfused_tensors_as_debug_tensors', ...)",
     ),
+    ("parity_trt/runner.py", '"unfused_tensors_debug_state"'): (
+        ("10.0.1", "10.7.0", "10.8.0.43"),
+        "TrtRunner._prepare sets it only if versions.has(trt, 'IExecutionContext.unfused_tensors_debug_state')",
+    ),
     ("parity_trt/calibrator.py", "IInt8EntropyCalibrator2"): (_V11, "Calibrator() versions.require()s IInt8EntropyCalibrator2 first"),
     ("parity_trt/config.py", '"int8_calibrator"'): (_V11, "after versions.require(trt, 'IBuilderConfig.int8_calibrator', ...)"),
     ("parity_trt/config.py", '"set_calibration_profile"'): (_V11, _CALIB),

@@ -14,6 +14,8 @@ enums and their members), so code that reaches for a name another version lacks 
   (file, tag, line in NVIDIA/TensorRT). Every other method raises ``NotImplementedError("not modelled: ...")``;
   an unmodelled read-only property raises it when read, a read-write one when read before it was set. Dunder
   members the manifests list but no test models are left to Python's defaults.
+- ``__enter__``/``__exit__`` the manifests mark python-level are tensorrt_bindings/__init__.py's ``common_enter`` (a
+  DeprecationWarning, returns the object) and ``common_exit`` (does nothing), as in every modelled version.
 - Enum members are instances of their enum (``name``, ``value``, ``int()``); values are the manifest's order
   except where ``behaviour.ENUM_VALUES`` gives TensorRT's.
 - State the model keeps for tests to inspect is in attributes starting with ``_`` (never a TensorRT name).
@@ -85,6 +87,9 @@ def _kind_ok(annotation: str, value: Any, resolve: Callable[[str], Any]) -> bool
     if isinstance(cls, type):
         if issubclass(cls, EnumMember):  # pybind11 enums do not convert from int
             return isinstance(value, cls)
+        implicit = behaviour.IMPLICIT.get(cls.__qualname__)  # py::implicitly_convertible<From, cls>
+        if implicit is not None and not isinstance(value, cls) and implicit(value):
+            return True
         return value is None or isinstance(value, cls)  # pointers take None (references check it in the binding)
     return True
 
@@ -219,6 +224,9 @@ class _Builder:
                 ns[short] = self.enum_value(kind.split(":", 1)[1], short)
             elif kind.startswith("property"):
                 ns[short] = _property(member, kind, found)
+            elif short in ("__enter__", "__exit__") and found is None and "python-level" in mnote:
+                # added by tensorrt_bindings/__init__.py to the classes the manifest marks python-level
+                ns[short] = behaviour.common_enter if short == "__enter__" else behaviour.common_exit
             elif short.startswith("__") and found is None:
                 continue
             elif kind == "staticmethod":

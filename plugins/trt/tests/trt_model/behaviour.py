@@ -185,11 +185,47 @@ class IPluginRegistry:
         return object()
 
 
+# ---- python-level additions of tensorrt_bindings/__init__.py (the same at every modelled tag) ----------------------
+def common_enter(this: Any) -> Any:
+    """``with obj:`` on Builder, INetworkDefinition, OnnxParser, IBuilderConfig, ICudaEngine, IExecutionContext, Runtime,
+    IHostMemory and ILogger: a DeprecationWarning ("Context managers for TensorRT types are deprecated. Memory will be
+    freed automatically when the reference count reaches 0."), and the object itself."""
+    import warnings
+
+    warnings.warn("Context managers for TensorRT types are deprecated. "
+                  "Memory will be freed automatically when the reference count reaches 0.", DeprecationWarning, stacklevel=1)
+    # (no stacklevel given there: the warning is attributed to the tensorrt package, so Python's default filters hide it)
+    return this
+
+
+def common_exit(this: Any, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+    """Does nothing ("Context managers are deprecated and have no effect"); ILogger's ``__exit__`` is a lambda that
+    returns None, the same. An exception in the block is not suppressed."""
+    return None
+
+
 # module-level functions and static methods get the model module as their first argument
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "init_libnvinfer_plugins": lambda trt, logger, namespace: True,
     "get_plugin_registry": lambda trt: trt.IPluginRegistry._new(),
+    "common_enter": lambda trt, this: common_enter(this),
+    "common_exit": lambda trt, this, exc_type, exc_value, traceback: common_exit(this, exc_type, exc_value, traceback),
 }
+
+
+def _weights_from(value: Any) -> bool:
+    """Whether pybind11 turns ``value`` into ``Weights`` implicitly: ``py::implicitly_convertible<py::array, Weights>()``
+    (pyFoundationalTypes.cpp@v10.7.0) takes numpy arrays only, through ``Weights(a: numpy.ndarray)``, which refuses a
+    non-contiguous array (ValueError) or a dtype TensorRT lacks (utils::type throws): a failed conversion is no match."""
+    import numpy as np
+
+    from trt_model.network import weights_type
+
+    return isinstance(value, np.ndarray) and bool(value.flags.c_contiguous) and weights_type(value.dtype) is not None
+
+
+# class name -> which Python values pybind11 converts to it implicitly (py::implicitly_convertible)
+IMPLICIT: dict[str, Callable[[Any], bool]] = {"Weights": _weights_from}
 
 
 # ---- callback interfaces ---------------------------------------------------------------------------------

@@ -465,7 +465,11 @@ class ICudaEngine:
             raise RuntimeError("Binding index does not correspond to an input shape tensor.")
         return [list(v) for v in self._program.value_profiles[index][tensor]]
 
-    def create_execution_context(self) -> Any:
+    def create_execution_context(self, *args: Any, **kwargs: Any) -> Any:
+        # every context starts with profile 0: profiles are shared between contexts from TensorRT 10 on
+        # (NvInferRuntime.h@v10.7.0 IExecutionContext::getOptimizationProfile; PreviewFeature.PROFILE_SHARING_0806)
+        if args or kwargs:
+            raise NotImplementedError("not modelled: create_execution_context with an allocation strategy or runtime config")
         return self._trt.IExecutionContext._new(self)
 
 
@@ -508,6 +512,9 @@ class IExecutionContext:
         count = int(np.prod(self._shapes.get(name, self._io(name)[2])))
         ctype = ctypes.c_int32 if self._io(name)[1] == "INT32" else ctypes.c_int64
         return [int(v) for v in np.ctypeslib.as_array((ctype * count).from_address(ptr))] if count else []
+
+    engine = property(lambda self: self._engine)  # the engine that made it (pyCore.cpp: def_property_readonly("engine"))
+    active_optimization_profile = property(lambda self: self._profile)  # getOptimizationProfile
 
     unfused_tensors_debug_state = property(lambda self: self._unfused_debug,
                                            lambda self, v: setattr(self, "_unfused_debug", bool(v)))

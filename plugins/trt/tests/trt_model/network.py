@@ -2,6 +2,9 @@
 TensorRT). The parser keeps the ONNX graph it read (``network._onnx``), so the model's builder can make engines that
 execute it with onnxruntime (``trt_model/engine.py``).
 
+Layers a script adds through the network API (``add_input``, ``add_constant``, ``add_elementwise``, ``add_identity``)
+become ONNX nodes of that same graph (a network built through the API alone gets a new one), so their engines run too.
+
 Simplifications (not TensorRT): one layer per ONNX node, named after the node (the ONNX parser names layers after
 nodes); tensor shapes and dtypes come from onnx's shape inference; a ``Loop`` node becomes a ``TRIP_LIMIT`` layer,
 its body's nodes as layers inside the loop, and a ``LOOP_OUTPUT`` layer producing the node's outputs. An operator
@@ -59,6 +62,73 @@ def dtype_of(trt: Any, elem_type: int) -> Any:
     return getattr(trt.DataType, ONNX_DTYPES.get(elem_type, "FLOAT"))
 
 
+def onnx_type(dtype: Any) -> int:
+    """The ONNX element type of a DataType member."""
+    for code, name in ONNX_DTYPES.items():
+        if name == dtype.name:
+            return code
+    raise NotImplementedError(f"not modelled: a {dtype.name} tensor in a network built through the network API")
+
+
+# numpy dtype -> DataType member of Weights made from an array: utils::type (python/src/utils.cpp@v10.7.0) maps
+# f4, f2, i1, i4, i8, b1, u1 and throws "Unsupported data type" for any other (float64 included)
+_WEIGHT_TYPES = {"float32": "FLOAT", "float16": "HALF", "int8": "INT8", "int32": "INT32", "int64": "INT64", "bool": "BOOL",
+                 "uint8": "UINT8"}
+
+
+def weights_type(dtype: Any) -> str | None:
+    """The DataType member name TensorRT gives Weights of this numpy dtype, or None where it has none."""
+    import numpy as np
+
+    return _WEIGHT_TYPES.get(np.dtype(dtype).name)
+
+
+class Weights:
+    """``Weights(type=FLOAT)`` (empty), ``Weights(type, ptr, count)``, ``Weights(a: numpy.ndarray)``
+    (pyFoundationalTypes.cpp@v10.7.0: weights_datatype_constructor, weights_pointer_constructor, weights_numpy_constructor).
+    From an array TensorRT keeps a pointer to its data, not a copy: the array must outlive the build."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        import numpy as np
+
+        first = kwargs.get("a", kwargs.get("type", args[0] if args else None))
+        if isinstance(first, np.ndarray):
+            if not first.flags.c_contiguous:  # weights_numpy_constructor: PY_ASSERT_VALUE_ERROR on c_style
+                raise ValueError("Could not convert non-contiguous NumPy array to Weights. "
+                                 "Please use numpy.ascontiguousarray() to fix this.")
+            kind = weights_type(first.dtype)
+            if kind is None:  # utils::type: std::invalid_argument, which pybind11 raises as ValueError
+                raise ValueError("Unsupported data type")
+            self._array, self._type = first, getattr(self._trt.DataType, kind)
+            return
+        if len(args) + len(kwargs) > 1:
+            raise NotImplementedError("not modelled: Weights(type, ptr, count)")
+        self._type = first if first is not None else self._trt.DataType.FLOAT
+        self._array = np.zeros((0,), np.float32)
+
+    dtype = property(lambda self: self._type)
+    size = property(lambda self: int(self._array.size))
+    nbytes = property(lambda self: int(self._array.nbytes))
+
+    def numpy(self) -> Any:
+        return self._array
+
+    def __len__(self) -> int:
+        return int(self._array.size)
+
+
+# ElementWiseOperation member -> the ONNX operator the model runs it as (NvInfer.h@v10.7.0 ElementWiseOperation);
+# the logical operations (kAND, kOR, kXOR) and comparisons (kEQUAL, kGREATER, kLESS) give BOOL; FLOOR_DIV is not
+# modelled
+ELEMENTWISE_OPS = {"SUM": "Add", "PROD": "Mul", "MAX": "Max", "MIN": "Min", "SUB": "Sub", "DIV": "Div", "POW": "Pow",
+                   "AND": "And", "OR": "Or", "XOR": "Xor", "EQUAL": "Equal", "GREATER": "Greater", "LESS": "Less"}
+BOOL_RESULTS = {"AND", "OR", "XOR", "EQUAL", "GREATER", "LESS"}
+# how a layer TensorRT names itself when nobody names it: "(Unnamed Layer* <index>) [<kind>]", its output that
+# plus "_output" (the names TensorRT's logs and Polygraphy's inspect show)
+LAYER_KINDS = {"IDENTITY": "Identity", "CONSTANT": "Constant", "ELEMENTWISE": "ElementWise"}
+OPSET, IR_VERSION = 17, 10  # of the graph a network built through the API alone runs as (parity.testing's)
+
+
 class ITensor:
     def _init(self, network: Any, name: str, shape: tuple[int, ...], is_shape_tensor: bool = False, dtype: Any = None) -> None:
         self._network, self._name, self._shape, self._layer = network, name, tuple(shape), None
@@ -113,13 +183,93 @@ class INetworkDefinition:
 
     def _layer(self, kind: Any, *names: str | None, in_loop: bool = False, shape_output: bool = False,
                name: str = "", shapes: dict[str, tuple] | None = None, dtypes: dict[str, Any] | None = None,
-               inputs: list[Any] | None = None) -> Any:
+               inputs: list[Any] | None = None, cls: str = "ILayer") -> Any:
         default = (2, 3) if shapes is None else ()  # tests' hand-made layers; a parsed tensor inference left unknown
         shapes, dtypes = shapes or {}, dtypes or {}
         outs = [None if n is None else self._trt.ITensor._new(self, n, shapes.get(n, default), shape_output, dtypes.get(n))
                 for n in names]
-        layer = self._trt.ILayer._new(kind, outs, in_loop, name or f"layer{len(self._layers)}", inputs)
+        layer = getattr(self._trt, cls)._new(kind, outs, in_loop, name or f"layer{len(self._layers)}", inputs)
         self._layers.append(layer)
+        return layer
+
+    def _graph(self) -> Any:
+        """The ONNX graph the model's engines run: the parser's, or for a network built through the API alone a new one."""
+        if self._onnx is None:
+            from onnx import helper
+
+            self._onnx = helper.make_model(helper.make_graph([], "network", [], []), opset_imports=[helper.make_opsetid("", OPSET)])
+            self._onnx.ir_version = IR_VERSION
+        return self._onnx.graph
+
+    def _api_layer(self, kind: str, cls: str, shape: tuple[int, ...], dtype: Any, inputs: list[Any]) -> Any:
+        """A layer the network API adds, named as TensorRT names an unnamed one, with one output."""
+        from onnx import helper
+
+        name = f"(Unnamed Layer* {len(self._layers)}) [{LAYER_KINDS[kind]}]"
+        layer = self._layer(getattr(self._trt.LayerType, kind), f"{name}_output", name=name, shapes={f"{name}_output": shape},
+                            dtypes={f"{name}_output": dtype}, inputs=inputs, cls=cls)
+        out = layer.get_output(0)
+        self._graph().value_info.append(helper.make_tensor_value_info(out._onnx_name, onnx_type(dtype), _onnx_dims(shape)))
+        return layer
+
+    def _owns(self, *tensors: Any) -> None:
+        for tensor in tensors:
+            if getattr(tensor, "_network", None) is not self:
+                raise NotImplementedError("not modelled: a layer input from another network")
+
+    # ---- the network API ----------------------------------------------------------------------------------------
+    def add_input(self, name: str, dtype: Any, shape: Any) -> Any:
+        # INetworkDefinition::addInput (NvInfer.h@v10.7.0): a new network input of that name, type and shape (-1: dynamic)
+        from onnx import helper
+
+        if any(t.name == name for t in self._inputs):
+            raise NotImplementedError(f"not modelled: a second network input named {name!r}")
+        shape = tuple(int(d) for d in shape)
+        tensor = self._input(name, shape, dtype=dtype)
+        self._graph().input.append(helper.make_tensor_value_info(name, onnx_type(dtype), _onnx_dims(shape)))
+        return tensor
+
+    def add_constant(self, shape: Any, weights: Any) -> Any:
+        # INetworkDefinition::addConstant: an output of ``shape`` holding the weights (their count must be its volume);
+        # a numpy array arrives as Weights (py::implicitly_convertible, behaviour.IMPLICIT)
+        import numpy as np
+        from onnx import numpy_helper
+
+        weights = weights if isinstance(weights, self._trt.Weights) else self._trt.Weights(weights)
+        shape = tuple(int(d) for d in shape)
+        if any(d < 0 for d in shape) or len(weights) != int(np.prod(shape)):
+            raise NotImplementedError(f"not modelled: add_constant of {len(weights)} weights with shape {list(shape)}")
+        layer = self._api_layer("CONSTANT", "IConstantLayer", shape, weights.dtype, [])
+        # simplification: the values are read here, where TensorRT reads the array when it builds
+        array = np.asarray(weights.numpy()).reshape(shape)
+        self._graph().initializer.append(numpy_helper.from_array(array, layer.get_output(0)._onnx_name))
+        return layer
+
+    def add_elementwise(self, input1: Any, input2: Any, op: Any) -> Any:
+        # INetworkDefinition::addElementWise: inputs of one rank, each dim equal or 1 in one of them (broadcast)
+        from onnx import helper
+
+        self._owns(input1, input2)
+        if op.name not in ELEMENTWISE_OPS:
+            raise NotImplementedError(f"not modelled: ElementWiseOperation.{op.name}")
+        a, b = input1.shape, input2.shape
+        if len(a) != len(b) or any(x != y and 1 not in (x, y) and -1 not in (x, y) for x, y in zip(a, b)) or input1.dtype != input2.dtype:
+            raise NotImplementedError(f"not modelled: add_elementwise of {list(a)} {input1.dtype.name} and {list(b)} {input2.dtype.name}")
+        shape = tuple(_broadcast(x, y) for x, y in zip(a, b))
+        dtype = self._trt.DataType.BOOL if op.name in BOOL_RESULTS else input1.dtype
+        layer = self._api_layer("ELEMENTWISE", "IElementWiseLayer", shape, dtype, [input1, input2])
+        self._graph().node.append(helper.make_node(ELEMENTWISE_OPS[op.name], [input1._onnx_name, input2._onnx_name],
+                                                   [layer.get_output(0)._onnx_name], name=layer.name))
+        return layer
+
+    def add_identity(self, input: Any) -> Any:  # noqa: A002 - TensorRT's keyword name
+        # INetworkDefinition::addIdentity: one output of the input's shape and type holding its values
+        from onnx import helper
+
+        self._owns(input)
+        layer = self._api_layer("IDENTITY", "IIdentityLayer", tuple(input.shape), input.dtype, [input])
+        self._graph().node.append(helper.make_node("Identity", [input._onnx_name], [layer.get_output(0)._onnx_name],
+                                                   name=layer.name))
         return layer
 
     flags = property(lambda self: self._flags)
@@ -333,6 +483,19 @@ def _ranks(model: Any, names: list[str]) -> dict[str, tuple[int, ...]]:
         return {n: tuple(-1 for _ in np.shape(a)) for n, a in zip(names, session.run(names, feeds))}
     except Exception:  # noqa: BLE001 - a probe that cannot run leaves the rank unknown
         return dict.fromkeys(names, (-1,))
+
+
+def _broadcast(x: int, y: int) -> int:
+    """One output dim of an elementwise layer: the larger, a 1 broadcast; a dynamic (-1) dim stays dynamic unless
+    the other is fixed above 1."""
+    if -1 in (x, y):
+        other = y if x == -1 else x
+        return other if other > 1 else -1
+    return max(x, y)
+
+
+def _onnx_dims(shape: tuple[int, ...]) -> list[Any]:
+    return [d if d >= 0 else None for d in shape]
 
 
 def _dims(value: Any) -> tuple[int, ...]:
