@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# The pages whose ```python blocks run (docs/trt.md is still to come).
+# The pages whose ```python blocks run.
 PAGES = [
     "README.md",
     "docs/README.md",
@@ -39,8 +39,9 @@ PAGES = [
     "docs/plugins/troubleshooting.md",
     "docs/plugins/tutorial.md",
     "docs/python-api.md",
+    "docs/trt.md",  # against the behavioural model of TensorRT (trt_model_env)
 ]
-NOT_YET = ["docs/trt.md"]  # pages with Python blocks this test does not run yet
+NOT_YET: list[str] = []  # pages with Python blocks this test does not run yet
 
 NORUN = {"docs/tactics.md": 1}  # the most ```python-norun blocks a page may have (debug_build builds TensorRT engines)
 
@@ -179,6 +180,21 @@ def tactic_replays(folder: Path) -> None:
             replay(*tactics).save(folder / "replays" / label / f"replay_{index}.json")
 
 
+def trt_model_env(folder: Path) -> dict[str, str]:
+    """trt.md: identity.onnx (x [1,1,2,2] -> y) and dynamic_identity.onnx (X [N,3,28,28] -> Y), and ``import tensorrt``
+    giving the behavioural model of TensorRT 10.16 (plugins/trt/tests/trt_model: NOT TensorRT) with host memory."""
+    from onnx import TensorProto, helper
+
+    from parity.testing import save_model
+
+    for name, (i, o, shape) in {"identity.onnx": ("x", "y", [1, 1, 2, 2]), "dynamic_identity.onnx": ("X", "Y", ["N", 3, 28, 28])}.items():
+        ios = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in (i, o)]
+        save_model(folder / name, [helper.make_node("Identity", [i], [o])], ios[:1], ios[1:])
+    model = ROOT / "plugins" / "trt" / "tests"
+    shims = [model / "trt_model" / "site", model / "trt_model" / "site_host_cuda", model]
+    return {"PARITY_TRT_MODEL_VERSION": "10.16.1.11", "PARITY_TRT_MODEL_MEMORY": "host", "PYTHONPATH": os.pathsep.join(map(str, shims))}
+
+
 def maxrel_module(folder: Path) -> dict[str, str]:
     """tutorial.md: its parity_maxrel.py, found by Parity as if `pip install -e .` had installed it."""
     (folder / "parity_maxrel.py").write_text(blocks("docs/plugins/tutorial.md")[0][1])
@@ -193,6 +209,7 @@ PREPARE = {
     "docs/surgeon.md": surgeon_model,
     "docs/tactics.md": tactic_replays,
     "docs/plugins/tutorial.md": maxrel_module,
+    "docs/trt.md": trt_model_env,
 }
 
 

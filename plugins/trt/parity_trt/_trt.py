@@ -54,10 +54,25 @@ def get_logger(severity: str = "WARNING"):  # -> trt.ILogger
                 self.logged_errors += 1
             for listener in self.listeners:
                 listener(level, msg)
-            if int(level) <= int(self.min_severity) and (self.print_errors or not error):
+            shown = self.min_severity if self.print_errors else _python_api_severity(trt, self.min_severity)
+            if int(level) <= int(shown) and (self.print_errors or not error):
                 print(f"[TensorRT] [{str(getattr(level, 'name', level))[:1]}] {msg}", file=sys.stderr)
 
     return ParityLogger()
+
+
+def _python_api_severity(trt: Any, default: Any) -> Any:
+    """TensorRT's level for the Python API's ``G_LOGGER`` (only once a script imported it; ``PARITY_TRT_LOG`` wins):
+    EXTRA_VERBOSE or below shows TensorRT's VERBOSE messages, VERBOSE its INFO, above WARNING only its errors."""
+    logger = sys.modules.get("parity.logger")
+    if logger is None:
+        return default
+    level, names = logger.G_LOGGER.severity, trt.ILogger.Severity
+    if level <= logger.Logger.EXTRA_VERBOSE:
+        return names.VERBOSE
+    if level <= logger.Logger.VERBOSE:
+        return names.INFO
+    return default if level <= logger.Logger.WARNING else names.ERROR
 
 
 def reason_since(mark: int) -> str:

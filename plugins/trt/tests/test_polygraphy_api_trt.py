@@ -290,3 +290,34 @@ def test_save_engine_and_load_it_back(trt, static_model, tmp_path):
     assert save_engine(engine, path=str(tmp_path / "copy.engine")) is engine
     with pytest.warns(DeprecationWarning), engine, TrtRunner(engine) as runner:
         np.testing.assert_array_equal(runner.infer({"x": X})["y"], expected(X))
+
+
+# ---- G_LOGGER's verbosity reaches TensorRT's logger (Polygraphy's scripts raise it around a build) ----------------
+def test_g_logger_verbosity_reaches_tensorrts_log(trt, capsys, monkeypatch):
+    from parity_trt._trt import get_logger
+
+    from parity import G_LOGGER
+
+    monkeypatch.delenv("PARITY_TRT_LOG", raising=False)
+    get_logger.cache_clear()
+    logger, severity = get_logger(), trt.ILogger.Severity
+
+    def shown() -> str:
+        for level in ("VERBOSE", "INFO", "WARNING"):
+            logger.log(getattr(severity, level), f"a {level.lower()} line")
+        return capsys.readouterr().err
+
+    assert "a warning line" in shown() and "a info line" not in shown()  # by default: warnings and worse
+    with G_LOGGER.verbosity(G_LOGGER.EXTRA_VERBOSE):
+        assert "[TensorRT] [V] a verbose line" in shown()
+    with G_LOGGER.verbosity(G_LOGGER.VERBOSE):
+        out = shown()
+        assert "a info line" in out and "a verbose line" not in out
+    with G_LOGGER.verbosity(G_LOGGER.CRITICAL):
+        assert shown() == ""  # above WARNING: TensorRT's warnings are hidden too
+    monkeypatch.setenv("PARITY_TRT_LOG", "verbose")  # the variable wins over G_LOGGER
+    get_logger.cache_clear()
+    logger = get_logger()
+    with G_LOGGER.verbosity(G_LOGGER.CRITICAL):
+        assert "a verbose line" in shown()
+    get_logger.cache_clear()
