@@ -117,7 +117,7 @@ def test_bytes_from_path_lazy_and_immediate(tmp_path):
     loader = BytesFromPath(str(path))
     assert loader() == b"\x00plan\xff" and bytes_from_path(path) == b"\x00plan\xff"
     assert BytesFromPath(lambda: str(path))() == b"\x00plan\xff"  # the path from another loader
-    with pytest.raises(UsageError, match=r"missing\.engine: no such file"):
+    with pytest.raises(UsageError, match=r"no such file: .*missing\.engine"):
         bytes_from_path(tmp_path / "missing.engine")
 
 

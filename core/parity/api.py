@@ -93,6 +93,7 @@ _EXPORTS: dict[str, str] = {
     "session_from_options": "parity.cli.debug",
     # composing loaders (Polygraphy's func.extend), for every backend
     "extend": "parity.func",
+    "BytesFromPath": "parity.backend.common",
     # live progress on a terminal (rich, imported only when shown)
     "LiveProgress": "parity.cli.progress",
     "progress_wanted": "parity.cli.progress",

@@ -36,7 +36,7 @@ _LAZY = {
     "EngineFromNetwork": "parity_trt.engine",
     "EngineFromBytes": "parity_trt.engine",
     "EngineFromPath": "parity_trt.engine",
-    "BytesFromPath": "parity_trt.engine",
+    "BytesFromPath": "parity.api",  # the core's, re-exported
     "SaveEngine": "parity_trt.engine",
     "engine_bytes_from_network": "parity_trt.engine",
     "engine_from_network": "parity_trt.engine",

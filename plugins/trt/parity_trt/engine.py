@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-from parity.api import BackendError, BaseLoader, ModelError, UsageError, invoke_if_callable, write_bytes_atomic
+from parity.api import BackendError, BaseLoader, BytesFromPath, ModelError, UsageError, invoke_if_callable, write_bytes_atomic
 from parity_trt._trt import failure_reason, get_logger, import_trt, reason_since, warn_errors_since
 from parity_trt.callbacks import clear, raise_pending
 from parity_trt.config import CreateConfig, _postprocess_of, save_timing_cache
@@ -138,19 +137,9 @@ class EngineFromBytes(BaseLoader):
         return engine
 
 
-class BytesFromPath(BaseLoader):
-    def __init__(self, path: str) -> None:
-        self.path = str(path)
-
-    def __call__(self) -> bytes:
-        if not Path(self.path).is_file():
-            raise UsageError(f"no such engine file: {self.path}")
-        return Path(self.path).read_bytes()
-
-
 class EngineFromPath(EngineFromBytes):
     def __init__(self, path: str) -> None:
-        super().__init__(BytesFromPath(path), label=str(path))
+        super().__init__(BytesFromPath(path, what="engine file"), label=str(path))
 
 
 class EngineFromNetwork(BaseLoader):
