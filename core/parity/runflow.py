@@ -149,12 +149,15 @@ def run(
     fail_fast: bool = False,
     on_iteration: Callable[[int, list[PairComparison]], None] | None = None,
     on_progress: Callable[[str, int, int | None, str], None] | None = None,
+    on_compared: Callable[[int, PairComparison, IterationResult, IterationResult, IterationComparison], None] | None = None,
 ) -> RunSummary:
     """Run ``runners`` on the data, compare each with the next, then the last with each golden run.
 
     ``on_progress(task, done, total, status)`` says how far the run is: task ``"iterations"`` (total: the data
     loader's length, None when it has none; status: the step now running) and, for an iteration with many
-    outputs (layerwise), task ``"outputs"`` (outputs compared)."""
+    outputs (layerwise), task ``"outputs"`` (outputs compared). ``on_compared(index, pair, actual, reference,
+    comparison)`` sees both sides' outputs of each compared pair while they are still in memory (the HTML
+    report samples them)."""
     refuse_overwrite(None, save_inputs=save_inputs, save_outputs=save_outputs)  # one file cannot hold both
     funcs = resolve_compare_funcs(compare_func)
     golden = golden or RunResults()
@@ -201,6 +204,8 @@ def run(
             for pair in summary.accuracy:
                 it: IterationComparison = compare_iteration(everything[pair.actual], everything[pair.reference], funcs, index, (pair.actual, pair.reference), compared)
                 pair.iterations.append(it)
+                if on_compared:
+                    on_compared(index, pair, everything[pair.actual], everything[pair.reference], it)
                 done.append(pair)
             summary.iterations = index + 1
             progress("iterations", index + 1, total, "")
@@ -293,7 +298,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     reporter = reporter or QuietReporter()
     model, params, chosen = request.model, request.options, list(request.runners)
     refuse_overwrite_inputs(model, params, registry)
-    for option in ("save_inputs", "save_outputs", "report"):  # a bad output path fails before any work
+    for option in ("save_inputs", "save_outputs", "report", "save_report_html", "save_model_explorer"):  # a bad output path fails before any work
         if params.get(option):
             check_output_path(params[option], "--" + option.replace("_", "-"))
     if not chosen and not params.get("load_outputs"):
@@ -306,9 +311,17 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     for path in params.get("load_outputs") or ():
         golden.extend(load_results(path), prefix=f"{Path(path).name}:")
     kind = detect_model_kind(model, registry, params.get("model_type")) if model else None
+    if params.get("save_model_explorer") and kind != "onnx":
+        what = f"{model} is not an ONNX model" if model else "give the ONNX model that was run"
+        raise UsageError(f"--save-model-explorer: {what} (Model Explorer's node data is keyed by ONNX node names)")
     runners = make_runners(model, chosen, params, registry, request.cast_settings)  # validates backend options: usage errors come first
     check_requirements([name for name, _ in chosen], registry)  # a missing library before the inputs are examined
     data = make_data_loader(params, model, kind, registry, reporter.warning) if model and chosen else None
+    collector = None
+    if params.get("save_report_html") or params.get("save_model_explorer"):
+        from parity.html_report import ReportCollector  # only for these reports: a plain run does not import it
+
+        collector = ReportCollector(samples=bool(params.get("save_report_html")))
     summary = run(
         runners,
         data,
@@ -320,6 +333,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         fail_fast=params.get("fail_fast", False),
         on_iteration=reporter.iteration,
         on_progress=getattr(reporter, "progress", None),  # optional: reporters from before it was added lack it
+        on_compared=collector.on_compared if collector else None,
     )
     if not runners:
         for index in range(summary.iterations):
@@ -335,4 +349,30 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     reporter.summary(summary)
     if params.get("report"):
         write_report(params["report"], summary, code, layerwise)
+    if params.get("save_report_html"):
+        import sys
+
+        from parity.html_report import run_report_data, write_html_report  # only for this option, as above
+
+        write_html_report(params["save_report_html"], run_report_data(summary, code, layerwise, collector, model, sys.argv))
+    if params.get("save_model_explorer"):
+        _write_model_explorer(params["save_model_explorer"], model, summary, layerwise, collector, reporter)
     return RunOutcome(summary, int(code), layerwise)
+
+
+def _write_model_explorer(path: str, model: str | None, summary: RunSummary, layerwise: list[DivergenceReport] | None, collector: Any, reporter: RunReporter) -> None:
+    """``--save-model-explorer``: the first compared pair's errors per node (:mod:`parity.model_explorer`)."""
+    # here, not at the top: only this option needs them (a plain run imports neither)
+    from parity.compare.divergence import first_divergence
+    from parity.model_explorer import error_node_data, write_node_data
+
+    reports = layerwise if layerwise is not None else first_divergence(summary, model)
+    if not reports:
+        raise UsageError("--save-model-explorer: nothing was compared")
+    if len(reports) > 1:
+        reporter.warning(f"--save-model-explorer: {len(reports)} pairs were compared; {path} holds the first ({reports[0].actual} vs {reports[0].reference})")
+    report = reports[0]
+    details = collector.details(report.actual, report.reference, report.iteration) if collector else {}
+    rows = [{"name": t.name, "passed": t.passed, "max_abs": t.max_abs, "atol": details.get(t.name, {}).get("atol")} for t in report.tensors]
+    data = error_node_data(model, rows, report.first.name if report.first else None, f"parity: max abs error, {report.actual} vs {report.reference}")
+    write_node_data(path, data)

@@ -199,10 +199,19 @@ def _num(v: float) -> str:
 class _Session:
     """The state of one localization: runners, feeds, graph info, and the compare functions."""
 
-    def __init__(self, model: str, runners: Sequence[RunnerSpec], feed: Mapping[str, Any], funcs: Sequence[Any], progress: Callable[[str], None] | None) -> None:
+    def __init__(
+        self,
+        model: str,
+        runners: Sequence[RunnerSpec],
+        feed: Mapping[str, Any],
+        funcs: Sequence[Any],
+        progress: Callable[[str], None] | None,
+        observe: Callable[[str, Any, Any, Sequence[Any]], None] | None = None,
+    ) -> None:
         import onnx
 
         self.model = model
+        self.observe = observe
         self.specs = [RunnerSpec(r.backend, dict(r.options), r.model or model) for r in runners]
         self.feed = dict(feed)
         self.funcs = list(funcs)
@@ -249,13 +258,17 @@ class _Session:
         for name in names:
             if name not in actual or name not in reference:
                 continue
-            out[name] = self._error(name, actual.pop(name), reference.pop(name))
+            out[name] = self._error(name, actual.pop(name), reference.pop(name), observed=True)
         return out
 
-    def _error(self, name: str, a: Any, b: Any) -> TensorError:
+    def _error(self, name: str, a: Any, b: Any, observed: bool = False) -> TensorError:
+        """``observed``: a tensor of the full model (not of a node run alone), shown to ``observe``."""
         import numpy as np
 
-        checks = [f(name, np.asarray(a), np.asarray(b)) for f in self.funcs]
+        a, b = np.asarray(a), np.asarray(b)
+        checks = [f(name, a, b) for f in self.funcs]
+        if observed and self.observe is not None:
+            self.observe(name, a, b, checks)
         return tensor_error(name, checks, self.rank.get(name, -1), self.info.producers.get(name))
 
     # --- isolation ----------------------------------------------------------------------------------
@@ -424,11 +437,14 @@ def localize(
     tensors: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
+    observe: Callable[[str, Any, Any, Sequence[Any]], None] | None = None,
 ) -> LocalizeResult:
     """Find the first tensor of ``model`` whose value differs between ``runners[0]`` and ``runners[1]``.
 
     ``runners`` are backend names or :class:`RunnerSpec`; the second runs ``reference_model`` when given.
     ``isolate``: ``suspect`` (the first divergent node), ``all`` (every compared node) or ``none``.
+    ``observe(name, actual, reference, checks)`` sees each compared tensor of the whole model while both
+    arrays are in memory (``--save-report-html`` samples them).
     """
     from parity.api import DataLoader, resolve_compare_funcs
 
@@ -449,7 +465,7 @@ def localize(
     if feed is None:
         feed = DataLoader(onnx_models.read_inputs(model))[0]
     budget = (parse_size(memory_budget, "--memory-budget", BUDGET_ERROR) if memory_budget is not None else 0) or default_budget()
-    session = _Session(model, specs, feed, resolve_compare_funcs(compare_func), progress)
+    session = _Session(model, specs, feed, resolve_compare_funcs(compare_func), progress, observe)
     candidates = _candidates(session, tensors, exclude)
     feed_bytes = sum(getattr(v, "nbytes", 0) for v in session.feed.values())
     known = [s for s in session.sizes.values() if s]
