@@ -75,6 +75,7 @@ _EXPORTS: dict[str, str] = {
     "verbosity_options": "parity.cli.common",
     "SETTINGS": "parity.console",
     "echo": "parity.console",
+    "command_line": "parity.console",
     "json_default": "parity.reporting",
     "model_options": "parity.cli.options",
     "onnx_options": "parity.cli.options",

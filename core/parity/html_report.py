@@ -53,7 +53,7 @@ from parity.compare.divergence import GraphInfo
 from parity.util.fs import write_text_atomic
 
 FP16_MAX = 65504.0
-SAMPLE_POINTS = 256  # per tensor: a uniform sample plus the largest errors and the largest |reference| values
+SAMPLE_POINTS = 256  # per tensor: a uniform sample plus the extremes (sample_errors)
 POOLED_POINTS = 4000  # the all-tensors scatter
 MAX_PANELS_LAYERWISE = 8
 MAX_PANELS = 48
@@ -76,14 +76,18 @@ def _f(value: Any) -> float | None:
     return v
 
 
-def sample_errors(actual: Any, reference: Any, points: int = SAMPLE_POINTS, seed: int = 0) -> dict[str, Any] | None:
+def sample_errors(
+    actual: Any, reference: Any, points: int = SAMPLE_POINTS, seed: int = 0, atol: float | None = None, rtol: float | None = None
+) -> dict[str, Any] | None:
     """A sample of (|reference|, |actual - reference|) pairs of one tensor, in bounded memory (chunk by chunk).
 
-    Kept: ``points * 3/8`` elements drawn uniformly, the ``points / 4`` largest finite errors, the ``points / 4``
-    largest finite |reference| values and up to ``points / 8`` elements whose error is not finite (an fp16
-    overflow gives inf). Also counted over the whole tensor: ``count``, ``over_fp16`` (|reference| > 65504) and
-    ``nonfinite`` (errors that are NaN or inf). None when the shapes differ or the tensor is empty."""
-    from parity.compare.stats import CHUNK
+    Kept: ``points * 3/8`` elements drawn uniformly; the ``points / 8`` largest finite errors; the ``points / 8``
+    largest finite |reference| values; given ``atol`` and ``rtol``, the ``points / 4`` elements furthest past the
+    elementwise bound ``max(atol, rtol * |reference|)`` (those out of tolerance, however small their error); and
+    up to ``points / 8`` elements whose error is not finite (an fp16 overflow gives inf). Counted over the whole
+    tensor: ``count``, ``over_fp16`` (|reference| > 65504) and ``nonfinite`` (NaN or infinite errors). None when
+    the shapes differ or the tensor is empty."""
+    from parity.compare.stats import CHUNK  # read at each call: tests shrink it to cross chunk boundaries
 
     a = np.asarray(actual)
     b = np.asarray(reference)
@@ -91,23 +95,26 @@ def sample_errors(actual: Any, reference: Any, points: int = SAMPLE_POINTS, seed
         return None
     a, b = a.reshape(-1), b.reshape(-1)
     n = a.size
-    k_top = max(1, points // 4)
+    k_top = max(1, points // 8)
+    k_past = max(1, points // 4)
     k_bad = max(1, points // 8)
+    bounded = atol is not None and rtol is not None and math.isfinite(atol) and math.isfinite(rtol)
     rng = np.random.default_rng(seed)
     uniform = np.arange(n) if n <= points else np.sort(rng.choice(n, size=max(1, points * 3 // 8), replace=False))
-    top_err = (np.empty(0, np.int64), np.empty(0))
-    top_ref = (np.empty(0, np.int64), np.empty(0))
+    empty = (np.empty(0, np.int64), np.empty(0))
+    top_err, top_ref, top_past = empty, empty, empty
     bad: list[np.ndarray] = []
     nbad = over = nonfinite = 0
     for start in range(0, n, CHUNK):
         stop = min(start + CHUNK, n)
-        with np.errstate(invalid="ignore", over="ignore"):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             x = np.asarray(a[start:stop], dtype=np.float64)
             y = np.asarray(b[start:stop], dtype=np.float64)
             err = np.abs(x - y)
             ref = np.abs(y)
+            finite = np.isfinite(err)
+            past = err / np.maximum(max(atol or 0.0, 0.0), (rtol or 0.0) * ref) if bounded else None
         over += int(np.count_nonzero(ref > FP16_MAX))
-        finite = np.isfinite(err)
         if not finite.all():
             where = np.flatnonzero(~finite)
             nonfinite += where.size
@@ -116,7 +123,11 @@ def sample_errors(actual: Any, reference: Any, points: int = SAMPLE_POINTS, seed
                 nbad += min(where.size, k_bad - nbad)
         top_err = _merge_top(top_err, np.where(finite, err, -1.0), start, k_top)
         top_ref = _merge_top(top_ref, np.where(np.isfinite(ref), ref, -1.0), start, k_top)
-    chosen = np.unique(np.concatenate([uniform, top_err[0][top_err[1] >= 0], top_ref[0][top_ref[1] >= 0], *bad]).astype(np.int64))
+        if past is not None:
+            out = finite & np.isfinite(past) & (err > (atol or 0.0)) & (past > 1.0)  # out of tolerance (elementwise)
+            top_past = _merge_top(top_past, np.where(out, past, -1.0), start, k_past)
+    kept = [top[0][top[1] >= 0] for top in (top_err, top_ref, top_past)]
+    chosen = np.unique(np.concatenate([uniform, *kept, *bad]).astype(np.int64))
     with np.errstate(invalid="ignore", over="ignore"):
         x = np.asarray(a[chosen], dtype=np.float64)
         y = np.asarray(b[chosen], dtype=np.float64)
@@ -155,7 +166,8 @@ def tensor_detail(checks: Sequence[Any], actual: Any = None, reference: Any = No
         if details.get("abs_histogram") and not out["histogram"]:
             out["histogram"] = [[str(label), int(count)] for label, count in details["abs_histogram"]]
     if sample and actual is not None and reference is not None:
-        out["sample"] = sample_errors(actual, reference)
+        elementwise = out["stat"] in (None, "elemwise")
+        out["sample"] = sample_errors(actual, reference, atol=out["atol"] if elementwise else None, rtol=out["rtol"] if elementwise else None)
     return out
 
 
@@ -444,8 +456,9 @@ def _layerwise_html(index: int, section: Mapping[str, Any]) -> str:
         pooled = _pool(samples, {t["name"]: t for t in tensors})
         out.append(
             "<h3>|error| against |reference|, every compared tensor</h3>"
-            f'<p class="caption">Samples of {len(samples)} tensors pooled ({len(pooled["ref"])} points): per tensor a uniform sample plus its largest errors and largest '
-            "|reference| values. Orange points have |reference| above 65504, the largest finite fp16 value: an fp16 tensor cannot hold them.</p>"
+            f'<p class="caption">Samples of {len(samples)} tensors pooled ({len(pooled["ref"])} points): per tensor a uniform sample plus its largest errors, largest '
+            "|reference| values and the elements furthest out of tolerance. Orange triangles have |reference| above 65504, the largest finite "
+            "fp16 value: an fp16 tensor cannot hold them.</p>"
         )
         same = set(pooled["tol"])
         atol, rtol = next(iter(same)) if len(same) == 1 else (None, None)
@@ -512,7 +525,10 @@ def _panel_html(p: Mapping[str, Any]) -> str:
     else:
         lines.append('<p class="note">No error data for this tensor (its metric measured none).</p>')
     if sample:
-        notes = [f"{sample['count']} elements; {len(sample['ref'])} sampled ({sample.get('uniform', 0)} uniformly, plus the largest errors and |reference| values)"]
+        notes = [
+            f"{sample['count']} elements; {len(sample['ref'])} sampled ({sample.get('uniform', 0)} uniformly, plus the largest errors, "
+            "the largest |reference| values and those furthest out of tolerance)"
+        ]
         if sample.get("over_fp16"):
             notes.append(f"{sample['over_fp16']} element(s) with |reference| > 65504 (fp16 saturates)")
         if sample.get("nonfinite"):

@@ -37,6 +37,7 @@ from parity.assemble import (
 from parity.backend.base import BaseRunner
 from parity.compare.comparator import Comparator, CompareFunc, compare_iteration, resolve_compare_funcs, runner_labels
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
+from parity.console import command_line
 from parity.errors import ExitCode, UsageError
 from parity.plugins import get_registry
 from parity.reporting import QuietReporter, RunReporter, write_report
@@ -350,11 +351,9 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     if params.get("report"):
         write_report(params["report"], summary, code, layerwise)
     if params.get("save_report_html"):
-        import sys
-
         from parity.html_report import run_report_data, write_html_report  # only for this option, as above
 
-        write_html_report(params["save_report_html"], run_report_data(summary, code, layerwise, collector, model, sys.argv))
+        write_html_report(params["save_report_html"], run_report_data(summary, code, layerwise, collector, model, command_line()))
     if params.get("save_model_explorer"):
         _write_model_explorer(params["save_model_explorer"], model, summary, layerwise, collector, reporter)
     return RunOutcome(summary, int(code), layerwise)

@@ -15,6 +15,7 @@ from parity.api import (
     ParityError,
     UsageError,
     check_model_path,
+    command_line,
     data_options,
     debug_options,
     echo,
@@ -280,9 +281,7 @@ def _search_data(session: Any, what: str, total: int, result: int, good_means: s
 
 
 def _html_data(title: str, verdict: str, facts: list, **sections: Any) -> dict[str, Any]:
-    import sys
-
-    return {"title": title, "passed": None, "verdict": verdict, "command": list(sys.argv), "facts": facts, **sections}
+    return {"title": title, "passed": None, "verdict": verdict, "command": command_line(), "facts": facts, **sections}
 
 
 def precision_command(model: str, output: str, report: str | None = None, **params: Any) -> int:

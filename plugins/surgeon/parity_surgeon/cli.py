@@ -210,10 +210,8 @@ def convert_fp16(request: Any) -> None:
 
 def _localize_html_data(result: Any, details: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     """The HTML report's data (parity.api.write_html_report) for one localization."""
-    import sys
-
     # here, not at the top: only --save-report-html needs them, and `debug localize --help` imports this module
-    from parity.api import GraphInfo, layerwise_panels, layerwise_section
+    from parity.api import GraphInfo, command_line, layerwise_panels, layerwise_section
 
     first = result.first
     section = layerwise_section(result.report.to_json(), details)
@@ -248,7 +246,7 @@ def _localize_html_data(result: Any, details: dict[str, Any], params: dict[str, 
         "title": "parity debug localize",
         "passed": first is None,
         "verdict": "PASSED" if first is None else "FAILED",
-        "command": list(sys.argv),
+        "command": command_line(),
         "facts": facts,
         "layerwise": [section],
         "outputs": layerwise_panels(section, details, GraphInfo.from_onnx(result.model).outputs),
