@@ -12,7 +12,11 @@ node_data_provider_extension_service.ts``): an object with ``results`` (and no `
 of the graph being shown; each key of ``results`` is a node id (or an output tensor name the graph's
 ``outputsMetadata`` carries as ``tensor_name``, which the ONNX adapter does not set, so Parity keys by node id);
 an explicit ``bgColor`` wins over thresholds and gradients. ``value`` is a number; where the error is not finite
-it is the string ``"inf"`` or ``"NaN"`` (the UI shows any value as text), never a made-up number.
+it is the string ``"inf"``, and where none was measured (an empty tensor, only NaN errors, a metric without one)
+the verdict, ``"ok"`` or ``"FAIL"`` (the UI shows any value as text), never a made-up number.
+
+A model with a node named ``results`` gets the other form the UI reads, ``{"<graph id>": {"name": ..., "results":
+...}}`` (``ModelNodeData``), since a ``results`` key inside ``results`` is how the UI tells the two apart.
 
 Node ids are those of Model Explorer's ONNX adapter (PyPI ``model-explorer-onnx``, github.com/justinchuby/
 model-explorer-onnx, ``src/model_explorer_onnx/main.py`` at commit 41c34ab): a node's id is its name after
@@ -90,15 +94,8 @@ def _load(model: Any) -> Any:
     return model
 
 
-def _value(v: Any) -> float | str | None:
-    if v is None:
-        return None
-    f = float(v)
-    if math.isnan(f):
-        return "NaN"
-    if math.isinf(f):
-        return "inf"
-    return f
+def _value(v: float) -> float | str:
+    return "inf" if math.isinf(v) else v
 
 
 def _colour(passed: bool, max_abs: float | None, atol: float | None) -> str:
@@ -133,7 +130,7 @@ def error_node_data(model: Any, tensors: Iterable[Mapping[str, Any]], first: str
     for row in tensors:
         tensor = row["name"]
         passed = bool(row.get("passed"))
-        max_abs = None if row.get("max_abs") is None else float(row["max_abs"])
+        max_abs = None if row.get("max_abs") is None or math.isnan(float(row["max_abs"])) else float(row["max_abs"])  # NaN: none measured
         atol = None if row.get("atol") is None else float(row["atol"])
         entry = {
             "value": _value(max_abs) if max_abs is not None else ("ok" if passed else "FAIL"),
@@ -155,12 +152,26 @@ def error_node_data(model: Any, tensors: Iterable[Mapping[str, Any]], first: str
     for i, s in sorted(per_node.items()):
         value = _value(s["max_abs"]) if s["max_abs"] is not None else ("ok" if s["passed"] else "FAIL")
         results[ids[i]] = {"value": value, "bgColor": FIRST if s["first"] else _colour(s["passed"], s["max_abs"], s["atol"])}
-    return {"name": name, "results": results}
+    return _graph_data(proto, {"name": name, "results": results})
+
+
+def graph_id(model: Any) -> str:
+    """The main graph's id in the ONNX adapter: the graph's name as the file has it (``""`` when unnamed; the
+    adapter's ``<main>`` is for a graph whose name is None, which a file cannot hold)."""
+    return _load(model).graph.name
+
+
+def _graph_data(proto: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """One graph's node data as it stands (the UI shows it on the graph in view), unless a node is named
+    ``results``: the UI takes an object whose ``results`` holds a ``results`` key for data keyed by graph id
+    (``getNodeDataProviderData``), so then the data is written under the main graph's id."""
+    return {graph_id(proto): data} if "results" in data["results"] else data
 
 
 def fp32_node_data(model: Any, fp32_nodes: Sequence[str], candidates: Sequence[str], name: str = "parity: nodes kept fp32") -> dict[str, Any]:
     """``debug precision``'s answer as node data: value 1 (red) for each node that must stay fp32, 0 (blue) for
-    each other candidate, which runs in the lower precision. Nodes are matched by name."""
+    each other candidate, which runs in the lower precision. Nodes are matched by name in ``model`` (the mixed
+    model, which has every candidate; a candidate it lacks is left out)."""
     proto = _load(model)
     ids = adapter_node_ids(proto)
     by_name: dict[str, str] = {}
@@ -173,7 +184,7 @@ def fp32_node_data(model: Any, fp32_nodes: Sequence[str], candidates: Sequence[s
         node_id = by_name.get(node)
         if node_id is not None:
             results[node_id] = {"value": 1 if node in keep else 0, "bgColor": FP32 if node in keep else LOW}
-    return {"name": name, "results": results}
+    return _graph_data(proto, {"name": name, "results": results})
 
 
 def write_node_data(path: Any, data: Mapping[str, Any]) -> None:

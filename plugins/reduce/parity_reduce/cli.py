@@ -370,5 +370,6 @@ def precision_command(model: str, output: str, report: str | None = None, **para
         from parity.api import fp32_node_data, write_node_data  # only for --save-model-explorer: it loads onnx
 
         label = f"parity: nodes kept fp32 ({params['precision']} elsewhere)"
-        write_node_data(params["save_model_explorer"], fp32_node_data(model, result.fp32_nodes, result.candidates, label))
+        # keyed by the -o model's node ids: every candidate is there (the original lacks the Casts convert adds)
+        write_node_data(params["save_model_explorer"], fp32_node_data(result.model, result.fp32_nodes, result.candidates, label))
     return int(ExitCode.PASSED)
