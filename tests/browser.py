@@ -67,7 +67,8 @@ class Chromium:
         return proc.stdout
 
     def screenshot(self, page: Path, png: Path, width: int = 1200, height: int = 1400) -> Path:
-        proc = self.run([f"--window-size={width},{height}", f"--screenshot={png.resolve()}", "--virtual-time-budget=5000", page.resolve().as_uri()])
+        # no --virtual-time-budget here: with it, Chromium captured before painting the lower part of the window
+        proc = self.run([f"--window-size={width},{height}", f"--screenshot={png.resolve()}", page.resolve().as_uri()])
         if proc.returncode != 0 or not png.is_file() or png.stat().st_size == 0:
             raise AssertionError(f"chromium --screenshot {page} failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
         return png

@@ -22,10 +22,12 @@ from test_html_report import HOSTILE, self_contained
 pytestmark = pytest.mark.corpus
 
 
-def only(page: Path, section: str) -> Path:
-    """A copy of ``page`` showing one section (for a screenshot of it; the report itself is unchanged)."""
-    style = f"<style>header,nav,section{{display:none!important}}#{section}{{display:block!important}}</style></head>"
-    copy = page.with_name(f"{page.stem}_{section}.html")
+def only(page: Path, section: str, hide: str = "") -> Path:
+    """A copy of ``page`` showing one section without the elements ``hide`` selects (for a screenshot of it; the
+    report itself is unchanged)."""
+    hidden = f"{hide}{{display:none!important}}" if hide else ""
+    style = f"<style>header,nav,section{{display:none!important}}#{section}{{display:block!important}}{hidden}</style></head>"
+    copy = page.with_name(f"{page.stem}_{section}{'_part' if hide else ''}.html")
     copy.write_text(page.read_text().replace("</head>", style, 1))
     return copy
 
@@ -77,6 +79,7 @@ def test_run_and_precision_reports_render_in_chromium(chromium, corpus_model, ma
     assert "(fp16 saturates)" in dom  # a panel counts the elements beyond 65504
 
     chromium.screenshot(Path("run.html"), shots / "run-layerwise.png", 980, 900)
+    chromium.screenshot(only(Path("run.html"), "layerwise-0", hide=".network,.verdict,.caption:first-of-type"), shots / "run-scatter-table.png", 980, 840)
     chromium.screenshot(only(Path("run.html"), "outputs"), shots / "run-panels.png", 980, 760)
 
     # debug precision on the same model and inputs: the output's mean error must stay under 2.8e-3 (the fp16

@@ -599,33 +599,42 @@ _W, _H = 900, 260
 _L, _R, _T, _B = 70, 20, 16, 44
 
 
-class _LogAxis:
-    """log10 axis over [lo, hi] (decades), with a band below for zeros and one above for inf/NaN."""
+_BAND = 0.9  # decades between an axis's end and its band of zeros (or of inf/NaN): room for both labels
 
-    def __init__(self, values: Iterable[float], a: float, b: float, extra: Iterable[float] = ()) -> None:
+
+class _LogAxis:
+    """log10 axis over whole decades, with a band below for zeros and one above for inf/NaN. At most ``decades``
+    decades are drawn, the top ones: smaller values (subnormal references, rounding noise) join the zeros' band,
+    labelled ``<1eN`` then."""
+
+    def __init__(self, values: Iterable[float], a: float, b: float, extra: Iterable[float] = (), decades: int = 16) -> None:
         pos = [v for v in (*values, *extra) if v is not None and math.isfinite(v) and v > 0]
         lo, hi = (min(pos), max(pos)) if pos else (1e-8, 1.0)
+        self.dhi = math.ceil(math.log10(hi))
         self.dlo = math.floor(math.log10(lo))
-        self.dhi = max(math.ceil(math.log10(hi)), self.dlo + 1)
-        self.a, self.b = a, b  # screen coordinates of the zero band and the inf band
+        self.cut = self.dlo < self.dhi - decades  # values below 10**dlo join the bottom band
+        if self.cut:
+            self.dlo = self.dhi - decades
+        self.dhi = max(self.dhi, self.dlo + 1)
+        self.a, self.b = a, b  # screen coordinates of the bottom band and the inf band
 
     def _span(self) -> float:
-        return self.dhi - self.dlo + 1.0  # half a decade each side for the bands
+        return self.dhi - self.dlo + 2 * _BAND  # a band each side
 
     def __call__(self, v: float) -> float:
         if v is None or (isinstance(v, float) and math.isnan(v)) or v == math.inf:
-            d = self.dhi + 0.5
-        elif v <= 0:
-            d = self.dlo - 0.5
+            d = self.dhi + _BAND
+        elif v <= 0 or math.log10(v) < self.dlo:
+            d = self.dlo - _BAND
         else:
             d = math.log10(v)
-        return self.a + (d - (self.dlo - 0.5)) / self._span() * (self.b - self.a)
+        return self.a + (d - (self.dlo - _BAND)) / self._span() * (self.b - self.a)
 
     def ticks(self) -> list[tuple[float, str]]:
         n = self.dhi - self.dlo
         step = 1 if n <= 10 else 2 if n <= 20 else 4 if n <= 40 else 10
         out = [(self(10.0**d), f"1e{d}") for d in range(self.dlo, self.dhi + 1, step)]
-        return [(self(0.0), "0"), *out, (self(math.inf), "inf/NaN")]
+        return [(self(0.0), f"<1e{self.dlo}" if self.cut else "0"), *out, (self(math.inf), "inf/NaN")]
 
 
 def _line(x1: float, y1: float, x2: float, y2: float, cls: str) -> str:
@@ -638,8 +647,8 @@ def _text(x: float, y: float, text: Any, cls: str = "tick", anchor: str = "start
     return f'<text x="{x:.1f}" y="{y:.1f}" class="{cls}" text-anchor="{anchor}"{turn}>{esc(text)}</text>'
 
 
-def _svg_open(width: int, height: int, label: str) -> str:
-    return f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{esc(label)}">'
+def _svg_open(width: int, height: int, label: str, kind: str) -> str:
+    return f'<svg class="chart {kind}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{esc(label)}">'
 
 
 def _y_axis(axis: _LogAxis, x0: float, x1: float, label: str) -> str:
@@ -674,7 +683,7 @@ def _network_chart(index: int, tensors: Sequence[Mapping[str, Any]], first: str 
     def px(i: int) -> float:
         return x0 + (i + 0.5) / n * (x1 - x0)
 
-    out = [_svg_open(_W, _H, label), _y_axis(y, x0, x1, label)]
+    out = [_svg_open(_W, _H, label, "network"), _y_axis(y, x0, x1, label)]
     out.append(f'<line x1="{x0}" x2="{x1}" y1="{_H - _B}" y2="{_H - _B}" class="axis"/>')
     for i in _x_ticks(n):
         out.append(f'<text x="{px(i):.1f}" y="{_H - _B + 16}" class="tick" text-anchor="middle">{i}</text>')
@@ -741,7 +750,7 @@ def _scatter_svg(sample: Mapping[str, Any], atol: Any, rtol: Any, stat: Any, slu
     left, r, t, b = 64, 14, 14, 44
     x = _LogAxis(refs, left, width - r, extra=[FP16_MAX] if any(v > FP16_MAX / 100 for v in refs if math.isfinite(v)) else [])
     y = _LogAxis(errs, height - b, t, extra=[_num(v) for v, _ in tols if v is not None])
-    out = [_svg_open(width, height, f"error against reference magnitude {slug}")]
+    out = [_svg_open(width, height, f"error against reference magnitude {slug}", "scatter")]
     for yy, text in y.ticks():
         out.append(_line(left, yy, width - r, yy, "grid") + _text(left - 5, yy + 4, text, "tick", "end"))
     for xx, text in x.ticks()[0 if any(v <= 0 for v in refs) else 1 : -1]:  # "0" only when a point sits there
@@ -821,7 +830,7 @@ def _histogram_svg(histogram: Sequence[Sequence[Any]], atol: Any) -> str:
     scale = math.log10(top + 1) or 1.0
     bw = (width - left - r) / max(n, 1)
     a_tol = _num(atol)
-    out = [_svg_open(width, height, "histogram of absolute error")]
+    out = [_svg_open(width, height, "histogram of absolute error", "histogram")]
     for k in range(0, int(math.ceil(scale)) + 1):
         yy = height - b - k / scale * (height - t - b)
         if yy < t - 1:
@@ -860,7 +869,7 @@ def _history_svg(checks: Sequence[Mapping[str, Any]], total: Any, result: Any, w
     def py(v: float) -> float:
         return y0 + (v / top) * (y1 - y0)
 
-    out = [_svg_open(_W, _H, "search history")]
+    out = [_svg_open(_W, _H, "search history", "history")]
     for k in _x_ticks(int(top) + 1):
         out.append(
             f'<line x1="{x0}" x2="{x1}" y1="{py(k):.1f}" y2="{py(k):.1f}" class="grid"/><text x="{x0 - 6}" y="{py(k) + 4:.1f}" class="tick" text-anchor="end">{k}</text>'
