@@ -175,3 +175,33 @@ def test_scatter_marks_points_past_fp16_and_the_tolerance_bound():
     assert svg.count('class="pt sat"') == 2  # both |reference| > 65504, the infinite error among them
     assert "fp16 max 65504" in svg and 'class="tol"' in svg
     assert svg.count('class="pt bad"') == 1 and svg.count('class="pt ok"') == 1  # 0.5 > max(atol, rtol*1)
+
+
+@pytest.mark.parametrize("kind", ["normal", "all zero", "three values", "mostly masked"])
+@pytest.mark.parametrize("n", [10, 300, 5000, 100_000])
+def test_top_k_selection_is_exact(kind, n):
+    """The sampler's fast selection of the k largest gives argpartition's values, ties and all."""
+    rng = np.random.default_rng(n)
+    values = {
+        "normal": np.abs(rng.normal(size=n)),
+        "all zero": np.zeros(n),
+        "three values": rng.integers(0, 3, n).astype(float),
+        "mostly masked": np.where(rng.random(n) < 0.99, -1.0, rng.random(n)),
+    }[kind]
+    for k in (1, 8, 32):
+        got = html_report._top(values, k)
+        assert len(set(got.tolist())) == len(got)
+        if n > 8 * k:
+            assert np.array_equal(np.sort(values[got]), np.sort(values)[n - k :])
+
+
+def test_model_explorer_says_nan_where_the_error_is_nan(tmp_path, monkeypatch, main):
+    """Log of negative inputs: both runners give NaN; the node's value is "NaN", not the 0 of the finite errors."""
+    import core_models
+
+    monkeypatch.chdir(tmp_path)
+    core_models.log_model(tmp_path / "log.onnx")
+    code, _, err = main("run", "log.onnx", "--onnxrt", "--onnxrt=graph-optimization-level=disable", "--val-range", "x:[-1,1]", "--save-model-explorer", "me.json")
+    assert code == 1, err
+    nan = {"value": "NaN", "bgColor": "#6a1b9a"}
+    assert json.loads((tmp_path / "me.json").read_text())["results"] == {"[value] y": nan, "log": nan}

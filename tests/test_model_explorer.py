@@ -58,6 +58,21 @@ def explorer_reads(text: str, graph: str) -> dict:
     return json.loads(parsed.to_json_string())
 
 
+def expected_value(row: dict, counts: dict) -> float | str:
+    """What a tensor's node shows, from --report: NaN or inf for a failure with such values, else max abs error
+    (null there: none measured, then the verdict)."""
+    values = counts[row["name"]]
+    if not row["passed"] and values["nan_actual"] + values["nan_reference"]:
+        return "NaN"
+    if not row["passed"] and values["inf_mismatches"]:
+        return "inf"
+    return row["max_abs"] if row["max_abs"] is not None else "ok" if row["passed"] else "FAIL"
+
+
+def rank(value: float | str) -> tuple[int, float]:
+    return {"NaN": (3, 0.0), "inf": (2, 0.0), "FAIL": (0, 1.0), "ok": (0, 0.0)}.get(value, (1, value))  # type: ignore[arg-type]
+
+
 def awkward_model(path: Path) -> Path:
     """Unnamed nodes, a repeated name, a node named 'results', and an If whose branches hold unnamed nodes too."""
     then_g = helper.make_graph([helper.make_node("Neg", ["a"], ["t_out"])], "then", [], [tensor("t_out", TensorProto.FLOAT, [1, 4])])
@@ -107,16 +122,18 @@ def test_run_file_colours_the_adapters_nodes(corpus_model, main, tmp_path, monke
     data = explorer_reads(text, graph.id)
     shown = {n.id: n for n in graph.nodes}
     assert set(data["results"]) <= set(shown)
-    (layerwise,) = json.loads(Path("r.json").read_text())["layerwise"]
+    run = json.loads(Path("r.json").read_text())
+    (layerwise,) = run["layerwise"]
     by_tensor = {t["name"]: t for t in layerwise["tensors"]}
+    (iteration,) = run["comparisons"][0]["iterations"]
+    counts = {o["name"]: o["values"] for o in iteration["outputs"]}
     for node_id, result in data["results"].items():
         if node_id.startswith("[value] "):
-            assert result["value"] == by_tensor[node_id[8:]]["max_abs"]  # a graph output's node
+            assert result["value"] == expected_value(by_tensor[node_id[8:]], counts)  # a graph output's node
             continue
         outputs = [by_tensor[t] for t in tags(shown[node_id]) if t in by_tensor]
         assert outputs, node_id
-        measured = [t["max_abs"] for t in outputs if t["max_abs"] is not None]  # null: none measured (an empty tensor)
-        assert result["value"] == (max(measured) if measured else "ok" if all(t["passed"] for t in outputs) else "FAIL")
+        assert result["value"] == max((expected_value(t, counts) for t in outputs), key=rank)
         if any(t["name"] == layerwise["first"] for t in outputs):
             assert result["bgColor"] == FIRST
         elif not all(t["passed"] for t in outputs):

@@ -133,8 +133,8 @@ def sample_errors(
         y = np.asarray(b[chosen], dtype=np.float64)
         err = np.abs(x - y)
     return {
-        "ref": [float(v) for v in np.abs(y)],
-        "err": [float(v) for v in err],
+        "ref": np.abs(y).tolist(),
+        "err": err.tolist(),
         "count": int(n),
         "over_fp16": over,
         "nonfinite": nonfinite,
@@ -142,9 +142,28 @@ def sample_errors(
     }
 
 
+def _top(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest ``values`` (any order). A threshold from a strided subsample leaves a few
+    candidates for the exact selection: about 10x faster than ``argpartition`` over the whole chunk, which made a
+    layerwise report of DenseNet-121 (1746 tensors) take half as long again as the run."""
+    n = values.size
+    if n <= 8 * k:
+        return np.arange(n)
+    sub = values[:: max(1, n // (256 * k))]
+    want = max(1, (4 * k * sub.size) // n)  # about 4k of the n values should reach the threshold
+    threshold = np.partition(sub, sub.size - want)[sub.size - want]
+    above = np.flatnonzero(values > threshold)
+    if above.size > k:
+        return above[np.argpartition(values[above], above.size - k)[above.size - k :]]
+    ties = np.flatnonzero(values == threshold)  # many equal values (all-zero errors): any of them will do
+    if above.size + ties.size < k:  # an unlucky subsample: select over everything
+        return np.argpartition(values, n - k)[n - k :]
+    return np.concatenate([above, ties[: k - above.size]])
+
+
 def _merge_top(current: tuple[np.ndarray, np.ndarray], values: np.ndarray, start: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` largest of ``current`` and this chunk's ``values`` (indices offset by ``start``)."""
-    part = np.argpartition(values, values.size - k)[values.size - k :] if values.size > k else np.arange(values.size)
+    part = _top(values, k)
     idx = np.concatenate([current[0], part + start])
     val = np.concatenate([current[1], values[part]])
     if val.size > k:
@@ -155,9 +174,12 @@ def _merge_top(current: tuple[np.ndarray, np.ndarray], values: np.ndarray, start
 
 def tensor_detail(checks: Sequence[Any], actual: Any = None, reference: Any = None, sample: bool = True) -> dict[str, Any]:
     """What a panel needs of one tensor beyond its row: tolerances and statistic of the first check that has
-    them (the ``simple`` metric's), the decade histogram of |error| (``OutputCheck.details``) and, given the
-    arrays, :func:`sample_errors`."""
-    out: dict[str, Any] = {"atol": None, "rtol": None, "stat": None, "histogram": [], "sample": None}
+    them (the ``simple`` metric's), its NaN and infinite-mismatch counts (``nan``, ``inf``), the decade histogram
+    of |error| (``OutputCheck.details``) and, given the arrays, :func:`sample_errors`."""
+    out: dict[str, Any] = {"atol": None, "rtol": None, "stat": None, "histogram": [], "sample": None, "nan": 0, "inf": 0}
+    values = next((c.values for c in checks if "max_abs" in (getattr(c, "values", None) or {})), {})
+    out["nan"] = int((values.get("nan_actual") or 0) + (values.get("nan_reference") or 0))
+    out["inf"] = int(values.get("inf_mismatches") or 0)
     for check in checks:
         thresholds = getattr(check, "thresholds", None) or {}
         if "atol" in thresholds and out["atol"] is None:

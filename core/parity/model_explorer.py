@@ -12,8 +12,9 @@ node_data_provider_extension_service.ts``): an object with ``results`` (and no `
 of the graph being shown; each key of ``results`` is a node id (or an output tensor name the graph's
 ``outputsMetadata`` carries as ``tensor_name``, which the ONNX adapter does not set, so Parity keys by node id);
 an explicit ``bgColor`` wins over thresholds and gradients. ``value`` is a number; where the error is not finite
-it is the string ``"inf"``, and where none was measured (an empty tensor, only NaN errors, a metric without one)
-the verdict, ``"ok"`` or ``"FAIL"`` (the UI shows any value as text), never a made-up number.
+it is the string ``"inf"`` (or ``"NaN"`` for a failing tensor with NaN values), and where none was measured (an
+empty tensor, a metric without one) the verdict, ``"ok"`` or ``"FAIL"`` (the UI shows any value as text), never
+a made-up number.
 
 A model with a node named ``results`` gets the other form the UI reads, ``{"<graph id>": {"name": ..., "results":
 ...}}`` (``ModelNodeData``), since a ``results`` key inside ``results`` is how the UI tells the two apart.
@@ -94,10 +95,6 @@ def _load(model: Any) -> Any:
     return model
 
 
-def _value(v: float) -> float | str:
-    return "inf" if math.isinf(v) else v
-
-
 def _colour(passed: bool, max_abs: float | None, atol: float | None) -> str:
     if not passed:
         return FAIL
@@ -118,41 +115,49 @@ def _colour(passed: bool, max_abs: float | None, atol: float | None) -> str:
 
 def error_node_data(model: Any, tensors: Iterable[Mapping[str, Any]], first: str | None = None, name: str = "parity: max abs error") -> dict[str, Any]:
     """Node data colouring each node by the error of its outputs: ``tensors`` are rows with ``name``,
-    ``passed``, ``max_abs`` and optionally ``atol`` (a first-divergence report's tensors). A node's value is the
-    largest max abs error of its compared outputs; its colour says failed (red), first divergence (purple) or,
-    passing, how close to atol it came. Graph outputs' nodes (``[value] name``) get their tensor's data."""
+    ``passed``, ``max_abs`` and optionally ``atol``, ``nan`` and ``inf`` (NaN values and infinite mismatches
+    counted by the metric; :func:`parity.html_report.tensor_detail` gives them). A tensor's value is its max abs
+    error (the statistic ``--report`` calls ``max_abs``, over the finite errors), except that a failing tensor
+    with NaN or infinite mismatches shows ``"NaN"`` or ``"inf"``, and one with no error measured its verdict.
+    A node's value is the worst of its compared outputs'; its colour says first divergence (purple), failed
+    (red) or, passing, how close to atol it came. Graph outputs' nodes (``[value] name``) get their tensor's."""
     proto = _load(model)
     ids = adapter_node_ids(proto)
     producer = {t: i for i, n in enumerate(proto.graph.node) for t in n.output if t}
     outputs = {o.name for o in proto.graph.output}
-    per_node: dict[int, dict[str, Any]] = {}
+    per_node: dict[int, list[dict[str, Any]]] = {}
     results: dict[str, dict[str, Any]] = {}
     for row in tensors:
-        tensor = row["name"]
-        passed = bool(row.get("passed"))
-        max_abs = None if row.get("max_abs") is None or math.isnan(float(row["max_abs"])) else float(row["max_abs"])  # NaN: none measured
-        atol = None if row.get("atol") is None else float(row["atol"])
-        entry = {
-            "value": _value(max_abs) if max_abs is not None else ("ok" if passed else "FAIL"),
-            "bgColor": FIRST if tensor == first else _colour(passed, max_abs, atol),
-        }
-        if tensor in outputs:
-            results[f"[value] {tensor}"] = entry
-        i = producer.get(tensor)
-        if i is None:
-            continue
-        seen = per_node.get(i)
-        if seen is None:
-            per_node[i] = {"passed": passed, "max_abs": max_abs, "atol": atol, "first": tensor == first}
-            continue
-        seen["passed"] = seen["passed"] and passed
-        seen["first"] = seen["first"] or tensor == first
-        if max_abs is not None and (seen["max_abs"] is None or not (max_abs <= seen["max_abs"])):
-            seen["max_abs"], seen["atol"] = max_abs, atol
-    for i, s in sorted(per_node.items()):
-        value = _value(s["max_abs"]) if s["max_abs"] is not None else ("ok" if s["passed"] else "FAIL")
-        results[ids[i]] = {"value": value, "bgColor": FIRST if s["first"] else _colour(s["passed"], s["max_abs"], s["atol"])}
+        entry = _entry(row, first)
+        if row["name"] in outputs:
+            results[f"[value] {row['name']}"] = entry["data"]
+        i = producer.get(row["name"])
+        if i is not None:
+            per_node.setdefault(i, []).append(entry)
+    for i, entries in sorted(per_node.items()):
+        worst = max(entries, key=lambda e: e["rank"])
+        colour = FIRST if any(e["first"] for e in entries) else FAIL if not all(e["passed"] for e in entries) else worst["data"]["bgColor"]
+        results[ids[i]] = {"value": worst["data"]["value"], "bgColor": colour}
     return _graph_data(proto, {"name": name, "results": results})
+
+
+def _entry(row: Mapping[str, Any], first: str | None) -> dict[str, Any]:
+    """One tensor's value and colour, with its rank among a node's outputs (NaN > inf > larger > none)."""
+    passed = bool(row.get("passed"))
+    raw = row.get("max_abs")
+    max_abs = None if raw is None or math.isnan(float(raw)) else float(raw)  # NaN: none measured (an empty tensor)
+    atol = None if row.get("atol") is None else float(row["atol"])
+    value: float | str
+    if not passed and row.get("nan"):
+        value, rank = "NaN", (3, 0.0)
+    elif not passed and (row.get("inf") or (max_abs is not None and math.isinf(max_abs))):
+        value, rank = "inf", (2, 0.0)
+    elif max_abs is not None:
+        value, rank = max_abs, (1, max_abs)
+    else:
+        value, rank = ("ok" if passed else "FAIL"), (0, 0.0 if passed else 1.0)
+    colour = FIRST if row["name"] == first else _colour(passed, max_abs, atol)
+    return {"data": {"value": value, "bgColor": colour}, "rank": rank, "passed": passed, "first": row["name"] == first}
 
 
 def graph_id(model: Any) -> str:

@@ -359,6 +359,10 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     return RunOutcome(summary, int(code), layerwise)
 
 
+def _counts(detail: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: detail.get(k) for k in ("atol", "nan", "inf")}
+
+
 def _write_model_explorer(path: str, model: str | None, summary: RunSummary, layerwise: list[DivergenceReport] | None, collector: Any, reporter: RunReporter) -> None:
     """``--save-model-explorer``: the first compared pair's errors per node (:mod:`parity.model_explorer`)."""
     # here, not at the top: only this option needs them (a plain run imports neither)
@@ -372,6 +376,6 @@ def _write_model_explorer(path: str, model: str | None, summary: RunSummary, lay
         reporter.warning(f"--save-model-explorer: {len(reports)} pairs were compared; {path} holds the first ({reports[0].actual} vs {reports[0].reference})")
     report = reports[0]
     details = collector.details(report.actual, report.reference, report.iteration) if collector else {}
-    rows = [{"name": t.name, "passed": t.passed, "max_abs": t.max_abs, "atol": details.get(t.name, {}).get("atol")} for t in report.tensors]
+    rows = [{"name": t.name, "passed": t.passed, "max_abs": t.max_abs, **_counts(details.get(t.name, {}))} for t in report.tensors]
     data = error_node_data(model, rows, report.first.name if report.first else None, f"parity: max abs error, {report.actual} vs {report.reference}")
     write_node_data(path, data)

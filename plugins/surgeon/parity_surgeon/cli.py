@@ -371,7 +371,7 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
     if explorer_path:
         from parity.api import error_node_data, write_node_data  # only for --save-model-explorer
 
-        rows = [{"name": t.name, "passed": t.passed, "max_abs": t.max_abs, "atol": details.get(t.name, {}).get("atol")} for t in result.tensors]
+        rows = [{"name": t.name, "passed": t.passed, "max_abs": t.max_abs, **{k: details.get(t.name, {}).get(k) for k in ("atol", "nan", "inf")}} for t in result.tensors]
         label = f"parity: max abs error, {result.report.actual} vs {result.report.reference}"
         write_node_data(explorer_path, error_node_data(model, rows, first.name if first else None, label))
     verdict = "no divergence" if first is None else f"first divergence at '{first.name}' ({first.op_type})"
