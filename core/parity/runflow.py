@@ -48,6 +48,7 @@ from parity.util.text import unique_labels
 
 if TYPE_CHECKING:  # pragma: no cover
     from parity.compare.divergence import DivergenceReport
+    from parity.compare.nonfinite import NonFiniteReport
     from parity.registry import Registry
 
 
@@ -99,7 +100,8 @@ def validate(result: IterationResult, runner: str, index: int) -> list[Validatio
         arr = np.asarray(array)
         if not np.issubdtype(arr.dtype, np.floating):
             continue
-        s = summarize(arr.reshape(-1), percentiles=False)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf in a chunk's sum: counted, not warned about
+            s = summarize(arr.reshape(-1), percentiles=False)
         if s.nan or s.inf:
             issues.append(ValidationIssue(runner, index, name, s.nan, s.inf))
     return issues
@@ -149,6 +151,7 @@ def run(
     fail_fast: bool = False,
     on_iteration: Callable[[int, list[PairComparison]], None] | None = None,
     on_progress: Callable[[str, int, int | None, str], None] | None = None,
+    on_nonfinite: Callable[[str, int, Mapping[str, np.ndarray], IterationResult, list[ValidationIssue]], None] | None = None,
 ) -> RunSummary:
     """Run ``runners`` on the data, compare each with the next, then the last with each golden run.
 
@@ -191,7 +194,10 @@ def run(
                 outputs_out.add_outputs(name, res)
                 summary.runtimes.setdefault(name, []).append(res.runtime or 0.0)
                 if do_validate:
-                    summary.validation += validate(res, name, index)
+                    issues = validate(res, name, index)
+                    summary.validation += issues
+                    if issues and on_nonfinite:
+                        on_nonfinite(name, index, feed, res, issues)
             everything = dict(results)
             for glabel, (gname, giters) in zip(golden_labels, golden):
                 if index >= len(giters) and len(giters) != 1:
@@ -270,13 +276,15 @@ class RunRequest(Record, frozen=True):
 
 
 class RunOutcome(Record):
-    """What :func:`run_comparison` did: the summary, the exit code it means, the layerwise reports."""
+    """What :func:`run_comparison` did: the summary, the exit code it means, the layerwise reports, and (a
+    layerwise run with ``--validate``) each runner's first NaN/Inf."""
 
     summary: RunSummary
     code: int
     layerwise: list[DivergenceReport] | None
+    nonfinite: list[NonFiniteReport] | None
 
-    def __init__(self, summary: RunSummary, code: int, layerwise: list[DivergenceReport] | None = None) -> None:
+    def __init__(self, summary: RunSummary, code: int, layerwise: list[DivergenceReport] | None = None, nonfinite: list[NonFiniteReport] | None = None) -> None:
         fill(self, locals())
 
     @property
@@ -309,6 +317,11 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     runners = make_runners(model, chosen, params, registry, request.cast_settings)  # validates backend options: usage errors come first
     check_requirements([name for name, _ in chosen], registry)  # a missing library before the inputs are examined
     data = make_data_loader(params, model, kind, registry, reporter.warning) if model and chosen else None
+    locator = None
+    if params.get("validate") and outputs_were_marked(params):
+        from parity.compare.nonfinite import NonFiniteLocator  # only for layerwise validation: a plain run does not import it
+
+        locator = NonFiniteLocator(model)
     summary = run(
         runners,
         data,
@@ -320,6 +333,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         fail_fast=params.get("fail_fast", False),
         on_iteration=reporter.iteration,
         on_progress=getattr(reporter, "progress", None),  # optional: reporters from before it was added lack it
+        on_nonfinite=locator,
     )
     if not runners:
         for index in range(summary.iterations):
@@ -332,7 +346,10 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
 
         layerwise = first_divergence(summary, model)
     reporter.divergence(layerwise or [])
+    nonfinite = locator.reports if locator is not None else None
+    if nonfinite and hasattr(reporter, "nonfinite"):  # optional: reporters from before it was added lack it
+        reporter.nonfinite(nonfinite)
     reporter.summary(summary)
     if params.get("report"):
-        write_report(params["report"], summary, code, layerwise)
-    return RunOutcome(summary, int(code), layerwise)
+        write_report(params["report"], summary, code, layerwise, nonfinite)
+    return RunOutcome(summary, int(code), layerwise, nonfinite)

@@ -40,6 +40,11 @@ class ReportPrinter:
             for line in report.lines():
                 echo(line)
 
+    def nonfinite(self, reports: Sequence[Any]) -> None:
+        for report in reports:
+            for line in report.lines():
+                echo(line)
+
     def iteration(self, index: int, pairs: Sequence[Any]) -> None:
         from parity.cli.common import SETTINGS
 
@@ -62,8 +67,10 @@ class ReportPrinter:
         self.close()  # the bar goes before the summary lines
         for name, times in summary.runtimes.items():
             echo(f"{name}: {len(times)} iteration(s), median inference {median_ms(times):.3f} ms")
-        for issue in summary.validation:
+        for issue in summary.validation[:_VALIDATION_LINES]:
             echo(f"VALIDATION FAILED | {issue.runner} iteration {issue.iteration} output '{issue.output}': {issue.nan} NaN, {issue.inf} Inf")
+        if len(summary.validation) > _VALIDATION_LINES:  # a layerwise run: NaN spreads to most tensors after the first
+            echo(f"VALIDATION FAILED | ... and {len(summary.validation) - _VALIDATION_LINES} more output(s) with NaN or Inf (all of them in --report)")
         if summary.validated and not summary.validation:
             echo("validation passed: no NaN or Inf in any output")
         failed = [
@@ -80,6 +87,9 @@ class ReportPrinter:
             shown = names_preview(failed)
             what = f"mismatched outputs: {shown}" if failed else "validation failed"
             click.echo(f"FAILED | {what} | {summary.seconds:.2f}s")
+
+
+_VALIDATION_LINES = 20
 
 
 def _g(value: float) -> str:

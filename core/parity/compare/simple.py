@@ -81,6 +81,7 @@ class SimpleCompare:
             "mean_rel": rel_s.mean,
             "median_rel": rel_s.median,
             "cosine": err.cosine(),  # None when undefined; then "cosine_undefined" says why
+            "sqnr_db": err.sqnr_db(),  # signal (reference) to error ratio in dB; None with NaN/Inf
             "mismatches": float(err.mismatches),
             "nan_actual": float(err.nan_a),
             "nan_reference": float(err.nan_b),
@@ -145,6 +146,7 @@ class _ErrorScan:
         self.a_acc, self.b_acc = stats.Accumulator(n), stats.Accumulator(n)
         self.abs_acc, self.rel_acc = stats.Accumulator(n), stats.Accumulator(n)
         self.dots = [0.0, 0.0, 0.0]  # x.y, x.x, y.y for the cosine similarity
+        self.err_sq = 0.0  # sum of squared errors, for the SQNR (NaN once a NaN/Inf error is seen)
         self.histogram: list[tuple[str, int]] = []
         size = min(stats.CHUNK, n)
         self._x, self._y = np.empty(size), np.empty(size)  # float64 copies of one chunk
@@ -167,10 +169,12 @@ class _ErrorScan:
         self.dots[1] += stats.dot(x, x)
         self.dots[2] += stats.dot(y, y)
         if finite:  # no NaN/Inf anywhere in the chunk: no masks needed
+            self.err_sq += stats.dot(absd, absd)
             self.mismatches += int(np.count_nonzero((absd > self.atol) & (rel > self.rtol)))
             self.needed_atol = max(self.needed_atol, float(absd.max()))
             self.needed_rtol = max(self.needed_rtol, float(rel.max()))
         else:
+            self.err_sq = math.nan
             self._special(x, y, absd, rel)
         out = abs_out[sl]
         out[...] = absd
@@ -221,6 +225,11 @@ class _ErrorScan:
 
     def cosine(self) -> float:
         return stats.cosine_from_dots(*self.dots)
+
+    def sqnr_db(self) -> float | None:
+        """``20 log10(|reference| / |actual - reference|)``, each norm at least float64's epsilon: onnxruntime's
+        ``compute_signal_to_quantization_noice_ratio`` (qdq_loss_debug), the quantization tools' measure."""
+        return stats.sqnr_db(self.dots[2], self.err_sq)
 
     def fill_abs(self, out: np.ndarray) -> None:
         for sl in stats.chunks(self.a.size):
