@@ -19,12 +19,13 @@ WORKS = [
     ("--verbosity", "EXTRA_VERBOSE"),
     ("--execution-providers", "cpu"),
     ("--providers", "cpu"),
+    ("--check-average", "--check-error-stat", "mean"),
 ]
 ANSWERED = {
     "--gen": ("x.py",), "--gen-script": ("x.py",), "--log-file": ("run.log",), "--save-heatmaps": ("maps",),
     "--show-heatmaps": (), "--save-error-metrics-plot": ("plots",), "--compare-func-script": ("f.py",),
     "--no-shape-check": (), "--warm-up": ("2",), "--use-subprocess": (), "--postprocess": ("y:top-5",),
-    "--check-average": (), "--layer-precisions": ("conv:float16",), "--external-data-dir": ("data",),
+"--layer-precisions": ("conv:float16",), "--external-data-dir": ("data",),
     "--save-external-data": ("w.bin",), "--onnx-outputs-by-type": ("Relu",),
 }
 

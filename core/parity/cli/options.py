@@ -48,6 +48,7 @@ def compare_options(registry: Registry) -> list[click.Parameter]:
         click.Option(["--infinities-compare-equal"], is_flag=True, help="Equal infinities are not a mismatch."),
         click.Option(["--nans-compare-equal"], is_flag=True, help="NaNs at the same place in both outputs are not a mismatch."),
         click.Option(["--fail-fast"], is_flag=True, help="Stop at the first failing iteration."),
+        click.Option(["--check-average"], is_flag=True, help="Judge each output's metric averaged over the iterations (with --check-error-stat mean|max|...)."),
         click.Option(["--validate"], is_flag=True, help="Fail when any output holds NaN or Inf."),
         GreedyOption(["--load-outputs", "--load-results"], metavar="PATH", type=click.Path(), help="Compare against saved (golden) outputs."),
         click.Option(["--save-outputs", "--save-results"], type=click.Path(), help="Save every runner's outputs to PATH."),

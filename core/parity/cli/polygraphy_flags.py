@@ -19,7 +19,6 @@ INSTEAD: dict[str, str] = {
     "--warm-up": "Parity has no warm-up runs: run --iterations N; the timings it prints are medians",
     "--use-subprocess": "Parity runs each backend in its own process only for debug checks (--check-timeout); 'parity run' needs no subprocess",
     "--postprocess": "Parity does not post-process outputs: compare top-k classes with --compare-func indices --top-k K",
-    "--check-average": "use --check-error-stat mean (per output: --check-error-stat y:mean)",
     "--layer-precisions": (
         "Parity sets no per-layer TensorRT precision: 'parity debug precision' finds the nodes that must stay fp32"
         " and writes them into the ONNX model, which strongly typed TensorRT follows"
