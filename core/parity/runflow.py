@@ -322,6 +322,12 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or --load-outputs")
     if model:
         check_model_path(model)
+    pictures = None
+    if any(params.get(name) for name in ("save_heatmaps", "show_heatmaps", "save_error_metrics_plot", "show_error_metrics_plot")):
+        from parity.plots import ErrorPictures  # only with a picture flag: plain runs import neither it nor matplotlib
+
+        pictures = ErrorPictures.from_options(params, reporter.warning)
+        pictures.check()  # matplotlib installed, folders, a display: before any work
     funcs = make_compare_funcs(params, registry)
     if params.get("check_average"):
         refuse_unaveraged(funcs, bool(params.get("fail_fast")))
@@ -350,6 +356,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         on_progress=getattr(reporter, "progress", None),  # optional: reporters from before it was added lack it
         on_nonfinite=locator,
         check_average=bool(params.get("check_average")),
+        on_compared=pictures.on_compared if pictures is not None and pictures.heatmaps else None,
     )
     if not runners:
         for index in range(summary.iterations):
@@ -365,6 +372,12 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     nonfinite = locator.reports if locator is not None else None
     if nonfinite and hasattr(reporter, "nonfinite"):  # optional: reporters from before it was added lack it
         reporter.nonfinite(nonfinite)
+    if pictures is not None:
+        pictures.finish(summary.accuracy)
+        note = getattr(reporter, "note", None)  # optional, as progress is
+        for folder in dict.fromkeys(p.parent for p in pictures.written):
+            if note:
+                note(f"wrote {sum(p.parent == folder for p in pictures.written)} PNG file(s) to {folder}")
     reporter.summary(summary)
     if params.get("report"):
         write_report(params["report"], summary, code, layerwise, nonfinite)

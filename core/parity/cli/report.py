@@ -33,6 +33,10 @@ class ReportPrinter:
         self._bar.flush()  # the lines before it first
         warn(message)
 
+    def note(self, message: str) -> None:
+        self._bar.flush()
+        echo(message)
+
     def divergence(self, reports: Sequence[Any]) -> None:
         for report in reports:
             if len(report.tensors) < 2:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from parity.backend.base import BaseRunner
+from parity.compare.dataset import finish, refuse_unaveraged
 from parity.compare.funcs import CompareFunc
 from parity.compare.result import AccuracyResult, IterationComparison, OutputCheck, PairComparison
 from parity.data.loader import DataLoader, as_feed
@@ -137,8 +138,6 @@ class Comparator:
         must pass instead of every iteration (needs a compare function that averages: ``simple`` with a
         ``check_error_stat`` other than elemwise; refused with ``fail_fast``). Each pair also gets its data-set
         metrics (``pair.dataset``). ``on_compared(index, pair, actual, reference)`` after each iteration."""
-        from parity.compare.dataset import finish, refuse_unaveraged
-
         funcs = resolve_compare_funcs(compare_func)
         if check_average:
             refuse_unaveraged(funcs, fail_fast)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from parity.compare import stats
+from parity.compare.dataset import average_values, iterations_text
 from parity.compare.result import OutputCheck
 from parity.compare.tolerance import ERROR_STATS, PerOutput, tolerances
 
@@ -147,8 +148,6 @@ class SimpleCompare:
         Polygraphy defines it): the output fails iff the average absolute error exceeds atol AND the average
         relative error exceeds rtol. An iteration without the statistic (a shape mismatch) or with NaN/Inf
         mismatches fails the average: averaging over the rest would hide it."""
-        from parity.compare.dataset import average_values, iterations_text
-
         first = next(iter(checks.values()))
         stat = str(first.thresholds.get("check_error_stat", "elemwise"))
         thresholds = dict(first.thresholds)
