@@ -47,6 +47,10 @@ class RunReporter(Protocol):
         """Optional (called only where defined): a layerwise run with ``--validate`` found NaN/Inf; each
         report names a runner's first node whose output holds one."""
 
+    def note(self, message: str) -> None:
+        """Optional (called only where defined): something the run did worth a line (``wrote 8 PNG file(s) to
+        maps``)."""
+
     def progress(self, task: str, done: int, total: int | None, status: str) -> None:
         """Optional (called only where defined): how far the run is. ``task`` ``"iterations"``: ``done`` of
         ``total`` (None: the data loader cannot say), ``status`` the step now running (``"loading onnxrt"``,

@@ -36,6 +36,7 @@ from parity.assemble import (
 )
 from parity.backend.base import BaseRunner
 from parity.compare.comparator import Comparator, CompareFunc, compare_iteration, resolve_compare_funcs, runner_labels
+from parity.compare.dataset import finish, refuse_unaveraged
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
 from parity.errors import ExitCode, UsageError
 from parity.plugins import get_registry
@@ -152,14 +153,22 @@ def run(
     on_iteration: Callable[[int, list[PairComparison]], None] | None = None,
     on_progress: Callable[[str, int, int | None, str], None] | None = None,
     on_nonfinite: Callable[[str, int, Mapping[str, np.ndarray], IterationResult, list[ValidationIssue]], None] | None = None,
+    check_average: bool = False,
+    on_compared: Callable[[int, PairComparison, IterationResult, IterationResult], None] | None = None,
 ) -> RunSummary:
     """Run ``runners`` on the data, compare each with the next, then the last with each golden run.
+
+    ``check_average`` (``--check-average``): each output's metric averaged over the iterations decides, not each
+    iteration (:mod:`parity.compare.dataset`); either way each pair gets its data-set metrics when the run is
+    over. ``on_compared(index, pair, actual, reference)`` after each iteration of each pair (heatmaps).
 
     ``on_progress(task, done, total, status)`` says how far the run is: task ``"iterations"`` (total: the data
     loader's length, None when it has none; status: the step now running) and, for an iteration with many
     outputs (layerwise), task ``"outputs"`` (outputs compared)."""
     refuse_overwrite(None, save_inputs=save_inputs, save_outputs=save_outputs)  # one file cannot hold both
     funcs = resolve_compare_funcs(compare_func)
+    if check_average:
+        refuse_unaveraged(funcs, fail_fast)
     golden = golden or RunResults()
     live = runner_labels(runners)
     # a golden run named like a live runner gets a distinct label: the two sides never carry the same one
@@ -167,7 +176,8 @@ def run(
     pairs = [(live[i], live[i + 1]) for i in range(len(live) - 1)]
     if live:
         pairs += [(live[-1], g) for g in golden_labels]
-    summary = RunSummary(AccuracyResult(PairComparison(a, b) for a, b in pairs), validated=do_validate)
+    aggregation = "average" if check_average else "per_iteration"
+    summary = RunSummary(AccuracyResult(PairComparison(a, b, aggregation=aggregation) for a, b in pairs), validated=do_validate)
     started = time.perf_counter()
     inputs_out = outputs_out = None
     ok = False
@@ -176,7 +186,7 @@ def run(
         inputs_out = _Streamer(save_inputs, "inputs")
         outputs_out = _Streamer(save_outputs, "outputs")
         if not runners:
-            summary.accuracy = Comparator.compare_accuracy(golden, funcs, fail_fast=fail_fast)
+            summary.accuracy = Comparator.compare_accuracy(golden, funcs, fail_fast=fail_fast, check_average=check_average, on_compared=on_compared)
             summary.iterations = max((len(i) for _, i in golden), default=0)
             ok = True
             return summary
@@ -208,12 +218,15 @@ def run(
                 it: IterationComparison = compare_iteration(everything[pair.actual], everything[pair.reference], funcs, index, (pair.actual, pair.reference), compared)
                 pair.iterations.append(it)
                 done.append(pair)
+                if on_compared:
+                    on_compared(index, pair, everything[pair.actual], everything[pair.reference])
             summary.iterations = index + 1
             progress("iterations", index + 1, total, "")
             if on_iteration:
                 on_iteration(index, done)
             if fail_fast and not all(p.passed for p in summary.accuracy):
                 break
+        finish(summary.accuracy, funcs, check_average)
         ok = True
         return summary
     finally:
@@ -309,7 +322,15 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or --load-outputs")
     if model:
         check_model_path(model)
+    pictures = None
+    if any(params.get(name) for name in ("save_heatmaps", "show_heatmaps", "save_error_metrics_plot", "show_error_metrics_plot")):
+        from parity.plots import ErrorPictures  # only with a picture flag: plain runs import neither it nor matplotlib
+
+        pictures = ErrorPictures.from_options(params, reporter.warning)
+        pictures.check()  # matplotlib installed, folders, a display: before any work
     funcs = make_compare_funcs(params, registry)
+    if params.get("check_average"):
+        refuse_unaveraged(funcs, bool(params.get("fail_fast")))
     golden = RunResults()
     for path in params.get("load_outputs") or ():
         golden.extend(load_results(path), prefix=f"{Path(path).name}:")
@@ -334,6 +355,8 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         on_iteration=reporter.iteration,
         on_progress=getattr(reporter, "progress", None),  # optional: reporters from before it was added lack it
         on_nonfinite=locator,
+        check_average=bool(params.get("check_average")),
+        on_compared=pictures.on_compared if pictures is not None and pictures.heatmaps else None,
     )
     if not runners:
         for index in range(summary.iterations):
@@ -349,6 +372,12 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     nonfinite = locator.reports if locator is not None else None
     if nonfinite and hasattr(reporter, "nonfinite"):  # optional: reporters from before it was added lack it
         reporter.nonfinite(nonfinite)
+    if pictures is not None:
+        pictures.finish(summary.accuracy)
+        note = getattr(reporter, "note", None)  # optional, as progress is
+        for folder in dict.fromkeys(p.parent for p in pictures.written):
+            if note:
+                note(f"wrote {sum(p.parent == folder for p in pictures.written)} PNG file(s) to {folder}")
     reporter.summary(summary)
     if params.get("report"):
         write_report(params["report"], summary, code, layerwise, nonfinite)

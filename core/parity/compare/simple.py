@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from parity.compare import stats
+from parity.compare.dataset import average_values, iterations_text
 from parity.compare.result import OutputCheck
 from parity.compare.tolerance import ERROR_STATS, PerOutput, tolerances
 
@@ -29,6 +30,7 @@ class SimpleCompare:
     """``compare(name, actual, reference) -> OutputCheck``; reusable across outputs and iterations."""
 
     name = "simple"
+    better_when_higher = frozenset({"cosine"})  # the data-set summary's worst cosine is the lowest
 
     def __init__(
         self,
@@ -128,6 +130,42 @@ class SimpleCompare:
                 "dtypes": [actual.dtype.name, reference.dtype.name],
             }
         return OutputCheck(name, passed, self.name, values, thresholds, "" if passed else why, details)
+
+
+    def why_no_average(self) -> str | None:
+        """``--check-average`` averages the checked statistic: ``elemwise`` (the default) has none."""
+        stats_used = self.check_error_stat.values
+        if "elemwise" in stats_used.values():
+            where = "the default" if stats_used.get("") == "elemwise" else "for " + ", ".join(k for k, v in stats_used.items() if v == "elemwise")
+            return (
+                f"the simple metric checks each element (--check-error-stat elemwise, {where}), which has no statistic to average;"
+                " choose one: --check-error-stat mean (or max, median, quantile)"
+            )
+        return None
+
+    def average(self, name: str, checks: Mapping[int, OutputCheck]) -> OutputCheck:
+        """The verdict on ``name``'s checked error statistic averaged over the iterations (``--check-average``, as
+        Polygraphy defines it): the output fails iff the average absolute error exceeds atol AND the average
+        relative error exceeds rtol. An iteration without the statistic (a shape mismatch) or with NaN/Inf
+        mismatches fails the average: averaging over the rest would hide it."""
+        first = next(iter(checks.values()))
+        stat = str(first.thresholds.get("check_error_stat", "elemwise"))
+        thresholds = dict(first.thresholds)
+        atol, rtol = float(thresholds["atol"]), float(thresholds["rtol"])
+        values = average_values(checks)
+        n = len(checks)
+        missing = [i for i, c in checks.items() if f"{stat}_abs" not in c.values]
+        if missing:
+            why = checks[missing[0]].message or "no error statistic"
+            return OutputCheck(name, False, self.name, values, thresholds, f"iteration {iterations_text(missing)} has no {stat} error ({why}): no average")
+        nonfinite = {i: int(c.values.get("nan_actual", 0) + c.values.get("nan_reference", 0) + c.values.get("inf_mismatches", 0)) for i, c in checks.items()}
+        bad = [i for i, count in nonfinite.items() if count]
+        if bad:
+            return OutputCheck(name, False, self.name, values, thresholds, f"{sum(nonfinite.values())} NaN/Inf mismatches (iteration {iterations_text(bad)})")
+        abs_v, rel_v = values[f"{stat}_abs"], values[f"{stat}_rel"]
+        passed = not (_fails(abs_v, atol) and _fails(rel_v, rtol))
+        why = "" if passed else f"average {stat} error over {n} iterations abs={abs_v:.4g} > {atol:g} and rel={rel_v:.4g} > {rtol:g}"
+        return OutputCheck(name, passed, self.name, values, thresholds, why, {"average_of": n, "check_error_stat": stat})
 
 
 def _fails(value: float, tol: float) -> bool:

@@ -227,7 +227,10 @@ each pair.
 Exit codes: 0 no divergence (no NaN/Inf), 1 divergence (NaN/Inf) found, 2 usage error, 3 model or backend
 failure."""
 
-_SKIP_COMPARE = {"load_outputs", "save_outputs", "fail_fast", "validate"}
+_SKIP_COMPARE = {
+    "load_outputs", "save_outputs", "fail_fast", "validate",
+    "check_average", "save_heatmaps", "show_heatmaps", "save_error_metrics_plot", "show_error_metrics_plot",
+}  # fmt: skip
 
 
 def make_localize_cmd() -> click.Command:
