@@ -75,3 +75,20 @@ def chain(path: Path, length: int = 6) -> Path:
     nodes.append(helper.make_node("Identity", [prev], ["y"], name="out"))
     graph = helper.make_graph(nodes, "chain", [tensor("x", TensorProto.FLOAT, [1, 4])], [tensor("y", TensorProto.FLOAT, [1, 4])], inits)
     return save(graph, path)
+
+
+def nan_midway(path: Path, how: str = "log") -> Path:
+    """x in [0, 1) -> double (Mul) -> center (Sub: [-1, 1)) -> culprit -> after (Add) -> out (Mul): every tensor
+    before ``culprit`` is finite; ``culprit`` makes the first NaN: ``log`` Log(c) and ``sqrt`` Sqrt(c) of the
+    negative values, ``div`` 0 / 0 (Div(zero, zero), zero = c * 0); ``none``: Exp(c), finite everywhere."""
+    nodes = [helper.make_node("Mul", ["x", "two"], ["a"], name="double"), helper.make_node("Sub", ["a", "one"], ["c"], name="center")]
+    if how == "div":
+        nodes += [helper.make_node("Mul", ["c", "nil"], ["zero"], name="zeroed"), helper.make_node("Div", ["zero", "zero"], ["bad"], name="culprit")]
+    else:
+        op = {"log": "Log", "sqrt": "Sqrt", "none": "Exp"}[how]
+        nodes.append(helper.make_node(op, ["c"], ["bad"], name="culprit"))
+    nodes += [helper.make_node("Add", ["bad", "one"], ["d"], name="after"), helper.make_node("Mul", ["d", "two"], ["y"], name="out")]
+    values = (("two", 2.0), ("one", 1.0)) + ((("nil", 0.0),) if how == "div" else ())
+    inits = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in values]
+    graph = helper.make_graph(nodes, f"nan_{how}", [tensor("x", TensorProto.FLOAT, [4, 8])], [tensor("y", TensorProto.FLOAT, [4, 8])], inits)
+    return save(graph, path)

@@ -1,4 +1,4 @@
-"""`parity --help` and `parity <cmd> --help` never import onnx, onnxruntime or tensorrt (they cost seconds)."""
+"""`parity --help` and `parity <cmd> --help` never import onnx, onnxruntime, tensorrt or matplotlib (they cost seconds)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-HEAVY = ("onnx", "onnxruntime", "tensorrt", "torch", "onnx_graphsurgeon")
+HEAVY = ("onnx", "onnxruntime", "tensorrt", "torch", "onnx_graphsurgeon", "matplotlib")
 
 PROBE = f"""
 import json, sys

@@ -30,6 +30,7 @@ PAGES = [
     "docs/debug.md",
     "docs/formats.md",
     "docs/layerwise.md",
+    "docs/onnxrt.md",
     "docs/real-models.md",
     "docs/surgeon.md",
     "docs/tactics.md",

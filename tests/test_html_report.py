@@ -205,3 +205,14 @@ def test_model_explorer_says_nan_where_the_error_is_nan(tmp_path, monkeypatch, m
     assert code == 1, err
     nan = {"value": "NaN", "bgColor": "#6a1b9a"}
     assert json.loads((tmp_path / "me.json").read_text())["results"] == {"[value] y": nan, "log": nan}
+
+
+def test_report_and_heatmaps_watch_the_same_run(hostile_run, main):
+    """--save-heatmaps and --save-report-html both see each compared pair (one on_compared for both)."""
+    *_, work = hostile_run
+    saved = ("--load-inputs", "in.npz", "--load-outputs", "golden.npz")
+    code, out, err = main("run", "bad.onnx", "--onnxrt", *saved, "--save-heatmaps", "maps", "--save-report-html", "both.html")
+    assert code == 1, out + err
+    assert list((work / "maps").glob("*.png"))
+    page = (work / "both.html").read_text()
+    assert page.count('class="panel"') == 1 and "sampled (" in page  # the output's panel, with its sample

@@ -19,12 +19,12 @@ WORKS = [
     ("--verbosity", "EXTRA_VERBOSE"),
     ("--execution-providers", "cpu"),
     ("--providers", "cpu"),
+    ("--check-average", "--check-error-stat", "mean"),
 ]
 ANSWERED = {
-    "--gen": ("x.py",), "--gen-script": ("x.py",), "--log-file": ("run.log",), "--save-heatmaps": ("maps",),
-    "--show-heatmaps": (), "--save-error-metrics-plot": ("plots",), "--compare-func-script": ("f.py",),
+    "--gen": ("x.py",), "--gen-script": ("x.py",), "--log-file": ("run.log",), "--compare-func-script": ("f.py",),
     "--no-shape-check": (), "--warm-up": ("2",), "--use-subprocess": (), "--postprocess": ("y:top-5",),
-    "--check-average": (), "--layer-precisions": ("conv:float16",), "--external-data-dir": ("data",),
+"--layer-precisions": ("conv:float16",), "--external-data-dir": ("data",),
     "--save-external-data": ("w.bin",), "--onnx-outputs-by-type": ("Relu",),
 }
 
@@ -47,6 +47,23 @@ def test_polygraphy_flags_parity_does_not_take_say_what_to_use(flag, tmp_path):
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert lines[0].startswith(f"parity: error: {flag} is Polygraphy's; ") and "No such option" not in lines[0]
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize("flag", ["--save-heatmaps", "--save-error-metrics-plot"])
+def test_polygraphy_picture_flags_draw(flag, tmp_path):
+    pytest.importorskip("matplotlib")
+    proc = parity(*RUN, "--onnxrt", "--iterations", "2", flag, "pictures", cwd=tmp_path)
+    assert proc.returncode == 0 and "PASSED" in proc.stdout, proc.stderr
+    files = sorted((tmp_path / "pictures").iterdir())
+    assert files and all(f.suffix == ".png" and f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for f in files)
+
+
+def test_show_heatmaps_without_a_display_says_how_to_save_them(tmp_path):
+    pytest.importorskip("matplotlib")
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY") and not k.startswith("PARITY_")}
+    proc = subprocess.run([sys.executable, "-m", "parity", *map(str, RUN), "--show-heatmaps"], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "--show-heatmaps: no display" in lines[0] and "--save-heatmaps DIR" in lines[0], proc.stderr
 
 
 def test_verbosity_switches_before_the_command_too():

@@ -1,6 +1,6 @@
 """What start-up avoids importing (bench/startup.py measures the time): `parity --help` and `parity run --help`
-import neither dataclasses nor pathlib, shutil, json or difflib; a plain `parity run` imports none of the modules
-only some runs need (statistics, zipfile, the first-divergence report, dataclasses). Each is checked in a fresh
+import neither dataclasses nor pathlib, shutil, json, difflib or matplotlib; a plain `parity run` imports none of the
+modules only some runs need (statistics, zipfile, the first-divergence report, dataclasses, the plots and matplotlib). Each is checked in a fresh
 interpreter. What replaces an import behaves as it did: the help width Parity computes (click asks shutil) is
 click's, and ``median_ms`` (no statistics module) is ``statistics.median``."""
 
@@ -15,7 +15,10 @@ import click
 import pytest
 
 MODEL = str(Path(__file__).resolve().parents[1] / "examples" / "models" / "tiny_cnn.onnx")
-WATCHED = ("dataclasses", "pathlib", "shutil", "json", "difflib", "statistics", "zipfile", "parity.compare.divergence", "parity.util.fs")
+WATCHED = (
+    "dataclasses", "pathlib", "shutil", "json", "difflib", "statistics", "zipfile", "parity.compare.divergence", "parity.util.fs",
+    "matplotlib", "parity.plots",
+)  # fmt: skip
 
 # The editable install's path finders import pathlib (and more) before any Parity code runs: the probe forgets
 # the watched modules first, so what it reports is what Parity imported again.
@@ -48,7 +51,7 @@ def test_help_imports_none_of_the_avoided_modules(argv):
 
 def test_a_plain_run_imports_only_what_it_needs():
     found = set(imported("run", MODEL, "--onnxrt", "--input-shapes", "x:[4,3,16,16]"))
-    assert not found & {"dataclasses", "statistics", "zipfile", "parity.compare.divergence", "shutil", "difflib"}, sorted(found)
+    assert not found & {"dataclasses", "statistics", "zipfile", "parity.compare.divergence", "shutil", "difflib", "matplotlib", "parity.plots"}, sorted(found)
 
 
 @pytest.mark.parametrize("columns", [None, "40", "100", "300", "abc", "0"])

@@ -60,6 +60,13 @@ _EXPORTS: dict[str, str] = {
     "TensorError": "parity.compare.divergence",
     "first_divergent": "parity.compare.divergence",
     "tensor_error": "parity.compare.divergence",
+    "FiniteRow": "parity.compare.nonfinite",
+    "NonFiniteReport": "parity.compare.nonfinite",
+    "finite_row": "parity.compare.nonfinite",
+    "first_nonfinite": "parity.compare.nonfinite",
+    "describe_first": "parity.compare.nonfinite",
+    "is_scanned": "parity.compare.nonfinite",
+    "constant_values": "parity.compare.nonfinite",
     # results files
     "RunResults": "parity.results.model",
     "IterationResult": "parity.results.model",

@@ -202,7 +202,8 @@ class ReportCollector:
         self.samples = samples
         self.pairs: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def on_compared(self, index: int, pair: Any, actual: Mapping[str, Any], reference: Mapping[str, Any], comparison: Any) -> None:
+    def on_compared(self, index: int, pair: Any, actual: Mapping[str, Any], reference: Mapping[str, Any]) -> None:
+        comparison = pair.iterations[-1]  # this iteration's, just compared
         key = (pair.actual, pair.reference)
         kept = self.pairs.get(key)
         if kept is not None and (not kept["passed"] or comparison.passed):

@@ -23,6 +23,7 @@ from parity.util.text import warn
 
 if TYPE_CHECKING:  # pragma: no cover
     from parity.compare.divergence import DivergenceReport
+    from parity.compare.nonfinite import NonFiniteReport
     from parity.compare.result import PairComparison
     from parity.runflow import RunSummary
 
@@ -41,6 +42,14 @@ class RunReporter(Protocol):
 
     def summary(self, summary: RunSummary) -> None:
         """The run is over: runtimes, validation and the verdict."""
+
+    def nonfinite(self, reports: Sequence[NonFiniteReport]) -> None:
+        """Optional (called only where defined): a layerwise run with ``--validate`` found NaN/Inf; each
+        report names a runner's first node whose output holds one."""
+
+    def note(self, message: str) -> None:
+        """Optional (called only where defined): something the run did worth a line (``wrote 8 PNG file(s) to
+        maps``)."""
 
     def progress(self, task: str, done: int, total: int | None, status: str) -> None:
         """Optional (called only where defined): how far the run is. ``task`` ``"iterations"``: ``done`` of
@@ -61,6 +70,9 @@ class QuietReporter:
         pass
 
     def summary(self, summary: Any) -> None:
+        pass
+
+    def nonfinite(self, reports: Sequence[Any]) -> None:
         pass
 
     def progress(self, task: str, done: int, total: int | None, status: str) -> None:
@@ -110,8 +122,9 @@ class QuietDebugReporter:
         pass
 
 
-def write_report(path: str, summary: Any, code: int, layerwise: Sequence[Any] | None = None) -> None:
-    """``layerwise``: the run's first-divergence reports, when outputs were marked."""
+def write_report(path: str, summary: Any, code: int, layerwise: Sequence[Any] | None = None, nonfinite: Sequence[Any] | None = None) -> None:
+    """``layerwise``: the run's first-divergence reports, when outputs were marked; ``nonfinite``: each runner's
+    first NaN/Inf (a layerwise run with ``--validate``; empty when there was none)."""
     report = {
         "format": "parity-report",
         "version": 1,
@@ -125,6 +138,8 @@ def write_report(path: str, summary: Any, code: int, layerwise: Sequence[Any] | 
     }
     if layerwise is not None:
         report["layerwise"] = [r.to_json() for r in layerwise]
+    if nonfinite is not None:
+        report["nonfinite"] = [r.to_json() for r in nonfinite]
     write_text_atomic(path, json.dumps(_strict(report), indent=1, default=json_default, allow_nan=False))
 
 

@@ -36,6 +36,7 @@ from parity.assemble import (
 )
 from parity.backend.base import BaseRunner
 from parity.compare.comparator import Comparator, CompareFunc, compare_iteration, resolve_compare_funcs, runner_labels
+from parity.compare.dataset import finish, refuse_unaveraged
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
 from parity.console import command_line
 from parity.errors import ExitCode, UsageError
@@ -49,6 +50,7 @@ from parity.util.text import unique_labels
 
 if TYPE_CHECKING:  # pragma: no cover
     from parity.compare.divergence import DivergenceReport
+    from parity.compare.nonfinite import NonFiniteReport
     from parity.registry import Registry
 
 
@@ -100,7 +102,8 @@ def validate(result: IterationResult, runner: str, index: int) -> list[Validatio
         arr = np.asarray(array)
         if not np.issubdtype(arr.dtype, np.floating):
             continue
-        s = summarize(arr.reshape(-1), percentiles=False)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf in a chunk's sum: counted, not warned about
+            s = summarize(arr.reshape(-1), percentiles=False)
         if s.nan or s.inf:
             issues.append(ValidationIssue(runner, index, name, s.nan, s.inf))
     return issues
@@ -150,17 +153,25 @@ def run(
     fail_fast: bool = False,
     on_iteration: Callable[[int, list[PairComparison]], None] | None = None,
     on_progress: Callable[[str, int, int | None, str], None] | None = None,
-    on_compared: Callable[[int, PairComparison, IterationResult, IterationResult, IterationComparison], None] | None = None,
+    on_nonfinite: Callable[[str, int, Mapping[str, np.ndarray], IterationResult, list[ValidationIssue]], None] | None = None,
+    check_average: bool = False,
+    on_compared: Callable[[int, PairComparison, IterationResult, IterationResult], None] | None = None,
 ) -> RunSummary:
     """Run ``runners`` on the data, compare each with the next, then the last with each golden run.
 
+    ``check_average`` (``--check-average``): each output's metric averaged over the iterations decides, not each
+    iteration (:mod:`parity.compare.dataset`); either way each pair gets its data-set metrics when the run is
+    over. ``on_compared(index, pair, actual, reference)`` after each iteration of each pair, while both sides'
+    outputs are in memory (heatmaps, the HTML report's samples); ``pair.iterations[-1]`` is that iteration's
+    comparison.
+
     ``on_progress(task, done, total, status)`` says how far the run is: task ``"iterations"`` (total: the data
     loader's length, None when it has none; status: the step now running) and, for an iteration with many
-    outputs (layerwise), task ``"outputs"`` (outputs compared). ``on_compared(index, pair, actual, reference,
-    comparison)`` sees both sides' outputs of each compared pair while they are still in memory (the HTML
-    report samples them)."""
+    outputs (layerwise), task ``"outputs"`` (outputs compared)."""
     refuse_overwrite(None, save_inputs=save_inputs, save_outputs=save_outputs)  # one file cannot hold both
     funcs = resolve_compare_funcs(compare_func)
+    if check_average:
+        refuse_unaveraged(funcs, fail_fast)
     golden = golden or RunResults()
     live = runner_labels(runners)
     # a golden run named like a live runner gets a distinct label: the two sides never carry the same one
@@ -168,7 +179,8 @@ def run(
     pairs = [(live[i], live[i + 1]) for i in range(len(live) - 1)]
     if live:
         pairs += [(live[-1], g) for g in golden_labels]
-    summary = RunSummary(AccuracyResult(PairComparison(a, b) for a, b in pairs), validated=do_validate)
+    aggregation = "average" if check_average else "per_iteration"
+    summary = RunSummary(AccuracyResult(PairComparison(a, b, aggregation=aggregation) for a, b in pairs), validated=do_validate)
     started = time.perf_counter()
     inputs_out = outputs_out = None
     ok = False
@@ -177,7 +189,7 @@ def run(
         inputs_out = _Streamer(save_inputs, "inputs")
         outputs_out = _Streamer(save_outputs, "outputs")
         if not runners:
-            summary.accuracy = Comparator.compare_accuracy(golden, funcs, fail_fast=fail_fast)
+            summary.accuracy = Comparator.compare_accuracy(golden, funcs, fail_fast=fail_fast, check_average=check_average, on_compared=on_compared)
             summary.iterations = max((len(i) for _, i in golden), default=0)
             ok = True
             return summary
@@ -195,7 +207,10 @@ def run(
                 outputs_out.add_outputs(name, res)
                 summary.runtimes.setdefault(name, []).append(res.runtime or 0.0)
                 if do_validate:
-                    summary.validation += validate(res, name, index)
+                    issues = validate(res, name, index)
+                    summary.validation += issues
+                    if issues and on_nonfinite:
+                        on_nonfinite(name, index, feed, res, issues)
             everything = dict(results)
             for glabel, (gname, giters) in zip(golden_labels, golden):
                 if index >= len(giters) and len(giters) != 1:
@@ -205,15 +220,16 @@ def run(
             for pair in summary.accuracy:
                 it: IterationComparison = compare_iteration(everything[pair.actual], everything[pair.reference], funcs, index, (pair.actual, pair.reference), compared)
                 pair.iterations.append(it)
-                if on_compared:
-                    on_compared(index, pair, everything[pair.actual], everything[pair.reference], it)
                 done.append(pair)
+                if on_compared:
+                    on_compared(index, pair, everything[pair.actual], everything[pair.reference])
             summary.iterations = index + 1
             progress("iterations", index + 1, total, "")
             if on_iteration:
                 on_iteration(index, done)
             if fail_fast and not all(p.passed for p in summary.accuracy):
                 break
+        finish(summary.accuracy, funcs, check_average)
         ok = True
         return summary
     finally:
@@ -276,13 +292,15 @@ class RunRequest(Record, frozen=True):
 
 
 class RunOutcome(Record):
-    """What :func:`run_comparison` did: the summary, the exit code it means, the layerwise reports."""
+    """What :func:`run_comparison` did: the summary, the exit code it means, the layerwise reports, and (a
+    layerwise run with ``--validate``) each runner's first NaN/Inf."""
 
     summary: RunSummary
     code: int
     layerwise: list[DivergenceReport] | None
+    nonfinite: list[NonFiniteReport] | None
 
-    def __init__(self, summary: RunSummary, code: int, layerwise: list[DivergenceReport] | None = None) -> None:
+    def __init__(self, summary: RunSummary, code: int, layerwise: list[DivergenceReport] | None = None, nonfinite: list[NonFiniteReport] | None = None) -> None:
         fill(self, locals())
 
     @property
@@ -307,7 +325,15 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or --load-outputs")
     if model:
         check_model_path(model)
+    pictures = None
+    if any(params.get(name) for name in ("save_heatmaps", "show_heatmaps", "save_error_metrics_plot", "show_error_metrics_plot")):
+        from parity.plots import ErrorPictures  # only with a picture flag: plain runs import neither it nor matplotlib
+
+        pictures = ErrorPictures.from_options(params, reporter.warning)
+        pictures.check()  # matplotlib installed, folders, a display: before any work
     funcs = make_compare_funcs(params, registry)
+    if params.get("check_average"):
+        refuse_unaveraged(funcs, bool(params.get("fail_fast")))
     golden = RunResults()
     for path in params.get("load_outputs") or ():
         golden.extend(load_results(path), prefix=f"{Path(path).name}:")
@@ -318,11 +344,17 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     runners = make_runners(model, chosen, params, registry, request.cast_settings)  # validates backend options: usage errors come first
     check_requirements([name for name, _ in chosen], registry)  # a missing library before the inputs are examined
     data = make_data_loader(params, model, kind, registry, reporter.warning) if model and chosen else None
+    locator = None
+    if params.get("validate") and outputs_were_marked(params):
+        from parity.compare.nonfinite import NonFiniteLocator  # only for layerwise validation: a plain run does not import it
+
+        locator = NonFiniteLocator(model)
     collector = None
     if params.get("save_report_html") or params.get("save_model_explorer"):
         from parity.html_report import ReportCollector  # only for these reports: a plain run does not import it
 
         collector = ReportCollector(samples=bool(params.get("save_report_html")))
+    watchers = [w.on_compared for w in (pictures if pictures is not None and pictures.heatmaps else None, collector) if w is not None]
     summary = run(
         runners,
         data,
@@ -334,7 +366,9 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         fail_fast=params.get("fail_fast", False),
         on_iteration=reporter.iteration,
         on_progress=getattr(reporter, "progress", None),  # optional: reporters from before it was added lack it
-        on_compared=collector.on_compared if collector else None,
+        on_nonfinite=locator,
+        check_average=bool(params.get("check_average")),
+        on_compared=_each(watchers) if watchers else None,
     )
     if not runners:
         for index in range(summary.iterations):
@@ -347,16 +381,35 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
 
         layerwise = first_divergence(summary, model)
     reporter.divergence(layerwise or [])
+    nonfinite = locator.reports if locator is not None else None
+    if nonfinite and hasattr(reporter, "nonfinite"):  # optional: reporters from before it was added lack it
+        reporter.nonfinite(nonfinite)
+    if pictures is not None:
+        pictures.finish(summary.accuracy)
+        note = getattr(reporter, "note", None)  # optional, as progress is
+        for folder in dict.fromkeys(p.parent for p in pictures.written):
+            if note:
+                note(f"wrote {sum(p.parent == folder for p in pictures.written)} PNG file(s) to {folder}")
     reporter.summary(summary)
     if params.get("report"):
-        write_report(params["report"], summary, code, layerwise)
+        write_report(params["report"], summary, code, layerwise, nonfinite)
     if params.get("save_report_html"):
         from parity.html_report import run_report_data, write_html_report  # only for this option, as above
 
         write_html_report(params["save_report_html"], run_report_data(summary, code, layerwise, collector, model, command_line()))
     if params.get("save_model_explorer"):
         _write_model_explorer(params["save_model_explorer"], model, summary, layerwise, collector, reporter)
-    return RunOutcome(summary, int(code), layerwise)
+    return RunOutcome(summary, int(code), layerwise, nonfinite)
+
+
+def _each(callbacks: Sequence[Callable[..., None]]) -> Callable[..., None]:
+    """One ``on_compared`` calling each of ``callbacks`` in turn."""
+
+    def call(*args: Any) -> None:
+        for callback in callbacks:
+            callback(*args)
+
+    return call
 
 
 def _counts(detail: Mapping[str, Any]) -> dict[str, Any]:

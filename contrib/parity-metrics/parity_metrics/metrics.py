@@ -40,6 +40,29 @@ class Metric:
     def __init__(self, threshold: Threshold) -> None:
         self.thresholds = _per_output(threshold, self.option or self.name, *self.bounds)
 
+    @property
+    def better_when_higher(self) -> frozenset[str]:
+        """For Parity's data-set summary: the worst similarity is the lowest, the worst error the highest."""
+        return frozenset({self.key}) if self.higher_is_better else frozenset()
+
+    def average(self, name: str, checks: Mapping[int, OutputCheck]) -> OutputCheck:
+        """``--check-average``: the measured value averaged over the iterations, judged once against the threshold.
+        An iteration without it (a shape mismatch, NaN/Inf) fails the average, named by its message."""
+        limit = self.threshold_for(name)
+        thresholds: dict[str, Any] = {"min" if self.higher_is_better else "max": limit}
+        missing = {i: c for i, c in checks.items() if self.key not in c.values and c.message != "empty output"}
+        if missing:
+            first, check = next(iter(missing.items()))
+            return OutputCheck(name, False, self.name, {}, thresholds, f"iteration {first}: {check.message}: no average")
+        values = [c.values[self.key] for c in checks.values() if self.key in c.values]
+        if not values:
+            return OutputCheck(name, True, self.name, {}, thresholds, "empty output")
+        value = sum(values) / len(values)
+        passed = value >= limit if self.higher_is_better else value <= limit
+        sign = ">=" if self.higher_is_better else "<="
+        message = "" if passed else f"average {self.key} {value:.6g} over {len(values)} iterations is not {sign} {self.option or 'threshold'} {limit:g}"
+        return OutputCheck(name, passed, self.name, {self.key: value}, thresholds, message)
+
     def threshold_for(self, output: str) -> float:
         return self.thresholds.get(output, self.thresholds.get("", math.nan))
 

@@ -150,3 +150,22 @@ def test_metric_edge_cases():
     assert per_output("y", -ones, ones).passed and not per_output("z", -ones, ones).passed
     with pytest.raises(ValueError, match="topk-agree-min"):
         TopKAgreement(min=1.5)
+
+
+def test_check_average_averages_the_measured_value():
+    """--check-average with a contrib metric: the similarity averaged over the iterations is judged once, and the
+    data-set summary's worst similarity is the lowest."""
+    from parity import Comparator
+    from parity.api import IterationResult, RunResults
+
+    reference = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], np.float32)
+    actuals = [reference, np.array([[1.0, 0.2], [0.0, 1.0], [1.0, 1.0]], np.float32), np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]], np.float32)]
+    results = RunResults([("a", [IterationResult({"y": x}) for x in actuals]), ("b", [IterationResult({"y": reference})] * 3)])
+    sims = [float(x.ravel() @ reference.ravel() / (np.linalg.norm(x) * np.linalg.norm(reference))) for x in actuals]
+    limit = (min(sims) + np.mean(sims)) / 2  # the worst iteration fails, the average passes
+    assert not Comparator.compare_accuracy(results, Cosine(limit))
+    (pair,) = Comparator.compare_accuracy(results, Cosine(limit), check_average=True)
+    assert pair.passed and pair.average[0].values["similarity"] == pytest.approx(np.mean(sims))
+    assert pair.dataset[0].worst["similarity"] == {"value": pytest.approx(min(sims)), "iteration": 2}
+    (pair,) = Comparator.compare_accuracy(results, Cosine(float(np.mean(sims)) + 1e-3), check_average=True)
+    assert not pair.passed and "average similarity" in pair.average[0].message

@@ -48,10 +48,15 @@ def compare_options(registry: Registry) -> list[click.Parameter]:
         click.Option(["--infinities-compare-equal"], is_flag=True, help="Equal infinities are not a mismatch."),
         click.Option(["--nans-compare-equal"], is_flag=True, help="NaNs at the same place in both outputs are not a mismatch."),
         click.Option(["--fail-fast"], is_flag=True, help="Stop at the first failing iteration."),
+        click.Option(["--check-average"], is_flag=True, help="Judge each output's metric averaged over the iterations (with --check-error-stat mean|max|...)."),
         click.Option(["--validate"], is_flag=True, help="Fail when any output holds NaN or Inf."),
         GreedyOption(["--load-outputs", "--load-results"], metavar="PATH", type=click.Path(), help="Compare against saved (golden) outputs."),
         click.Option(["--save-outputs", "--save-results"], type=click.Path(), help="Save every runner's outputs to PATH."),
         click.Option(["--report"], type=click.Path(), help="Write a machine-readable JSON report to PATH."),
+        click.Option(["--save-heatmaps"], type=click.Path(), metavar="DIR", help="PNG heatmaps of the abs/rel error of 2-D and NCHW outputs (matplotlib)."),
+        click.Option(["--show-heatmaps"], is_flag=True, help="Show those heatmaps in windows (needs a display)."),
+        click.Option(["--save-error-metrics-plot"], type=click.Path(), metavar="DIR", help="PNG plots of each output's error metrics over the iterations."),
+        click.Option(["--show-error-metrics-plot"], is_flag=True, help="Show those plots in windows (needs a display)."),
     ]
     for spec in registry.comparators.values():
         params.extend(spec.options)

@@ -101,13 +101,20 @@ def normalize(command: click.Command, ctx: click.Context, args: list[str]) -> li
     return out
 
 
-def _settings(flag: str, text: str) -> dict[str, str]:
-    settings = {}
+def _settings(flag: str, text: str) -> dict[str, str | list[str]]:
+    """``opt=v,other=w`` -> ``{"opt": "v", "other": "w"}``; a repeated option collects its values in a list
+    (``custom-ops=a.so,custom-ops=b.so``), which only a repeatable option accepts (:func:`cast_runner_settings`)."""
+    settings: dict[str, str | list[str]] = {}
     for part in filter(None, text.split(",")):
         name, eq, value = part.partition("=")
         if not eq:
             raise click.UsageError(f"{flag}={text}: write per-runner settings as option=value[,option=value]")
-        settings[name.strip().lstrip("-").replace("-", "_")] = value
+        key = name.strip().lstrip("-").replace("-", "_")
+        if key in settings:
+            before = settings[key]
+            settings[key] = [*before, value] if isinstance(before, list) else [before, value]
+        else:
+            settings[key] = value
     return settings
 
 

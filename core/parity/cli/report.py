@@ -33,10 +33,19 @@ class ReportPrinter:
         self._bar.flush()  # the lines before it first
         warn(message)
 
+    def note(self, message: str) -> None:
+        self._bar.flush()
+        echo(message)
+
     def divergence(self, reports: Sequence[Any]) -> None:
         for report in reports:
             if len(report.tensors) < 2:
                 continue  # one output: the run's own lines already say everything
+            for line in report.lines():
+                echo(line)
+
+    def nonfinite(self, reports: Sequence[Any]) -> None:
+        for report in reports:
             for line in report.lines():
                 echo(line)
 
@@ -46,6 +55,8 @@ class ReportPrinter:
         for pair in pairs:
             it = pair.iterations[index]
             verdict = "PASSED" if it.passed else "FAILED"
+            if getattr(pair, "aggregation", "") == "average":
+                verdict += " (per iteration; --check-average judges the average)"
             echo(f"[{pair.actual} vs {pair.reference}] iteration {index}: {verdict}")
             detailed = False
             for check in it.checks:
@@ -60,26 +71,94 @@ class ReportPrinter:
         from parity.runflow import median_ms
 
         self.close()  # the bar goes before the summary lines
+        for pair in summary.accuracy:
+            for line in dataset_lines(pair, summary.iterations):
+                echo(line)
         for name, times in summary.runtimes.items():
             echo(f"{name}: {len(times)} iteration(s), median inference {median_ms(times):.3f} ms")
-        for issue in summary.validation:
+        for issue in summary.validation[:_VALIDATION_LINES]:
             echo(f"VALIDATION FAILED | {issue.runner} iteration {issue.iteration} output '{issue.output}': {issue.nan} NaN, {issue.inf} Inf")
+        if len(summary.validation) > _VALIDATION_LINES:  # a layerwise run: NaN spreads to most tensors after the first
+            echo(f"VALIDATION FAILED | ... and {len(summary.validation) - _VALIDATION_LINES} more output(s) with NaN or Inf (all of them in --report)")
         if summary.validated and not summary.validation:
             echo("validation passed: no NaN or Inf in any output")
         failed = [
             f"{c.name} ({p.actual} vs {p.reference})"
             for p in summary.accuracy
-            for it in p.iterations
-            for c in it.checks
+            for c in (p.average if p.average is not None else [c for it in p.iterations for c in it.checks])
             if not c.passed
         ]
         failed = list(dict.fromkeys(failed))
+        averaged = any(p.average is not None for p in summary.accuracy)
+        iterations = f"{summary.iterations} iteration(s)" + (", judged on their average (--check-average)" if averaged else "")
         if summary.passed:
-            click.echo(f"PASSED | {summary.iterations} iteration(s) | {summary.seconds:.2f}s")
+            click.echo(f"PASSED | {iterations} | {summary.seconds:.2f}s")
         else:
             shown = names_preview(failed)
             what = f"mismatched outputs: {shown}" if failed else "validation failed"
-            click.echo(f"FAILED | {what} | {summary.seconds:.2f}s")
+            click.echo(f"FAILED | {what}{' (averaged over the iterations)' if averaged and failed else ''} | {summary.seconds:.2f}s")
+
+
+_DATASET_LINES = 10  # outputs listed per pair (a layerwise run compares hundreds): --report has them all
+_SIMPLE_KEYS = (("max_abs", "max abs"), ("max_rel", "max rel"), ("cosine", "cosine"))
+
+
+def dataset_lines(pair: Any, iterations: int) -> list[str]:
+    """The data-set view of a pair (runs of more than one iteration, or judged on the average): per output, each
+    metric's mean and worst over the iterations; then the averaged verdicts (``--check-average``)."""
+    lines: list[str] = []
+    dataset = getattr(pair, "dataset", None) or []
+    if dataset and (iterations > 1 or pair.average is not None):
+        passed = sum(it.passed for it in pair.iterations)
+        lines.append(f"[{pair.actual} vs {pair.reference}] data set, {len(pair.iterations)} iteration(s): {passed} passed every check")
+        for entry in dataset[:_DATASET_LINES]:
+            lines.append("  " + format_dataset(entry))
+        if len(dataset) > _DATASET_LINES:
+            lines.append(f"  ... and {len(dataset) - _DATASET_LINES} more (--report FILE lists every output)")
+    if pair.average is not None:
+        verdict = "PASSED" if pair.passed else "FAILED"
+        lines.append(f"[{pair.actual} vs {pair.reference}] average of {len(pair.iterations)} iteration(s) (--check-average): {verdict}")
+        shown = [c for c in pair.average if not c.passed][:_DATASET_LINES] or pair.average[:_DATASET_LINES]
+        for check in shown:
+            lines.append("  " + format_average(check))
+        if len(pair.average) > len(shown):
+            lines.append(f"  ... and {len(pair.average) - len(shown)} more (--report FILE lists every output)")
+    return lines
+
+
+def _mean_worst(entry: Any, key: str, label: str) -> str:
+    worst = entry.worst[key]
+    show = (lambda v: f"{v:.6f}") if key == "cosine" else _g  # cosines differ in the 5th decimal
+    return f"{label} mean {show(entry.mean[key])} worst {show(worst['value'])} (iteration {worst['iteration']})"
+
+
+def format_dataset(entry: Any) -> str:
+    head = f"{entry.output}: {entry.metric} | {entry.passed_iterations} of {entry.iterations} iterations passed"
+    if entry.metric == "simple":
+        parts = [_mean_worst(entry, key, label) for key, label in _SIMPLE_KEYS if key in entry.mean]
+    elif entry.metric == "indices" and entry.values:
+        v = entry.values
+        parts = [f"top-{int(v.get('top_k', 1))} agreement {_g(v['agreement'])} over {int(v['rows'])} rows ({int(v['agreeing_rows'])} agree)"]
+    else:
+        parts = [_mean_worst(entry, key, key) for key in list(entry.mean)[:3]]
+    return " | ".join([head, *parts])
+
+
+def format_average(check: Any) -> str:
+    verdict = "PASSED" if check.passed else "FAILED"
+    v, t = check.values, check.thresholds
+    stat = t.get("check_error_stat")
+    if check.metric == "simple" and f"{stat}_abs" in v:
+        text = f"{check.name}: {verdict} | average {stat} error abs {_g(v[f'{stat}_abs'])} (atol {_g(t['atol'])}) | rel {_g(v[f'{stat}_rel'])} (rtol {_g(t['rtol'])})"
+    else:
+        shown = " ".join(f"{k}={_g(val)}" for k, val in v.items())
+        text = f"{check.name}: {verdict} | {check.metric} average {shown}".rstrip()
+    if check.message and not check.passed:
+        text += f" | {check.message}"
+    return text
+
+
+_VALIDATION_LINES = 20
 
 
 def _g(value: float) -> str:

@@ -73,15 +73,22 @@ __all__ = [
 # --- per-runner settings: click casts them ---------------------------------------------------------------
 
 
-def cast_runner_settings(backend: Backend, overrides: Mapping[str, str], ctx: click.Context) -> dict[str, Any]:
-    """Per-runner ``--flag=opt=value`` settings, converted by the option's own click type."""
+def cast_runner_settings(backend: Backend, overrides: Mapping[str, str | list[str]], ctx: click.Context) -> dict[str, Any]:
+    """Per-runner ``--flag=opt=value`` settings, converted by the option's own click type. A repeatable option
+    may be given more than once (``--onnxrt=custom-ops=a.so,custom-ops=b.so``); any other, once."""
     by_name = {p.name: p for p in ctx.command.params if p.name}
     out = {}
     for key, raw in overrides.items():
         param = by_name.get(key) or by_name.get(f"{backend.name.replace('-', '_')}_{key}")
         if param is None:
             raise UsageError(f"{backend.cli_flag}: unknown setting '{key}'")
-        value: Any = [raw] if getattr(param, "multiple", False) else raw
+        values = raw if isinstance(raw, list) else [raw]
+        if getattr(param, "multiple", False):
+            value: Any = values
+        elif len(values) > 1:
+            raise UsageError(f"{backend.cli_flag}: setting '{key}' is given {len(values)} times; it takes one value")
+        else:
+            value = values[0]
         out[param.name] = param.type_cast_value(ctx, value)
     return out
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from parity.backend.base import BaseRunner
+from parity.compare.dataset import finish, refuse_unaveraged
 from parity.compare.funcs import CompareFunc
 from parity.compare.result import AccuracyResult, IterationComparison, OutputCheck, PairComparison
 from parity.data.loader import DataLoader, as_feed
@@ -129,24 +130,35 @@ class Comparator:
         compare_func: Any = None,
         comparisons: Sequence[tuple[str, str]] | None = None,
         fail_fast: bool = False,
+        check_average: bool = False,
+        on_compared: Callable[[int, PairComparison, IterationResult, IterationResult], None] | None = None,
     ) -> AccuracyResult:
-        """Compare runner pairs (default: each with the next), iteration by iteration."""
+        """Compare runner pairs (default: each with the next), iteration by iteration. ``check_average``
+        (Polygraphy's ``check_average``, ``--check-average``): each output's metric averaged over the iterations
+        must pass instead of every iteration (needs a compare function that averages: ``simple`` with a
+        ``check_error_stat`` other than elemwise; refused with ``fail_fast``). Each pair also gets its data-set
+        metrics (``pair.dataset``). ``on_compared(index, pair, actual, reference)`` after each iteration."""
         funcs = resolve_compare_funcs(compare_func)
+        if check_average:
+            refuse_unaveraged(funcs, fail_fast)
         accuracy = AccuracyResult()
         for actual, reference in comparisons or default_pairs(results.runners()):
             if actual == reference:
                 raise UsageError(f"comparison ({actual!r}, {reference!r}) compares a run with itself; name two different runs")
-            pair = PairComparison(actual, reference)
+            pair = PairComparison(actual, reference, aggregation="average" if check_average else "per_iteration")
             a_iters, b_iters = results[actual], results[reference]
             if len(a_iters) != len(b_iters):
                 b_iters = _repeat_golden(b_iters, len(a_iters), reference)
             for index, (a, b) in enumerate(zip(a_iters, b_iters)):
                 pair.iterations.append(compare_iteration(a, b, funcs, index, (actual, reference)))
+                if on_compared:
+                    on_compared(index, pair, a, b)
                 if fail_fast and not pair.iterations[-1].passed:
                     break
             accuracy.append(pair)
             if fail_fast and not pair.passed:
                 break
+        finish(accuracy, funcs, check_average)
         return accuracy
 
 

@@ -82,6 +82,8 @@ class TensorError:
     node: str | None = None
     op_type: str | None = None
     inputs: tuple[str, ...] = ()
+    sqnr_db: float | None = None  # signal (reference) to error ratio, from the metric that measured it
+    reference_name: str | None = None  # the reference's tensor it was compared with, when named otherwise
 
 
 @dataclass
@@ -92,6 +94,7 @@ class DivergenceReport:
     tensors: list[TensorError]
     model: str | None = None
     constants: set[str] = field(default_factory=set)
+    sqnr: bool = False  # show the SQNR column (a quantized model against its float original)
 
     @property
     def first(self) -> TensorError | None:
@@ -124,7 +127,8 @@ class DivergenceReport:
             return [f"{head}: all within tolerance."]
         out = [head + f", {self.failing} out of tolerance."]
         rows = _window(self.tensors, self.tensors.index(first), max_rows)
-        out.append(f"  {'#':>5}  {'':6}  {'max abs':>10}  {'max rel':>10}  tensor <- node (op)")
+        sqnr = f"  {'SQNR dB':>8}" if self.sqnr else ""
+        out.append(f"  {'#':>5}  {'':6}  {'max abs':>10}  {'max rel':>10}{sqnr}  tensor <- node (op)")
         for row in rows:
             if row is None:
                 out.append("  " + " " * 5 + "  ...")
@@ -132,10 +136,15 @@ class DivergenceReport:
             mark = ">>" if row is first else "  "
             verdict = "ok" if row.passed else "FAIL"
             where = f" <- {row.node} ({row.op_type})" if row.node else ""
-            out.append(f"{mark}{row.position:>5}  {verdict:6}  {_g(row.max_abs):>10}  {_g(row.max_rel):>10}  {row.name}{where}")
+            if row.reference_name:
+                where += f" vs '{row.reference_name}'"
+            sqnr = f"  {_db(row.sqnr_db):>8}" if self.sqnr else ""
+            out.append(f"{mark}{row.position:>5}  {verdict:6}  {_g(row.max_abs):>10}  {_g(row.max_rel):>10}{sqnr}  {row.name}{where}")
         what = f"'{first.name}'"
         if first.node:
             what += f", produced by node '{first.node}' ({first.op_type}) from {list(first.inputs)}"
+        if first.reference_name:
+            what += f", compared with the reference's '{first.reference_name}'"
         out.append(f"First divergence: {what}" + (f": {first.message}" if first.message else ""))
         command = self.extract_command()
         if command:
@@ -160,10 +169,12 @@ def first_divergent(tensors: Iterable[TensorError]) -> TensorError | None:
     return min((t for t in tensors if not t.passed), key=lambda t: t.position, default=None)
 
 
-def tensor_error(name: str, checks: Sequence[OutputCheck], position: int, producer: Producer | None = None) -> TensorError:
+def tensor_error(name: str, checks: Sequence[OutputCheck], position: int, producer: Producer | None = None, reference_name: str | None = None) -> TensorError:
     """One tensor's row from its checks (one per metric): it passes only if every metric passed it; the
-    errors shown are those of the first check that measured ``max_abs``."""
+    errors shown are those of the first check that measured ``max_abs`` (the SQNR: of the first that measured
+    ``sqnr_db``). ``reference_name``: the reference's tensor compared with it, when named otherwise."""
     values: Mapping[str, float] = next((c.values for c in checks if "max_abs" in c.values), {})
+    sqnr = next((c.values["sqnr_db"] for c in checks if "sqnr_db" in c.values), None)
     failed = [c for c in checks if not c.passed]
     return TensorError(
         name,
@@ -175,7 +186,13 @@ def tensor_error(name: str, checks: Sequence[OutputCheck], position: int, produc
         producer.node if producer else None,
         producer.op_type if producer else None,
         producer.inputs if producer else (),
+        None if sqnr is None or not math.isfinite(sqnr) else float(sqnr),
+        reference_name if reference_name and reference_name != name else None,
     )
+
+
+def _db(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _finite(row: dict[str, Any]) -> dict[str, Any]:

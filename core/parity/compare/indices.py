@@ -7,6 +7,8 @@ appear in the reference's top-(k + index_tolerance) indices.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from parity.compare.result import OutputCheck
@@ -24,6 +26,7 @@ def top_k(array: np.ndarray, k: int) -> np.ndarray:
 
 class IndicesCompare:
     name = "indices"
+    better_when_higher = frozenset({"agreement"})
 
     def __init__(self, k: int = 1, index_tolerance: int = 0) -> None:
         self.k, self.index_tolerance = k, index_tolerance
@@ -38,4 +41,19 @@ class IndicesCompare:
         agree = float(rows_ok.mean()) if rows_ok.size else 1.0
         passed = bool(rows_ok.all())
         msg = "" if passed else f"top-{self.k} classes differ in {int((~rows_ok).sum())} of {rows_ok.size} rows"
-        return OutputCheck(name, passed, self.name, {"agreement": agree}, thresholds, msg)
+        return OutputCheck(name, passed, self.name, {"agreement": agree}, thresholds, msg, {"rows": int(rows_ok.size), "agreeing_rows": int(rows_ok.sum())})
+
+    def dataset_values(self, checks: Mapping[int, OutputCheck]) -> dict[str, float]:
+        """The top-k agreement over the data set: agreeing rows of every iteration over all their rows (not the
+        mean of the iterations' agreements, which would weigh a 1-row iteration like a 1000-row one)."""
+        rows = sum(int(c.details.get("rows", 0)) for c in checks.values())
+        agreeing = sum(int(c.details.get("agreeing_rows", 0)) for c in checks.values())
+        if not rows:
+            return {}
+        return {"agreement": agreeing / rows, "rows": float(rows), "agreeing_rows": float(agreeing), "top_k": float(self.k)}
+
+    def why_no_average(self) -> str:
+        return (
+            "the indices metric has no averaged verdict (every row's top-k classes must agree);"
+            " without --check-average the top-k agreement over the data set is in the summary and in --report"
+        )

@@ -45,18 +45,64 @@ class IterationComparison(Record):
         return all(c.passed for c in self.checks)
 
 
+class OutputDataset(Record):
+    """One metric's results on one output over every iteration of a pair: the data-set view of a run.
+
+    ``mean``: each measured value averaged over the iterations that have it; ``worst``: ``{value: {"value": v,
+    "iteration": i}}``, the highest (the lowest for values the metric says are better higher, e.g. cosine);
+    ``values``: what the metric itself computes over the whole data set (``indices``: the top-k agreement over
+    every row of every iteration)."""
+
+    output: str
+    metric: str
+    iterations: int
+    passed_iterations: int
+    mean: dict[str, Any]
+    worst: dict[str, Any]
+    values: dict[str, Any]
+
+    def __init__(
+        self,
+        output: str,
+        metric: str,
+        iterations: int = 0,
+        passed_iterations: int = 0,
+        mean: dict[str, Any] = DICT,
+        worst: dict[str, Any] = DICT,
+        values: dict[str, Any] = DICT,
+    ) -> None:
+        fill(self, locals())
+
+
 class PairComparison(Record):
-    """``actual`` is checked against ``reference`` (the second runner of the pair)."""
+    """``actual`` is checked against ``reference`` (the second runner of the pair).
+
+    ``aggregation``: ``"per_iteration"`` (every iteration must pass) or ``"average"`` (``--check-average``: each
+    output's metrics averaged over the iterations must pass; ``average`` holds those verdicts once the run is
+    over). ``dataset``: each output's metrics over all iterations (:class:`OutputDataset`)."""
 
     actual: str
     reference: str
     iterations: list[IterationComparison]
+    aggregation: str
+    average: list[OutputCheck] | None
+    dataset: list[OutputDataset]
 
-    def __init__(self, actual: str, reference: str, iterations: list[IterationComparison] = LIST) -> None:
+    def __init__(
+        self,
+        actual: str,
+        reference: str,
+        iterations: list[IterationComparison] = LIST,
+        aggregation: str = "per_iteration",
+        average: list[OutputCheck] | None = None,
+        dataset: list[OutputDataset] = LIST,
+    ) -> None:
         fill(self, locals())
 
     @property
     def passed(self) -> bool:
+        if self.aggregation == "average" and self.average is not None:
+            return all(c.passed for c in self.average)
         return all(it.passed for it in self.iterations)
 
 
@@ -73,23 +119,33 @@ class AccuracyResult(list[PairComparison]):
         raise KeyError((actual, reference))
 
     def to_json(self) -> list[dict[str, Any]]:
-        from dataclasses import asdict  # here, not at the top: a plain ``parity run`` does not import dataclasses
-
         out = []
         for p in self:
-            out.append(
-                {
-                    "actual": p.actual,
-                    "reference": p.reference,
-                    "passed": p.passed,
-                    "iterations": [
-                        {
-                            "iteration": it.iteration,
-                            "passed": it.passed,
-                            "outputs": [{k: v for k, v in asdict(c).items() if k != "details"} for c in it.checks],
-                        }
-                        for it in p.iterations
-                    ],
-                }
-            )
+            entry: dict[str, Any] = {
+                "actual": p.actual,
+                "reference": p.reference,
+                "passed": p.passed,
+                "aggregation": p.aggregation,
+                "iterations": [{"iteration": it.iteration, "passed": it.passed, "outputs": [check_json(c) for c in it.checks]} for it in p.iterations],
+                "dataset": [
+                    {
+                        "output": d.output,
+                        "metric": d.metric,
+                        "iterations": d.iterations,
+                        "passed_iterations": d.passed_iterations,
+                        "mean": d.mean,
+                        "worst": d.worst,
+                        "values": d.values,
+                    }
+                    for d in p.dataset
+                ],
+            }
+            if p.average is not None:
+                entry["average"] = {"iterations": len(p.iterations), "passed": p.passed, "outputs": [check_json(c) for c in p.average]}
+            out.append(entry)
         return out
+
+
+def check_json(check: OutputCheck) -> dict[str, Any]:
+    """An :class:`OutputCheck` as ``--report`` writes it: every field but ``details`` (statistics for printing)."""
+    return {"name": check.name, "passed": check.passed, "metric": check.metric, "values": check.values, "thresholds": check.thresholds, "message": check.message}

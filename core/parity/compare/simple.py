@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from parity.compare import stats
+from parity.compare.dataset import average_values, iterations_text
 from parity.compare.result import OutputCheck
 from parity.compare.tolerance import ERROR_STATS, PerOutput, tolerances
 
@@ -29,6 +30,7 @@ class SimpleCompare:
     """``compare(name, actual, reference) -> OutputCheck``; reusable across outputs and iterations."""
 
     name = "simple"
+    better_when_higher = frozenset({"cosine"})  # the data-set summary's worst cosine is the lowest
 
     def __init__(
         self,
@@ -81,6 +83,7 @@ class SimpleCompare:
             "mean_rel": rel_s.mean,
             "median_rel": rel_s.median,
             "cosine": err.cosine(),  # None when undefined; then "cosine_undefined" says why
+            "sqnr_db": err.sqnr_db(),  # signal (reference) to error ratio in dB; None with NaN/Inf
             "mismatches": float(err.mismatches),
             "nan_actual": float(err.nan_a),
             "nan_reference": float(err.nan_b),
@@ -129,6 +132,42 @@ class SimpleCompare:
         return OutputCheck(name, passed, self.name, values, thresholds, "" if passed else why, details)
 
 
+    def why_no_average(self) -> str | None:
+        """``--check-average`` averages the checked statistic: ``elemwise`` (the default) has none."""
+        stats_used = self.check_error_stat.values
+        if "elemwise" in stats_used.values():
+            where = "the default" if stats_used.get("") == "elemwise" else "for " + ", ".join(k for k, v in stats_used.items() if v == "elemwise")
+            return (
+                f"the simple metric checks each element (--check-error-stat elemwise, {where}), which has no statistic to average;"
+                " choose one: --check-error-stat mean (or max, median, quantile)"
+            )
+        return None
+
+    def average(self, name: str, checks: Mapping[int, OutputCheck]) -> OutputCheck:
+        """The verdict on ``name``'s checked error statistic averaged over the iterations (``--check-average``, as
+        Polygraphy defines it): the output fails iff the average absolute error exceeds atol AND the average
+        relative error exceeds rtol. An iteration without the statistic (a shape mismatch) or with NaN/Inf
+        mismatches fails the average: averaging over the rest would hide it."""
+        first = next(iter(checks.values()))
+        stat = str(first.thresholds.get("check_error_stat", "elemwise"))
+        thresholds = dict(first.thresholds)
+        atol, rtol = float(thresholds["atol"]), float(thresholds["rtol"])
+        values = average_values(checks)
+        n = len(checks)
+        missing = [i for i, c in checks.items() if f"{stat}_abs" not in c.values]
+        if missing:
+            why = checks[missing[0]].message or "no error statistic"
+            return OutputCheck(name, False, self.name, values, thresholds, f"iteration {iterations_text(missing)} has no {stat} error ({why}): no average")
+        nonfinite = {i: int(c.values.get("nan_actual", 0) + c.values.get("nan_reference", 0) + c.values.get("inf_mismatches", 0)) for i, c in checks.items()}
+        bad = [i for i, count in nonfinite.items() if count]
+        if bad:
+            return OutputCheck(name, False, self.name, values, thresholds, f"{sum(nonfinite.values())} NaN/Inf mismatches (iteration {iterations_text(bad)})")
+        abs_v, rel_v = values[f"{stat}_abs"], values[f"{stat}_rel"]
+        passed = not (_fails(abs_v, atol) and _fails(rel_v, rtol))
+        why = "" if passed else f"average {stat} error over {n} iterations abs={abs_v:.4g} > {atol:g} and rel={rel_v:.4g} > {rtol:g}"
+        return OutputCheck(name, passed, self.name, values, thresholds, why, {"average_of": n, "check_error_stat": stat})
+
+
 def _fails(value: float, tol: float) -> bool:
     return math.isnan(value) or value > tol
 
@@ -145,6 +184,7 @@ class _ErrorScan:
         self.a_acc, self.b_acc = stats.Accumulator(n), stats.Accumulator(n)
         self.abs_acc, self.rel_acc = stats.Accumulator(n), stats.Accumulator(n)
         self.dots = [0.0, 0.0, 0.0]  # x.y, x.x, y.y for the cosine similarity
+        self.err_sq = 0.0  # sum of squared errors, for the SQNR (NaN once a NaN/Inf error is seen)
         self.histogram: list[tuple[str, int]] = []
         size = min(stats.CHUNK, n)
         self._x, self._y = np.empty(size), np.empty(size)  # float64 copies of one chunk
@@ -167,10 +207,12 @@ class _ErrorScan:
         self.dots[1] += stats.dot(x, x)
         self.dots[2] += stats.dot(y, y)
         if finite:  # no NaN/Inf anywhere in the chunk: no masks needed
+            self.err_sq += stats.dot(absd, absd)
             self.mismatches += int(np.count_nonzero((absd > self.atol) & (rel > self.rtol)))
             self.needed_atol = max(self.needed_atol, float(absd.max()))
             self.needed_rtol = max(self.needed_rtol, float(rel.max()))
         else:
+            self.err_sq = math.nan
             self._special(x, y, absd, rel)
         out = abs_out[sl]
         out[...] = absd
@@ -221,6 +263,11 @@ class _ErrorScan:
 
     def cosine(self) -> float:
         return stats.cosine_from_dots(*self.dots)
+
+    def sqnr_db(self) -> float | None:
+        """``20 log10(|reference| / |actual - reference|)``, each norm at least float64's epsilon: onnxruntime's
+        ``compute_signal_to_quantization_noice_ratio`` (qdq_loss_debug), the quantization tools' measure."""
+        return stats.sqnr_db(self.dots[2], self.err_sq)
 
     def fill_abs(self, out: np.ndarray) -> None:
         for sl in stats.chunks(self.a.size):

@@ -39,6 +39,16 @@ def as_float(array: np.ndarray) -> np.ndarray:
     return flat
 
 
+def sqnr_db(signal_sq: float, noise_sq: float) -> float | None:
+    """Signal to quantization noise ratio in dB from the sums of squares of the reference and of the error,
+    as onnxruntime's ``qdq_loss_debug`` computes it (norms clamped below at float64's epsilon, so identical
+    tensors give a large finite value); None when either sum is not finite (NaN/Inf)."""
+    if not (math.isfinite(signal_sq) and math.isfinite(noise_sq)):
+        return None
+    eps = float(np.finfo(np.float64).eps)
+    return 20.0 * math.log10(max(math.sqrt(signal_sq), eps) / max(math.sqrt(noise_sq), eps))
+
+
 class Summary(Record):
     """Statistics of one tensor's finite values (:func:`summarize`); ``percentiles`` keyed ``"50"``, ``"99"``..."""
 

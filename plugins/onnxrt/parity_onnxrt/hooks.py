@@ -29,6 +29,8 @@ def make_runner(request: RunnerRequest):
         providers=list(request.get("providers", ())) or None,
         graph_optimization_level=request.get("graph_optimization_level"),
         intra_op_num_threads=request.get("ort_threads"),
+        custom_ops=list(request.get("onnxrt_custom_ops", ())),
+        session_options=request.get("onnxrt_session_options"),
     )
     return OnnxrtRunner(session)
 
@@ -51,10 +53,23 @@ def parity_register_backends(register):
                 ),
                 click.Option(["--graph-optimization-level"], type=click.Choice(LEVELS), default=None, help="onnxrt: graph optimisation level [all]."),
                 click.Option(["--ort-threads"], type=click.IntRange(min=0), default=None, help="onnxrt: intra-op threads, 0: onnxruntime's default [0]."),
+                GreedyOption(
+                    ["--onnxrt-custom-ops"],
+                    "onnxrt_custom_ops",
+                    metavar="LIB.so",
+                    help="onnxrt: custom-op libraries to register (SessionOptions.register_custom_ops_library), in order.",
+                ),
+                click.Option(
+                    ["--onnxrt-session-options"],
+                    metavar="FILE.json",
+                    default=None,
+                    help="onnxrt: a JSON object of SessionOptions attributes and config_entries (the options above win).",
+                ),
             ),
             model_kinds=("onnx",),
             requires=("onnxruntime",),
             install_hint="pip install onnxruntime",
             mark_options=("onnx_outputs",),  # the core's --onnx-outputs, which this backend honours
+            reads=("onnxrt_custom_ops", "onnxrt_session_options"),  # `run` never writes over them
         )
     )

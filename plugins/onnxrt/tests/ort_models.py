@@ -117,3 +117,21 @@ def no_kernel(path: Path) -> Path:
     x = helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2])
     y = helper.make_tensor_value_info("y", TensorProto.DOUBLE, [2])
     return save_graph(helper.make_graph([helper.make_node("Tan", ["x"], ["y"], name="tan")], "no_kernel", [x], [y]), path)
+
+
+def contrib_inverse(path: Path) -> Path:
+    """y = inverse(x + 4 I) @ x, the inverse being onnxruntime-extensions' ai.onnx.contrib:Inverse (a custom op
+    that no onnxruntime knows without that library); x: float32[4, 4]. Tensors: a, inv, y."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])
+    shift = numpy_helper.from_array(4 * np.eye(4, dtype=np.float32), "shift")
+    nodes = [
+        helper.make_node("Add", ["x", "shift"], ["a"], name="add"),
+        helper.make_node("Inverse", ["a"], ["inv"], domain="ai.onnx.contrib", name="inverse"),
+        helper.make_node("MatMul", ["inv", "x"], ["y"], name="matmul"),
+    ]
+    graph = helper.make_graph(nodes, "contrib_inverse", [x], [y], [shift])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("ai.onnx.contrib", 1)])
+    model.ir_version = IR_VERSION
+    onnx.save(model, str(path))
+    return path

@@ -22,6 +22,7 @@ _NAMES = {
     "convert_to_fp16": "fp16", "Fp16FromOnnx": "fp16", "Fp16Report": "fp16",
     "lint": "linter", "LintReport": "linter",
     "localize": "localizer", "LocalizeResult": "localizer", "RunnerSpec": "localizer", "NodeVerdict": "localizer",
+    "QuantizationReport": "localizer", "pair_models": "qdq", "Pairing": "qdq",
 }  # fmt: skip
 __all__ = sorted(_NAMES)
 

@@ -256,20 +256,29 @@ def _localize_html_data(result: Any, details: dict[str, Any], params: dict[str, 
 
 
 LOCALIZE_HELP = """Find the first node of MODEL whose output differs between two runners, and whether it introduces
-the error or only propagates it.
+the error or only propagates it; or, with --validate and one runner, the first node whose output holds
+NaN or Inf.
 
 \b
   parity debug localize model.onnx --onnxrt --onnxrt=graph-optimization-level=disable
   parity debug localize model.onnx --onnxrt --reference-model model_fp16.onnx --tolerance-preset fp16
+  parity debug localize model_qdq.onnx --onnxrt --reference-model model.onnx --all-tensors
   parity debug localize big.onnx --onnxrt --onnxrt --memory-budget 1G
   parity debug localize model.onnx --onnxrt --onnxrt --mode bisect --isolate all
+  parity debug localize model.onnx --onnxrt --validate
 
 Tensors are compared in topological order, marked as outputs in batches that fit --memory-budget (default:
 a quarter of available memory, at most 2 GiB); --mode bisect marks one tensor at a time instead. The
-suspect node is then run alone on the first runner with the reference runner's inputs.
-Exit codes: 0 no divergence, 1 divergence found, 2 usage error, 3 model or backend failure."""
+suspect node is then run alone on the first runner with the reference runner's inputs. A quantized (QDQ)
+MODEL is paired with its float --reference-model through its DequantizeLinear outputs, with the SQNR of
+each pair.
+Exit codes: 0 no divergence (no NaN/Inf), 1 divergence (NaN/Inf) found, 2 usage error, 3 model or backend
+failure."""
 
-_SKIP_COMPARE = {"load_outputs", "save_outputs", "fail_fast", "validate"}
+_SKIP_COMPARE = {
+    "load_outputs", "save_outputs", "fail_fast", "validate",
+    "check_average", "save_heatmaps", "show_heatmaps", "save_error_metrics_plot", "show_error_metrics_plot",
+}  # fmt: skip
 
 
 def make_localize_cmd() -> click.Command:
@@ -292,6 +301,9 @@ def make_localize_cmd() -> click.Command:
         ),
         click.Option(["--all-tensors"], is_flag=True, help="Compare every tensor instead of stopping after the batch with the first divergence."),
         click.Option(["--extract-to"], type=click.Path(), default=None, help="Also write the first divergent node as a standalone model to PATH."),
+        click.Option(
+            ["--validate"], is_flag=True, help="With one runner and no reference: find the first node whose output holds NaN or Inf (in the same batches)."
+        ),
         *model_options(),
         *onnx_options(),
         *data_options(),
@@ -324,6 +336,8 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
         if path:
             check_output_path(path, option)
     html_path, explorer_path = params.get("save_report_html"), params.get("save_model_explorer")
+    if params.get("validate") and (html_path or explorer_path):
+        raise UsageError(f"{'--save-report-html' if html_path else '--save-model-explorer'} draws a comparison of two runners; --validate compares none")
     details: dict[str, Any] = {}
     observe = None
     if html_path or explorer_path:
@@ -334,7 +348,7 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
 
     chosen = ctx.meta.get("parity.runners", [])
     if not chosen:
-        raise UsageError("choose the runners to compare: two backend flags (--onnxrt --onnxrt=...), or one and --reference-model")
+        raise UsageError("choose the runners to compare: two backend flags (--onnxrt --onnxrt=...), or one and --reference-model (or one and --validate)")
     specs = runner_specs_from_cli(chosen, params, lambda backend, overrides: cast_runner_settings(backend, overrides, ctx))
     if params.get("iterations", 1) > 1:
         echo("parity: note: localize uses the first iteration's inputs", err=True)
@@ -354,6 +368,7 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
         tensors=list(params.get("onnx_outputs") or ()) or None,
         exclude=list(params.get("onnx_exclude_outputs") or ()),
         progress=lambda msg: echo(f"  {msg}", err=True),
+        validate=bool(params.get("validate")),
         observe=observe,
     )
     for line in result.lines():
@@ -374,6 +389,10 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
         rows = [{"name": t.name, "passed": t.passed, "max_abs": t.max_abs, **{k: details.get(t.name, {}).get(k) for k in ("atol", "nan", "inf")}} for t in result.tensors]
         label = f"parity: max abs error, {result.report.actual} vs {result.report.reference}"
         write_node_data(explorer_path, error_node_data(model, rows, first.name if first else None, label))
-    verdict = "no divergence" if first is None else f"first divergence at '{first.name}' ({first.op_type})"
+    if result.validated:
+        scanned = len(result.nonfinite.rows) if result.nonfinite else 0
+        verdict = f"no NaN or Inf in {scanned} tensor(s)" if first is None else f"first NaN/Inf at '{first.name}' ({first.op_type})"
+    else:
+        verdict = "no divergence" if first is None else f"first divergence at '{first.name}' ({first.op_type})"
     click.echo(f"{'PASSED' if first is None else 'FAILED'} | {verdict} | {result.seconds:.2f}s")
     return int(ExitCode.PASSED if first is None else ExitCode.MISMATCH)

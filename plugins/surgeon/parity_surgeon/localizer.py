@@ -18,7 +18,13 @@ node, on request) is cut out as a one-node model, run on the first runner's back
 runner's values of its inputs, and compared with the reference's value of its output.
 
 Runners come from the registry, so any backend pair works; each side may run its own model
-(``reference_model``, e.g. the fp32 model against its fp16 conversion, matched by tensor name).
+(``reference_model``, e.g. the fp32 model against its fp16 conversion, matched by tensor name; a quantized
+QDQ model against its float original, matched as onnxruntime's ``qdq_loss_debug`` does, by the quantizer's
+names or by graph position: :mod:`parity_surgeon.qdq`, with the SQNR of every pair).
+
+With ``validate`` and one runner (no reference), the same batches (or bisection) look for the first tensor
+holding NaN or Inf instead (:func:`parity.api.first_nonfinite`, what ``parity run --onnx-outputs mark all
+--validate`` reports), and summarize its node's inputs.
 """
 
 from __future__ import annotations
@@ -34,20 +40,28 @@ from typing import Any
 
 from parity.api import (
     DivergenceReport,
+    FiniteRow,
     GraphInfo,
+    NonFiniteReport,
     RunnerRequest,
     TensorError,
     UsageError,
     check_model_path,
+    constant_values,
+    describe_first,
     did_you_mean,
+    finite_row,
     first_divergent,
+    first_nonfinite,
     get_registry,
+    is_scanned,
     onnx_models,
     parse_size,
     tensor_error,
 )
 from parity_surgeon import graph as g
 from parity_surgeon.extractor import extract_node
+from parity_surgeon.qdq import DQ, Pairing, Q, dequantize, pair_models, sqnr_db
 
 DEFAULT_BUDGET_CAP = 2 << 30  # bytes
 RUNTIME_OVERHEAD = 200 << 20  # interpreter, onnxruntime and numpy themselves
@@ -108,6 +122,66 @@ class NodeVerdict:
 
 
 @dataclass
+class QuantRow:
+    """A quantized model's tensor against its float counterpart."""
+
+    tensor: str
+    reference: str
+    matched_by: str  # name | position
+    kind: str  # dequantized | float (an op's output inside the QDQ model) | weight
+    passed: bool
+    sqnr_db: float | None
+    cosine: float | None
+    max_abs: float | None
+    own_sqnr_db: float | None = None  # dequantized: against its own value before quantization (qdq_err)
+
+
+@dataclass
+class QuantizationReport:
+    """What the QDQ pairing found and the SQNR of every compared pair (lowest first in :meth:`lines`)."""
+
+    counts: dict[str, int]
+    activations: list[QuantRow]  # compared, in topological order
+    weights: list[QuantRow]
+    unpaired: list[str]
+    paired: int  # activation pairs the search could compare (it stops early unless --all-tensors)
+
+    def lines(self, shown: int = 5) -> list[str]:
+        c = self.counts
+        out = [
+            f"Quantized model vs float model: {c['dequantized']} dequantized tensors paired ({c['dequantized_by_name']} by name, "
+            f"{c['dequantized_by_position']} by graph position), {c['unpaired']} unpaired; {c['float_ops']} float-op outputs; {c['weights']} weights"
+            + (f"; compared {len(self.activations)} of {self.paired} activation pairs (--all-tensors compares them all)" if len(self.activations) < self.paired else "")
+        ]
+        deq = [r for r in self.activations if r.kind == "dequantized" and r.sqnr_db is not None]
+        if deq:
+            worst = sorted(deq, key=lambda r: r.sqnr_db)[:shown]  # type: ignore[arg-type, return-value]
+            out.append(
+                "Lowest SQNR, dequantized activations vs float: "
+                + ", ".join(f"'{r.tensor}' {r.sqnr_db:.1f} dB" + (f" (own quantization {r.own_sqnr_db:.1f} dB)" if r.own_sqnr_db is not None else "") for r in worst)
+            )
+        weights = [r for r in self.weights if r.sqnr_db is not None]
+        if weights:
+            worst = sorted(weights, key=lambda r: r.sqnr_db)[:shown]  # type: ignore[arg-type, return-value]
+            out.append("Lowest SQNR, weights vs float: " + ", ".join(f"'{r.reference}' {r.sqnr_db:.1f} dB" for r in worst))
+        if self.unpaired:
+            out.append(f"Unpaired dequantized tensors (no float counterpart found): {', '.join(self.unpaired[:10])}" + (" ..." if len(self.unpaired) > 10 else ""))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return _strict(
+            {
+                "counts": dict(self.counts),
+                "activations": [asdict(r) for r in self.activations],
+                "weights": [asdict(r) for r in self.weights],
+                "unpaired": list(self.unpaired),
+            }
+        )
+
+
+@dataclass
 class LocalizeResult:
     model: str
     reference_model: str | None
@@ -122,10 +196,17 @@ class LocalizeResult:
     largest_batch: int = 0
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)  # how the answer was reached, when the search had to fall back
+    nonfinite: NonFiniteReport | None = None  # validate: the one runner's NaN/Inf scan
+    quantization: QuantizationReport | None = None  # a QDQ model against its float original
 
     @property
-    def first(self) -> TensorError | None:
-        return self.report.first
+    def validated(self) -> bool:
+        return self.nonfinite is not None
+
+    @property
+    def first(self) -> TensorError | FiniteRow | None:
+        """The answer: the first divergent tensor, or (``validate``) the first one holding NaN or Inf."""
+        return self.nonfinite.first if self.nonfinite is not None else self.report.first
 
     @property
     def suspect(self) -> NodeVerdict | None:
@@ -133,11 +214,19 @@ class LocalizeResult:
         return next((v for v in self.isolation if first and v.tensor == first.name), None)
 
     def lines(self) -> list[str]:
+        if self.nonfinite is not None:
+            out = [
+                f"Scanned {len(self.nonfinite.rows)} floating tensors of {self.candidates} ({self.mode}) for NaN/Inf: {self.pair_runs} run(s), "
+                f"memory budget {_mib(self.budget)}, largest batch {_mib(self.largest_batch)}, {self.seconds:.2f}s"
+            ]
+            return out + self.nonfinite.lines() + [f"Note: {n}" for n in self.notes]
         out = [
             f"Compared {len(self.tensors)} of {self.candidates} tensors ({self.mode}): {self.pair_runs} paired run(s), "
             f"{self.single_runs} single-node run(s), memory budget {_mib(self.budget)}, largest batch {_mib(self.largest_batch)}, {self.seconds:.2f}s"
         ]
         out += self.report.lines()
+        if self.quantization is not None:
+            out += self.quantization.lines()
         out += [f"Note: {n}" for n in self.notes]
         for v in self.isolation:
             if v.own is None:
@@ -180,6 +269,9 @@ class LocalizeResult:
             "notes": list(self.notes),
             "divergence": self.report.to_json(),
             "isolation": [_strict({**asdict(v), "verdict": v.verdict}) for v in self.isolation],
+            "validated": self.validated,
+            "nonfinite": None if self.nonfinite is None else [self.nonfinite.to_json()],
+            "quantization": None if self.quantization is None else self.quantization.to_json(),
         }
 
 
@@ -196,8 +288,13 @@ def _num(v: float) -> str:
     return "-" if v is None or math.isnan(v) else f"{v:.4g}"
 
 
+def _fin(v: float | None) -> float | None:
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
 class _Session:
-    """The state of one localization: runners, feeds, graph info, and the compare functions."""
+    """The state of one localization: runners, feeds, graph info, and the compare functions (or, ``scan``:
+    one runner whose tensors are checked for NaN/Inf)."""
 
     def __init__(
         self,
@@ -206,6 +303,7 @@ class _Session:
         feed: Mapping[str, Any],
         funcs: Sequence[Any],
         progress: Callable[[str], None] | None,
+        scan: bool = False,
         observe: Callable[[str, Any, Any, Sequence[Any]], None] | None = None,
     ) -> None:
         import onnx
@@ -217,6 +315,10 @@ class _Session:
         self.funcs = list(funcs)
         self.progress = progress or (lambda _msg: None)
         self.pair_runs = self.single_runs = 0
+        self.scan_mode = scan
+        self.sides = 1 if scan else 2  # runners holding a batch at once
+        self.fail_text = "holds NaN or Inf" if scan else "is out of tolerance"
+        self.ok_text = "no NaN or Inf" if scan else "all within tolerance"
         proto = onnx_models.load(model)
         self.info = GraphInfo.from_onnx(proto)
         self.rank = {t: i for i, t in enumerate(self.info.order)}
@@ -224,15 +326,25 @@ class _Session:
         self.sizes = _tensor_bytes(proto, self.feed)
         self.types = g.value_types(g.infer_shapes(_light(proto), data_prop=False)[0])
         self.node_index = {n.name or f"{n.op_type}_{i}": n for i, n in enumerate(g.topo_nodes(proto.graph))}
-        ref_model = self.specs[1].model
+        self.pairing: Pairing | None = None  # None: each tensor is compared with the reference's of the same name
+        self.ref_inputs: set[str] = set()
+        self._ref_graph: Any = None
+        ref_model = self.specs[1].model if len(self.specs) > 1 else model
         if ref_model != model:
             ref = onnx.load(ref_model, load_external_data=False)
-            self.ref_tensors = {t for n in ref.graph.node for t in n.output} | {i.name for i in ref.graph.input}
+            self.pairing = pair_models(proto, ref)
+            self.ref_inputs = {i.name for i in ref.graph.input} - {i.name for i in ref.graph.initializer}
+            self._ref_graph = ref if self.pairing.quantized else None  # weights are compared from it
             del ref
-        else:
-            self.ref_tensors = None
         self.proto = proto  # kept for cutting single nodes out; weights are shared with nothing else
         self._ref_proto: Any = None  # the reference model, loaded when a node's inputs had to be rounded
+        self.own_sqnr: dict[str, float | None] = {}  # dequantized tensor -> SQNR against its value before quantization
+        self.cosines: dict[str, float | None] = {}
+        self.kept: tuple[str, dict[str, Any]] | None = None  # scan: the first NaN/Inf tensor so far, with its node's values
+
+    @property
+    def quantized(self) -> bool:
+        return self.pairing is not None and self.pairing.quantized
 
     # --- runners --------------------------------------------------------------------------------------
     def _runner(self, side: int, outputs: Sequence[str], model: str | None = None) -> Any:
@@ -249,27 +361,121 @@ class _Session:
             data = _fit(feed if feed is not None else self.feed, runner.get_input_metadata())
             return runner.infer(data)
 
+    def check(self, names: Sequence[str]) -> dict[str, Any]:
+        """One batch: compared tensors (two runners) or scanned ones (``scan``), by name."""
+        return self.scan(names) if self.scan_mode else self.compare(names)
+
+    def ref_name(self, t: str) -> str:
+        return self.pairing.pairs.get(t, t) if self.pairing is not None else t
+
+    def reference_values(self, names: Sequence[str]) -> dict[str, Any]:
+        """The reference runner's values of the counterparts of ``names`` (one run), keyed by ``names``;
+        a counterpart that is a graph input of the reference comes from the feed."""
+        wanted: dict[str, list[str]] = {}
+        for n in names:
+            if self._in_reference(n):
+                wanted.setdefault(self.ref_name(n), []).append(n)
+        computed = [r for r in wanted if r not in self.ref_inputs]
+        got = self.infer(1, computed) if computed else {}
+        out = {}
+        for r, ns in wanted.items():
+            value = got.get(r) if r in got else self.feed.get(r) if r in self.ref_inputs else None
+            if value is not None:
+                out.update({n: value for n in ns})
+        return out
+
     def compare(self, names: Sequence[str]) -> dict[str, TensorError]:
-        """Run both sides with ``names`` marked; compare tensor by tensor, freeing each as it is done."""
+        """Run both sides with ``names`` (or their counterparts) marked; compare tensor by tensor."""
+        import numpy as np
+
         self.pair_runs += 1
-        actual = self.infer(0, names)
-        reference = self.infer(1, names)
+        marks = list(names)
+        pre = {}
+        if self.quantized:  # a dequantized tensor's own quantization error needs its value before quantization
+            pre = {n: p.pre for n in names if (p := self.pairing.activations.get(n)) is not None and p.pre}  # type: ignore[union-attr]
+            marks += [t for t in dict.fromkeys(pre.values()) if t not in self.feed and t not in names]
+        actual = self.infer(0, marks)
+        reference = self.reference_values(names)
         out = {}
         for name in names:
             if name not in actual or name not in reference:
                 continue
-            out[name] = self._error(name, actual.pop(name), reference.pop(name), observed=True)
+            a = np.asarray(actual[name])
+            out[name] = self._error(name, a, np.asarray(reference[name]), observed=True)
+            before = actual.get(pre[name], self.feed.get(pre[name])) if name in pre else None
+            if before is not None:
+                self.own_sqnr[name] = sqnr_db(before, a)
         return out
 
-    def _error(self, name: str, a: Any, b: Any, observed: bool = False) -> TensorError:
-        """``observed``: a tensor of the full model (not of a node run alone), shown to ``observe``."""
+    def scan(self, names: Sequence[str]) -> dict[str, FiniteRow]:
+        """Run the one runner with ``names`` marked; count NaN/Inf in each floating tensor."""
+        import numpy as np
+
+        self.pair_runs += 1
+        values = self.infer(0, names)
+        rows = {}
+        for name in names:
+            if name in values and is_scanned(values[name]):
+                rows[name] = finite_row(name, np.asarray(values[name]), self.rank.get(name, -1), self.info.producers.get(name))
+        bad = first_nonfinite(rows.values())
+        if bad is not None and (self.kept is None or self.rank.get(bad.name, -1) < self.rank.get(self.kept[0], -1)):
+            self.kept = (bad.name, {t: values[t] for t in [bad.name, *bad.inputs] if t in values})  # its node's values in this run
+        return rows
+
+    def first_values(self, names: Sequence[str]) -> dict[str, Any]:
+        """Values of the first NaN/Inf tensor and its node's inputs: from the batch that found it, the feed,
+        the model's constants, and one more run for inputs scanned in earlier batches."""
+        got = dict(self.kept[1]) if self.kept is not None and self.kept[0] == names[0] else {}
+        got.update({t: self.feed[t] for t in names if t in self.feed and t not in got})
+        got.update(constant_values(self.proto, [t for t in names if t not in got and t in self.info.constants]))
+        rest = [t for t in names if t not in got and t in self.rank]
+        if rest:
+            self.pair_runs += 1
+            got.update(self.infer(0, rest))
+        return got
+
+    def _error(self, name: str, a: Any, b: Any, position: int | None = None, observed: bool = False) -> TensorError:
+        """``observed``: a tensor of the full model (not a node run alone, nor a weight), shown to ``observe``."""
         import numpy as np
 
         a, b = np.asarray(a), np.asarray(b)
         checks = [f(name, a, b) for f in self.funcs]
         if observed and self.observe is not None:
             self.observe(name, a, b, checks)
-        return tensor_error(name, checks, self.rank.get(name, -1), self.info.producers.get(name))
+        if self.quantized:
+            self.cosines[name] = next((c.values.get("cosine") for c in checks if "cosine" in c.values), None)
+        return tensor_error(name, checks, self.rank.get(name, -1) if position is None else position, self.info.producers.get(name), self.ref_name(name))
+
+    def weight_rows(self) -> list[QuantRow]:
+        """Every paired weight, dequantized with NumPy and compared with the float initializer."""
+        from onnx import numpy_helper
+
+        if not self.quantized or self._ref_graph is None:
+            return []
+        base = str(Path(self.specs[1].model or self.model).parent)
+        ref_inits = {i.name: i for i in self._ref_graph.graph.initializer}
+        ref_consts = {n.output[0]: n for n in self._ref_graph.graph.node if n.op_type == "Constant" and n.output}
+        dq_nodes = {n.output[0]: n for n in self.proto.graph.node if n.op_type == DQ and n.output}
+        rows = []
+        for w in self.pairing.weights:  # type: ignore[union-attr]
+            node = dq_nodes.get(w.dequantized)
+            if node is None:
+                continue
+            try:
+                values = constant_values(self.proto, [t for t in node.input if t])
+                deq = dequantize(node, values)
+                if w.reference in ref_inits:
+                    ref = numpy_helper.to_array(ref_inits[w.reference], base_dir=base)
+                else:
+                    ref = constant_values(self._ref_graph, [w.reference]).get(w.reference) if w.reference in ref_consts else None
+            except Exception as exc:  # noqa: BLE001 - an unreadable weight is left out, said once
+                self.progress(f"weight '{w.reference}' not compared: {exc}")
+                continue
+            if ref is None or tuple(ref.shape) != tuple(deq.shape):
+                continue
+            err = self._error(w.dequantized, deq, ref, position=-1)
+            rows.append(QuantRow(w.tensor, w.reference, w.matched_by, "weight", err.passed, err.sqnr_db, self.cosines.get(w.dequantized), _fin(err.max_abs)))
+        return rows
 
     # --- isolation ----------------------------------------------------------------------------------
     def isolate(self, nodes: Sequence[str], full: Mapping[str, TensorError], budget: int) -> list[NodeVerdict]:
@@ -289,7 +495,7 @@ class _Session:
                 names += [t for t in need if t not in names]
                 cost += extra
             self.single_runs += 1
-            ref = self.infer(1, [t for t in names if self._in_reference(t)]) if names else {}
+            ref = self.reference_values(names) if names else {}
             ref.update({k: v for k, v in self.feed.items()})
             with tempfile.TemporaryDirectory(prefix="parity-localize-") as tmp:
                 for node_name in batch:
@@ -331,7 +537,7 @@ class _Session:
         return self.infer(1, [], feed=values, model=str(path))
 
     def _in_reference(self, t: str) -> bool:
-        return self.ref_tensors is None or t in self.ref_tensors
+        return self.pairing is None or t in self.pairing.pairs
 
     def _dtype(self, t: str, value: Any) -> Any:
         elem = self.types.get(t, (0, None))[0]
@@ -437,14 +643,17 @@ def localize(
     tensors: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
+    validate: bool = False,
     observe: Callable[[str, Any, Any, Sequence[Any]], None] | None = None,
 ) -> LocalizeResult:
     """Find the first tensor of ``model`` whose value differs between ``runners[0]`` and ``runners[1]``.
 
     ``runners`` are backend names or :class:`RunnerSpec`; the second runs ``reference_model`` when given.
     ``isolate``: ``suspect`` (the first divergent node), ``all`` (every compared node) or ``none``.
-    ``observe(name, actual, reference, checks)`` sees each compared tensor of the whole model while both
-    arrays are in memory (``--save-report-html`` samples them).
+    ``validate`` (one runner, no reference): find the first tensor holding NaN or Inf instead
+    (``result.nonfinite``), with summaries of its node's inputs. ``observe(name, actual, reference, checks)``
+    sees each compared tensor of the whole model while both arrays are in memory (``--save-report-html``
+    samples them).
     """
     from parity.api import DataLoader, resolve_compare_funcs
 
@@ -454,9 +663,14 @@ def localize(
     if isolate not in ("suspect", "all", "none"):
         raise UsageError(f"--isolate: unknown value '{isolate}'; choose suspect, all or none")
     specs = [r if isinstance(r, RunnerSpec) else RunnerSpec(r) for r in runners]
+    if validate and (len(specs) != 1 or reference_model):
+        raise UsageError(
+            f"--validate looks for the first NaN/Inf with one runner and no reference: give one backend flag (got {len(specs)}"
+            + (" and --reference-model" if reference_model else "") + "); parity run --onnx-outputs mark all --validate checks several"
+        )  # fmt: skip
     if len(specs) == 1 and reference_model:
         specs.append(RunnerSpec(specs[0].backend, specs[0].options))
-    if len(specs) != 2:
+    if len(specs) != 2 and not validate:
         raise UsageError(f"localize compares exactly two runners (got {len(specs)}); give two backend flags, or one and --reference-model")
     check_model_path(model)
     if reference_model:
@@ -465,7 +679,7 @@ def localize(
     if feed is None:
         feed = DataLoader(onnx_models.read_inputs(model))[0]
     budget = (parse_size(memory_budget, "--memory-budget", BUDGET_ERROR) if memory_budget is not None else 0) or default_budget()
-    session = _Session(model, specs, feed, resolve_compare_funcs(compare_func), progress, observe)
+    session = _Session(model, specs, feed, [] if validate else resolve_compare_funcs(compare_func), progress, scan=validate, observe=observe)
     candidates = _candidates(session, tensors, exclude)
     feed_bytes = sum(getattr(v, "nbytes", 0) for v in session.feed.values())
     known = [s for s in session.sizes.values() if s]
@@ -474,21 +688,27 @@ def localize(
     # runner's ModelProto, the session), the inputs, a few live activations and the comparison scratch
     baseline = 3 * session.weights + 2 * feed_bytes + 4 * largest + RUNTIME_OVERHEAD
     usable = budget - baseline
-    if usable < 2 * largest:
+    if usable < session.sides * largest:
         session.progress(f"memory budget {_mib(budget)} is below this model's baseline ({_mib(baseline)}); comparing one tensor at a time")
         usable = 0
     sizes = {t: (session.sizes.get(t) or largest) for t in candidates}
-    found: dict[str, TensorError] = {}
-    result = LocalizeResult(
-        model, reference_model, mode, [], DivergenceReport(f"{specs[0].backend}-0", f"{specs[1].backend}-1", 0, [], model), candidates=len(candidates), budget=budget
-    )
+    found: dict[str, Any] = {}
+    labels = (f"{specs[0].backend}-0", f"{specs[1].backend}-1" if len(specs) > 1 else "")  # no reference: nothing is compared
+    result = LocalizeResult(model, reference_model, mode, [], DivergenceReport(*labels, 0, [], model), candidates=len(candidates), budget=budget)
     if mode == "batches":
         result.largest_batch = _batches(session, candidates, sizes, usable, found, stop_at_first)
     else:
         result.largest_batch = _bisect(session, candidates, sizes, usable, found, result.notes)
     ordered = sorted(found.values(), key=lambda t: t.position)
+    if validate:
+        scan = NonFiniteReport(labels[0], 0, ordered, model)
+        sources = {**{t: "constant" for t in session.info.constants}, **{t: "input" for t in session.feed}}
+        result.nonfinite = describe_first(scan, session.first_values, sources)
+        result.pair_runs = session.pair_runs
+        result.seconds = time.perf_counter() - started
+        return result
     result.tensors = ordered
-    result.report = DivergenceReport(result.report.actual, result.report.reference, 0, ordered, model, set(session.info.constants))
+    result.report = DivergenceReport(*labels, 0, ordered, model, set(session.info.constants), sqnr=session.quantized)
     first = first_divergent(ordered)
     if isolate == "all":
         nodes = list(dict.fromkeys(t.node for t in ordered if t.node in session.node_index))
@@ -496,12 +716,30 @@ def localize(
         nodes = [first.node]
     else:
         nodes = []
+    if session.quantized:  # a QuantizeLinear/DequantizeLinear reads or writes integers the float model lacks
+        nodes = [n for n in nodes if session.node_index[n].op_type not in (Q, DQ)]
     if nodes:
         session.progress(f"isolating {len(nodes)} node(s) with the reference's inputs")
         result.isolation = session.isolate(nodes, found, max(usable, 2 * largest))
+    if session.quantized:
+        result.quantization = _quantization(session, ordered, candidates)
     result.pair_runs, result.single_runs = session.pair_runs, session.single_runs
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _quantization(session: _Session, ordered: Sequence[TensorError], candidates: Sequence[str]) -> QuantizationReport:
+    pairing = session.pairing
+    assert pairing is not None
+    rows = []
+    for t in ordered:
+        p = pairing.activations.get(t.name)
+        if p is None:
+            continue
+        rows.append(QuantRow(t.name, p.reference, p.matched_by, p.kind, t.passed, t.sqnr_db, session.cosines.get(t.name), _fin(t.max_abs), session.own_sqnr.get(t.name)))
+    session.progress(f"comparing {len(pairing.weights)} dequantized weight(s) with the float model's")
+    paired = sum(1 for t in candidates if t in pairing.activations)
+    return QuantizationReport(pairing.counts(), rows, session.weight_rows(), list(pairing.unpaired), paired)
 
 
 def _candidates(session: _Session, tensors: Sequence[str] | None, exclude: Sequence[str]) -> list[str]:
@@ -522,30 +760,31 @@ def _candidates(session: _Session, tensors: Sequence[str] | None, exclude: Seque
     return order
 
 
-def _batches(session: _Session, order: list[str], sizes: Mapping[str, int], usable: int, found: dict[str, TensorError], stop: bool) -> int:
-    """Greedy packing in topological order; two runners hold a batch each, hence 2x."""
+def _batches(session: _Session, order: list[str], sizes: Mapping[str, int], usable: int, found: dict[str, Any], stop: bool) -> int:
+    """Greedy packing in topological order; two runners hold a batch each, hence 2x (one runner: 1x)."""
+    sides = session.sides
     batches: list[list[str]] = [[]]
     cost = 0
     for t in order:
-        if batches[-1] and cost + 2 * sizes[t] > usable:
+        if batches[-1] and cost + sides * sizes[t] > usable:
             batches.append([])
             cost = 0
         batches[-1].append(t)
-        cost += 2 * sizes[t]
+        cost += sides * sizes[t]
     largest = 0
     for i, batch in enumerate(batches):
         size = sum(sizes[t] for t in batch)
-        largest = max(largest, 2 * size)
-        result = session.compare(batch)
+        largest = max(largest, sides * size)
+        result = session.check(batch)
         found.update(result)
         bad = [t for t in batch if t in result and not result[t].passed]
-        session.progress(f"batch {i + 1}/{len(batches)}: {len(batch)} tensor(s), {_mib(2 * size)}: " + (f"first failing '{bad[0]}'" if bad else "all within tolerance"))
+        session.progress(f"batch {i + 1}/{len(batches)}: {len(batch)} tensor(s), {_mib(sides * size)}: " + (f"first failing '{bad[0]}'" if bad else session.ok_text))
         if bad and stop:
             break
     return largest
 
 
-def _bisect(session: _Session, order: list[str], sizes: Mapping[str, int], usable: int, found: dict[str, TensorError], notes: list[str]) -> int:
+def _bisect(session: _Session, order: list[str], sizes: Mapping[str, int], usable: int, found: dict[str, Any], notes: list[str]) -> int:
     """Binary search for the pass/fail boundary with one tensor marked per run, then verify it: every tensor
     before the boundary is compared (budgeted batches, stopping at the first failure), so the answer is the
     first divergence by definition even where the search's assumption (pass, then fail for good) is wrong."""
@@ -555,8 +794,8 @@ def _bisect(session: _Session, order: list[str], sizes: Mapping[str, int], usabl
         nonlocal largest
         todo = [t for t in names if t not in found]
         if todo:
-            largest = max(largest, 2 * sum(sizes.get(t, 0) for t in todo))
-            found.update(session.compare(todo))
+            largest = max(largest, session.sides * sum(sizes.get(t, 0) for t in todo))
+            found.update(session.check(todo))
 
     def fails(t: str) -> bool:
         probe([t])
@@ -579,13 +818,13 @@ def _bisect(session: _Session, order: list[str], sizes: Mapping[str, int], usabl
         session.progress(f"bisect: boundary at '{order[hi]}'; verifying the {sum(t not in found for t in prefix)} tensor(s) before it")
     else:
         prefix = order
-        session.progress("bisect: the model outputs match; verifying that no tensor fails inside the model")
+        session.progress(f"bisect: the model outputs pass ({session.ok_text}); verifying that no tensor fails inside the model")
     largest = max(largest, _batches(session, [t for t in prefix if t not in found], sizes, usable, found, True))
     first = first_divergent(found.values())
     if first is not None and (not failing or first.name != order[hi]):
-        where = f"before the bisected boundary '{order[hi]}'" if failing else "although every model output matches"
+        where = f"before the bisected boundary '{order[hi]}'" if failing else "although every model output passes"
         notes.append(
-            f"bisect's assumption failed: '{first.name}' is out of tolerance {where} (the error appears, then disappears);"
+            f"bisect's assumption failed: '{first.name}' {session.fail_text} {where} (the error appears, then disappears);"
             " the answer comes from the verified scan of every earlier tensor"
         )
     return largest

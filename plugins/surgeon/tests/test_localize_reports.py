@@ -58,3 +58,10 @@ def test_localize_refuses_to_write_onto_its_models(fp16_pair, parity_invoke, opt
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert option in lines[0] and str(victim) in lines[0]
     assert "Compared" not in text and hashlib.sha256(victim.read_bytes()).hexdigest() == before
+
+
+def test_localize_validate_has_no_comparison_to_draw(fp16_pair, parity_invoke, tmp_path):
+    half, _ = fp16_pair
+    code, _, err = parity_invoke("debug", "localize", half, "--onnxrt", "--validate", "--save-report-html", tmp_path / "v.html")
+    assert code == 2 and "--save-report-html draws a comparison of two runners; --validate compares none" in err
+    assert not (tmp_path / "v.html").exists()

@@ -1,0 +1,170 @@
+"""Polygraphy's picture flags (issue 16): ``--save-heatmaps`` / ``--show-heatmaps`` and ``--save-error-metrics-plot``
+/ ``--show-error-metrics-plot``, drawn with matplotlib (the optional extra ``parity[plots]``)."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "examples" / "models" / "tiny_cnn.onnx"  # x [N,3,16,16] -> conv, relu [N,8,16,16] -> pool [N,8,1,1] -> flat, logits, probs [N,10]
+TWO = ("--onnxrt", "--onnxrt=graph-optimization-level=disable")
+SHAPES = ("--input-shapes", "x:[2,3,16,16]")
+FLAGS = {"--save-heatmaps": ("maps",), "--show-heatmaps": (), "--save-error-metrics-plot": ("plots",), "--show-error-metrics-plot": ()}
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) from a PNG's IHDR chunk, after checking the signature."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", path
+    assert data[-8:-4] == b"IEND", f"{path}: truncated"
+    return struct.unpack(">II", data[16:24])
+
+
+def one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("parity: error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_heatmaps_of_every_image_like_tensor_and_iteration(parity_invoke, tmp_path):
+    maps = tmp_path / "maps"
+    code, out, err = parity_invoke("run", TINY, *TWO, *SHAPES, "--onnx-outputs", "mark", "all", "--iterations", "2", "--save-heatmaps", maps)
+    assert code == 0, err
+    names = sorted(p.name for p in maps.iterdir())
+    # conv/relu are NCHW (16 planes tiled), pool NCHW 1x1, flat/logits/probs 2-D: 6 tensors x 2 iterations
+    assert names == sorted(f"onnxrt-0_vs_onnxrt-1_{t}_iter{i}.png" for t in ("conv", "relu", "pool", "flat", "logits", "probs") for i in (0, 1))
+    assert f"wrote 12 PNG file(s) to {maps}" in out
+    for path in maps.iterdir():
+        width, height = png_size(path)
+        assert width == 1250 and 270 <= height <= 1020, (path.name, width, height)  # two 5.5in panels at 100 dpi
+        assert path.stat().st_mode & 0o777 == 0o666 & ~current_umask()
+    pixels = matplotlib.image.imread(maps / "onnxrt-0_vs_onnxrt-1_relu_iter0.png")
+    assert pixels.ndim == 3 and pixels.std() > 0.01  # a picture, not a blank page
+    assert not [p for p in maps.iterdir() if p.name.startswith(".")]  # no temporary left behind
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_outputs_that_are_not_images_are_named_in_a_warning(parity_invoke, tmp_path, build_relu_1d):
+    code, _, err = parity_invoke("run", build_relu_1d, *TWO, "--save-heatmaps", tmp_path / "maps")
+    assert code == 0
+    assert "no heatmap for y: only 2-D and 4-D (NCHW) outputs are drawn (y: 1-D [4]); no heatmap was drawn" in err
+    assert not (tmp_path / "maps").exists()  # nothing to write: no folder made
+
+
+@pytest.fixture()
+def build_relu_1d(tmp_path):
+    from onnx import TensorProto, helper
+
+    from parity.testing import save_model
+
+    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [4]) for n in "xy")
+    return save_model(tmp_path / "relu1d.onnx", [helper.make_node("Relu", ["x"], ["y"])], [x], [y])
+
+
+def test_error_metrics_over_the_iterations(parity_invoke, tmp_path):
+    plots, report = tmp_path / "plots", tmp_path / "r.json"
+    code, out, err = parity_invoke(
+        "run", TINY, *TWO, *SHAPES, "--iterations", "3", "--compare-func", "simple", "indices", "--save-error-metrics-plot", plots, "--report", report
+    )
+    assert code == 0, err
+    names = sorted(p.name for p in plots.iterdir())
+    assert names == ["onnxrt-0_vs_onnxrt-1_probs_indices_error_metrics.png", "onnxrt-0_vs_onnxrt-1_probs_simple_error_metrics.png"]
+    assert png_size(plots / names[1]) == (1200, 420) and png_size(plots / names[0]) == (650, 420)
+
+
+def test_golden_runs_are_drawn_too(parity_invoke, tmp_path):
+    golden = tmp_path / "golden.npz"
+    assert parity_invoke("run", TINY, "--onnxrt", *SHAPES, "--iterations", "2", "--save-outputs", golden)[0] == 0
+    code, out, err = parity_invoke("run", "--load-outputs", golden, golden, "--save-heatmaps", tmp_path / "maps", "--save-error-metrics-plot", tmp_path / "m")
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "maps").iterdir()) == [f"golden.npz_onnxrt-0_vs_golden.npz_onnxrt-0~1_probs_iter{i}.png" for i in (0, 1)]
+    assert len(list((tmp_path / "m").iterdir())) == 1
+
+
+@pytest.mark.parametrize("flag", sorted(FLAGS))
+def test_without_matplotlib_one_line_names_the_extra(parity_invoke, tmp_path, monkeypatch, flag):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed: import raises ImportError
+    args = [tmp_path / a for a in FLAGS[flag]]
+    code, _, err = parity_invoke("run", TINY, "--onnxrt", *SHAPES, flag, *args, "--save-outputs", tmp_path / "o.npz")
+    assert code == 2, err
+    assert one_error_line(err) == f'parity: error: {flag} draws with matplotlib, which is not installed: pip install "parity[plots]"'
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_that_is_a_file_is_refused_before_any_work(parity_invoke, tmp_path):
+    (tmp_path / "maps").write_text("mine")
+    code, _, err = parity_invoke("run", TINY, "--onnxrt", *SHAPES, "--save-heatmaps", tmp_path / "maps", "--save-outputs", tmp_path / "o.npz")
+    assert code == 2 and f"--save-heatmaps: {tmp_path / 'maps'} is not a folder" in one_error_line(err)
+    assert (tmp_path / "maps").read_text() == "mine" and not (tmp_path / "o.npz").exists()
+
+
+@pytest.mark.parametrize("flag", ["--show-heatmaps", "--show-error-metrics-plot"])
+def test_showing_without_a_display_is_refused(parity_invoke, tmp_path, monkeypatch, flag):
+    monkeypatch.setattr("parity.plots.display_available", lambda: False)
+    code, _, err = parity_invoke("run", TINY, "--onnxrt", *SHAPES, flag)
+    save = flag.replace("--show-", "--save-")
+    assert code == 2 and one_error_line(err).endswith(f"{flag}: no display to show figures on ($DISPLAY is not set); write them to files with {save} DIR")
+    monkeypatch.setattr("parity.plots.display_available", lambda: True)
+    monkeypatch.setattr(matplotlib, "get_backend", lambda: "agg")
+    code, _, err = parity_invoke("run", TINY, "--onnxrt", *SHAPES, flag)
+    assert code == 2 and "matplotlib's backend 'agg' cannot show figures" in one_error_line(err)
+
+
+def test_showing_shows_each_figure_and_writes_nothing(parity_invoke, tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    plt.switch_backend("agg")
+    shown = []
+    monkeypatch.setattr("parity.plots.display_available", lambda: True)
+    monkeypatch.setattr(matplotlib, "get_backend", lambda: "tkagg")  # as on a desktop
+    monkeypatch.setattr(plt, "show", lambda: shown.append(list(plt.get_fignums())))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = parity_invoke("run", TINY, *TWO, *SHAPES, "--iterations", "2", "--show-heatmaps", "--show-error-metrics-plot")
+    assert code == 0, err
+    assert len(shown) == 1 and len(shown[0]) == 2 + 1  # probs: 2 heatmaps, 1 error-metrics plot, shown together
+    assert plt.get_fignums() == [] and list(tmp_path.iterdir()) == []
+
+
+def test_python_api(tmp_path):
+    from parity import RunRequest, run_comparison
+
+    outcome = run_comparison(RunRequest(str(TINY), [("onnxrt", {}), ("onnxrt", {})], {"input_shapes": ["x:[2,3,16,16]"], "save_heatmaps": str(tmp_path)}))
+    assert outcome.passed and [p.name for p in tmp_path.iterdir()] == ["onnxrt-0_vs_onnxrt-1_probs_iter0.png"]
+
+
+def test_a_plain_run_and_help_never_import_matplotlib():
+    probe = (
+        "import sys, io, contextlib\n"
+        "from parity.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['run', {str(TINY)!r}, '--onnxrt', '--input-shapes', 'x:[2,3,16,16]', '--iterations', '2']) == 0\n"
+        "    main(['run', '--help'])\n"
+        "assert 'matplotlib' not in sys.modules and 'parity.plots' not in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0,), proc.stderr
+
+
+def test_heatmap_planes_are_tiled_and_names_made_safe():
+    from parity.plots import _mosaic, _safe
+
+    error = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5)
+    mosaic = _mosaic(error)
+    assert mosaic.shape == (2 * 4 + 1, 3 * 5 + 2)  # one row per batch item, a NaN gap between planes
+    np.testing.assert_array_equal(mosaic[5:9, 6:11], error[1, 1])
+    assert np.isnan(mosaic[4]).all() and np.isnan(mosaic[:, 5]).all()
+    assert _safe("/backbone/conv1/Conv_output_0") == "backbone_conv1_Conv_output_0" and _safe("golden.npz:onnxrt-0") == "golden.npz_onnxrt-0"
