@@ -18,5 +18,16 @@ def corpus_model():
     return corpus.model_path
 
 
+@pytest.fixture(scope="session")
+def chromium():
+    """Headless Chromium from Debian's packages, unpacked into a cache without root (tests/browser.py); skipped
+    only where apt-get itself is missing. A failed download or a library that cannot be found fails the test."""
+    import browser
+
+    if not browser.apt_available():
+        pytest.skip("apt-get, dpkg and ldd are needed: headless Chromium comes from Debian's packages (apt-get download)")
+    return browser.chromium()
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "corpus: runs on the real-model corpus (fetched from wheels)")

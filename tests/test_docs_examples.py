@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "docs" / "cli.md", ROOT / "docs" / "real-models.md"]
+PAGES = [ROOT / "docs" / "cli.md", ROOT / "docs" / "real-models.md", ROOT / "docs" / "html-report.md"]
 CORPUS_MODELS = ("silero_vad", "ppocr_det")  # copied next to the examples as NAME.onnx
 
 

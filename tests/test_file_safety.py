@@ -51,6 +51,9 @@ RUN_CASES = {
     "report onto load-outputs (absolute)": (["--load-outputs", "golden.npz", "--report", "{abs}/golden.npz"], "golden.npz", "/golden.npz"),
     "save-outputs onto load-inputs": (["--onnxrt", "--load-inputs", "in.npz", "--save-outputs", "sub/../in.npz"], "in.npz", "sub/../in.npz"),
     "save-inputs and save-outputs one file": (["--onnxrt", "--save-inputs", "x.npz", "--save-outputs", "x.npz"], "x.npz", "x.npz"),
+    "save-report-html onto the model (symlink)": (["--onnxrt", "--save-report-html", "link.onnx"], "m.onnx", "link.onnx"),
+    "save-model-explorer onto load-outputs": (["--onnxrt", "--load-outputs", "golden.npz", "--save-model-explorer", "golden.npz"], "golden.npz", "golden.npz"),
+    "save-report-html and report one file": (["--onnxrt", "--report", "r.out", "--save-report-html", "r.out"], "--report", "--save-report-html"),
 }
 
 

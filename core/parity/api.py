@@ -82,12 +82,14 @@ _EXPORTS: dict[str, str] = {
     "verbosity_options": "parity.cli.common",
     "SETTINGS": "parity.console",
     "echo": "parity.console",
+    "command_line": "parity.console",
     "json_default": "parity.reporting",
     "model_options": "parity.cli.options",
     "onnx_options": "parity.cli.options",
     "data_options": "parity.cli.options",
     "compare_options": "parity.cli.options",
     "backend_params": "parity.cli.options",
+    "report_file_options": "parity.cli.options",
     # options -> runners, data loader and compare functions, as `parity run` builds them
     "cast_runner_settings": "parity.cli.run",
     "make_data_loader": "parity.assemble",
@@ -117,6 +119,15 @@ _EXPORTS: dict[str, str] = {
     "Strategy": "parity.debug.strategy",
     "Oracle": "parity.debug.strategy",
     "subset_key": "parity.debug.strategy",
+    # the HTML report and Model Explorer's node data (imported only when a command writes them)
+    "write_html_report": "parity.html_report",
+    "tensor_detail": "parity.html_report",
+    "layerwise_section": "parity.html_report",
+    "layerwise_panels": "parity.html_report",
+    "adapter_node_ids": "parity.model_explorer",
+    "error_node_data": "parity.model_explorer",
+    "fp32_node_data": "parity.model_explorer",
+    "write_node_data": "parity.model_explorer",
     # ONNX models (the module; its public functions are listed in docs/plugins/api.md)
     "onnx_models": "parity.onnx_models",
     # files and text

@@ -171,7 +171,13 @@ def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any], regist
             "the --data-loader-script": script,
             **reads,
         },
-        **{"--save-inputs": params.get("save_inputs"), "--save-outputs": params.get("save_outputs"), "--report": params.get("report")},
+        **{
+            "--save-inputs": params.get("save_inputs"),
+            "--save-outputs": params.get("save_outputs"),
+            "--report": params.get("report"),
+            "--save-report-html": params.get("save_report_html"),
+            "--save-model-explorer": params.get("save_model_explorer"),
+        },
         **writes,
     )
 

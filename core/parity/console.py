@@ -7,6 +7,7 @@ and the CLI's reporters print with :func:`echo`.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 # verbose: -v (tracebacks, backend logs); quiet: -q (no stdout lines); warnings: False only when the Python API's
@@ -15,6 +16,15 @@ SETTINGS = {"verbose": False, "quiet": False, "warnings": True}
 
 # While a live progress display is shown (parity.cli.progress), lines go through it so they land above the bars.
 _live_printer: list[Callable[[str, bool], bool]] = []
+
+
+# The command line being run (parity.cli.main sets it, restoring the outer one when a check runs `parity run` in-process).
+_command: list[list[str]] = []
+
+
+def command_line() -> list[str]:
+    """The ``parity`` command being run, as typed (reports show it); ``sys.argv`` outside ``parity.cli.main``."""
+    return list(_command[-1]) if _command else list(sys.argv)
 
 
 def set_live_printer(printer: Callable[[str, bool], bool] | None) -> None:

@@ -38,6 +38,7 @@ from parity.backend.base import BaseRunner
 from parity.compare.comparator import Comparator, CompareFunc, compare_iteration, resolve_compare_funcs, runner_labels
 from parity.compare.dataset import finish, refuse_unaveraged
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
+from parity.console import command_line
 from parity.errors import ExitCode, UsageError
 from parity.plugins import get_registry
 from parity.reporting import QuietReporter, RunReporter, write_report
@@ -160,7 +161,9 @@ def run(
 
     ``check_average`` (``--check-average``): each output's metric averaged over the iterations decides, not each
     iteration (:mod:`parity.compare.dataset`); either way each pair gets its data-set metrics when the run is
-    over. ``on_compared(index, pair, actual, reference)`` after each iteration of each pair (heatmaps).
+    over. ``on_compared(index, pair, actual, reference)`` after each iteration of each pair, while both sides'
+    outputs are in memory (heatmaps, the HTML report's samples); ``pair.iterations[-1]`` is that iteration's
+    comparison.
 
     ``on_progress(task, done, total, status)`` says how far the run is: task ``"iterations"`` (total: the data
     loader's length, None when it has none; status: the step now running) and, for an iteration with many
@@ -314,7 +317,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     reporter = reporter or QuietReporter()
     model, params, chosen = request.model, request.options, list(request.runners)
     refuse_overwrite_inputs(model, params, registry)
-    for option in ("save_inputs", "save_outputs", "report"):  # a bad output path fails before any work
+    for option in ("save_inputs", "save_outputs", "report", "save_report_html", "save_model_explorer"):  # a bad output path fails before any work
         if params.get(option):
             check_output_path(params[option], "--" + option.replace("_", "-"))
     if not chosen and not params.get("load_outputs"):
@@ -335,6 +338,9 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     for path in params.get("load_outputs") or ():
         golden.extend(load_results(path), prefix=f"{Path(path).name}:")
     kind = detect_model_kind(model, registry, params.get("model_type")) if model else None
+    if params.get("save_model_explorer") and kind != "onnx":
+        what = f"{model} is not an ONNX model" if model else "give the ONNX model that was run"
+        raise UsageError(f"--save-model-explorer: {what} (Model Explorer's node data is keyed by ONNX node names)")
     runners = make_runners(model, chosen, params, registry, request.cast_settings)  # validates backend options: usage errors come first
     check_requirements([name for name, _ in chosen], registry)  # a missing library before the inputs are examined
     data = make_data_loader(params, model, kind, registry, reporter.warning) if model and chosen else None
@@ -343,6 +349,12 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         from parity.compare.nonfinite import NonFiniteLocator  # only for layerwise validation: a plain run does not import it
 
         locator = NonFiniteLocator(model)
+    collector = None
+    if params.get("save_report_html") or params.get("save_model_explorer"):
+        from parity.html_report import ReportCollector  # only for these reports: a plain run does not import it
+
+        collector = ReportCollector(samples=bool(params.get("save_report_html")))
+    watchers = [w.on_compared for w in (pictures if pictures is not None and pictures.heatmaps else None, collector) if w is not None]
     summary = run(
         runners,
         data,
@@ -356,7 +368,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         on_progress=getattr(reporter, "progress", None),  # optional: reporters from before it was added lack it
         on_nonfinite=locator,
         check_average=bool(params.get("check_average")),
-        on_compared=pictures.on_compared if pictures is not None and pictures.heatmaps else None,
+        on_compared=_each(watchers) if watchers else None,
     )
     if not runners:
         for index in range(summary.iterations):
@@ -381,4 +393,42 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     reporter.summary(summary)
     if params.get("report"):
         write_report(params["report"], summary, code, layerwise, nonfinite)
+    if params.get("save_report_html"):
+        from parity.html_report import run_report_data, write_html_report  # only for this option, as above
+
+        write_html_report(params["save_report_html"], run_report_data(summary, code, layerwise, collector, model, command_line()))
+    if params.get("save_model_explorer"):
+        _write_model_explorer(params["save_model_explorer"], model, summary, layerwise, collector, reporter)
     return RunOutcome(summary, int(code), layerwise, nonfinite)
+
+
+def _each(callbacks: Sequence[Callable[..., None]]) -> Callable[..., None]:
+    """One ``on_compared`` calling each of ``callbacks`` in turn."""
+
+    def call(*args: Any) -> None:
+        for callback in callbacks:
+            callback(*args)
+
+    return call
+
+
+def _counts(detail: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: detail.get(k) for k in ("atol", "nan", "inf")}
+
+
+def _write_model_explorer(path: str, model: str | None, summary: RunSummary, layerwise: list[DivergenceReport] | None, collector: Any, reporter: RunReporter) -> None:
+    """``--save-model-explorer``: the first compared pair's errors per node (:mod:`parity.model_explorer`)."""
+    # here, not at the top: only this option needs them (a plain run imports neither)
+    from parity.compare.divergence import first_divergence
+    from parity.model_explorer import error_node_data, write_node_data
+
+    reports = layerwise if layerwise is not None else first_divergence(summary, model)
+    if not reports:
+        raise UsageError("--save-model-explorer: nothing was compared")
+    if len(reports) > 1:
+        reporter.warning(f"--save-model-explorer: {len(reports)} pairs were compared; {path} holds the first ({reports[0].actual} vs {reports[0].reference})")
+    report = reports[0]
+    details = collector.details(report.actual, report.reference, report.iteration) if collector else {}
+    rows = [{"name": t.name, "passed": t.passed, "max_abs": t.max_abs, **_counts(details.get(t.name, {}))} for t in report.tensors]
+    data = error_node_data(model, rows, report.first.name if report.first else None, f"parity: max abs error, {report.actual} vs {report.reference}")
+    write_node_data(path, data)

@@ -56,6 +56,10 @@ def reduce_data_args(model: CorpusModel) -> list[str]:
     return ["--model-input-shapes" if a == "--input-shapes" else a for a in model.run_args]
 
 
+def report_args(work: Path) -> list[str]:
+    return ["--save-report-html", str(work / "r.html"), "--save-model-explorer", str(work / "me.json")]
+
+
 def last_op(path: Path) -> str:
     import onnx
 
@@ -68,6 +72,11 @@ COMMANDS: dict[str, Command] = {
         Command("inspect model", lambda m, p, w: ["inspect", "model", str(p), "--show", "layers", "attrs"]),
         Command("run onnxrt x2", lambda m, p, w: ["run", str(p), *ORT_PAIR, *m.run_args]),
         Command("localize x2", lambda m, p, w: ["debug", "localize", str(p), *ORT_PAIR, *m.run_args, "--extract-to", str(w / "node.onnx")], ok_codes=(0, 1)),
+        Command(
+            "run layerwise reports",
+            lambda m, p, w: ["run", str(p), *ORT_PAIR, *m.run_args, "--onnx-outputs", "mark", "all", *report_args(w)],
+            ok_codes=(0, 1),
+        ),
         Command("check lint", lambda m, p, w: ["check", "lint", str(p)], ok_codes=(0, 1)),
         Command("convert fp16", lambda m, p, w: ["convert", "--fp-to-fp16", str(p), "-o", str(w / "fp16.onnx")], ("fp16.onnx",)),
         Command("sanitize fold", lambda m, p, w: ["surgeon", "sanitize", "--fold-constants", str(p), "-o", str(w / "folded.onnx")], ("folded.onnx",)),

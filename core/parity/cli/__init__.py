@@ -14,7 +14,7 @@ import functools
 import sys
 from typing import TYPE_CHECKING, Any
 
-from parity import __version__, plugins
+from parity import __version__, console, plugins
 from parity.errors import PluginError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -159,7 +159,11 @@ def main(argv: list[str] | None = None) -> int:
         cli = build_cli()
         return cli.main(args=rest, prog_name="parity", standalone_mode=False)
 
-    code = run_guarded(invoke)
+    console._command.append(["parity", *args])
+    try:
+        code = run_guarded(invoke)
+    finally:
+        console._command.pop()  # an in-process `parity run` (a debug check) gives the outer command back
     if argv is None:
         sys.exit(code)
     return code

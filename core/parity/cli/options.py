@@ -63,6 +63,19 @@ def compare_options(registry: Registry) -> list[click.Parameter]:
     return params
 
 
+def report_file_options(model_explorer: str | None = "per-node errors") -> list[click.Parameter]:
+    """``--save-report-html PATH`` and, unless ``model_explorer`` is None, ``--save-model-explorer PATH.json``
+    (its help says what the nodes carry). Commands write them with :mod:`parity.html_report` and
+    :mod:`parity.model_explorer`, imported only when the option is given."""
+    params: list[click.Parameter] = [
+        click.Option(["--save-report-html"], type=click.Path(), metavar="PATH", help="Write a self-contained HTML report (charts, tables; no network) to PATH."),
+    ]
+    if model_explorer is not None:
+        what = f"Write Model Explorer node data ({model_explorer}) to PATH.json."
+        params.append(click.Option(["--save-model-explorer"], type=click.Path(), metavar="PATH.json", help=what))
+    return params
+
+
 def backend_params(registry: Registry) -> list[click.Parameter]:
     params: list[click.Parameter] = []
     for backend in registry.backends.values():

@@ -39,11 +39,13 @@ class Producer:
 
 @dataclass
 class GraphInfo:
-    """What the report needs from the model: tensor order, producers, and which tensors are constants."""
+    """What the report needs from the model: tensor order, producers, which tensors are constants, and the
+    graph's outputs."""
 
     order: list[str] = field(default_factory=list)
     producers: dict[str, Producer] = field(default_factory=dict)
     constants: set[str] = field(default_factory=set)
+    outputs: list[str] = field(default_factory=list)
 
     @classmethod
     def from_onnx(cls, model: Any) -> GraphInfo:
@@ -54,7 +56,7 @@ class GraphInfo:
         order = onnx_models.topological_order(nodes)
         placed = set(order)
         order += [i for i in range(len(nodes)) if i not in placed]  # a cycle: keep going in file order
-        info = cls(constants={init.name for init in model.graph.initializer})
+        info = cls(constants={init.name for init in model.graph.initializer}, outputs=[o.name for o in model.graph.output])
         for i in order:
             n = nodes[i]
             name = n.name or f"{n.op_type}_{i}"

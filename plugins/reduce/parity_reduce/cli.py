@@ -15,6 +15,7 @@ from parity.api import (
     ParityError,
     UsageError,
     check_model_path,
+    command_line,
     data_options,
     debug_options,
     echo,
@@ -24,6 +25,7 @@ from parity.api import (
     onnx_models,
     parse_shapes,
     refuse_overwrite,
+    report_file_options,
     report_option,
     session_from_options,
     subset_key,
@@ -96,6 +98,7 @@ def add_commands(cli: click.Group) -> None:
         click.Option(["--repro"], metavar="DIR", help="Repro bundle folder [<output>_repro]."),
         click.Option(["--no-repro"], is_flag=True, help="Do not write the repro bundle."),
         report_option("parity_reduce/schemas/reduce-report.schema.json"),
+        *report_file_options(None),
         *data_options(),
         *debug_options("parity_debug.onnx"),
     ]
@@ -106,6 +109,7 @@ def add_commands(cli: click.Group) -> None:
         click.Option(["-o", "--output"], required=True, metavar="PATH", help="Where to write the mixed-precision model."),
         click.Option(["--save-nodes"], metavar="PATH", help="Write the fp32 node names as JSON."),
         report_option("parity_reduce/schemas/precision-report.schema.json"),
+        *report_file_options("1 for each node kept fp32, 0 for the other candidates"),
         click.Option(["--mode"], default="dichotomic", show_default=True, help=f"Search strategy: {', '.join(_modes('precision'))}."),
         click.Option(["--precision", "-p"], type=click.Choice(["float16", "bfloat16"]), default="float16", show_default=True, help="The lower precision."),
         click.Option(
@@ -165,9 +169,10 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
             "--iter-artifact": params.get("iter_artifact"),
             "--save-inputs": params.get("save_inputs"),
             "--report": report,
+            "--save-report-html": params.get("save_report_html"),
         },
     )
-    _check_writable(output=output, min_good=params.get("min_good"), save_inputs=params.get("save_inputs"), report=report)
+    _check_writable(output=output, min_good=params.get("min_good"), save_inputs=params.get("save_inputs"), report=report, save_report_html=params.get("save_report_html"))
     if repro:
         check_target(repro)  # before the search: an existing non-empty folder is refused, never replaced
     if params.get("mode") not in _modes("reduce"):
@@ -246,7 +251,37 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
             "repro_verified": reproduces,
         }
         write_debug_report(report, session, exit_code=ExitCode.PASSED, output=output, result=found, **fields)
+    if params.get("save_report_html"):
+        from parity.api import write_html_report  # only for --save-report-html: it loads numpy
+
+        verified = session.known(subset_key(result.indices)) == "bad"
+        caption = f"{len(result.nodes)} of {total} nodes still fail the check" + ("" if verified else " (not verified: the search stopped)")
+        nodes = {"heading": "Nodes of the minimal failing model", "caption": caption, "nodes": result.nodes, "op_types": _op_types(model)}
+        good_means = "bad: the candidate still fails the check as the original does; good: it passes."
+        search = _search_data(session, "nodes in the candidate", total, len(result.nodes), good_means)
+        facts = [["model", model], ["mode", mode], ["output", output], ["checks", session.summary.line()]]
+        if result.stopped:
+            facts.append(["stopped", str(result.stopped)])
+        write_html_report(params["save_report_html"], _html_data("parity debug reduce", f"{len(result.nodes)} of {total} nodes", facts, nodes=nodes, search=search))
     return int(ExitCode.PASSED)
+
+
+def _op_types(model: str) -> dict[str, str]:
+    proto = onnx_models.load(model, load_external_data=False)
+    return {n.name: n.op_type for n in proto.graph.node if n.name}
+
+
+def _search_data(session: Any, what: str, total: int, result: int, good_means: str) -> dict[str, Any]:
+    """The HTML report's search history: every check of the session in order, its candidate's size and verdict."""
+    checks = [
+        {"check": r["iteration"], "size": r["size"], "verdict": r["verdict"], "label": r["label"], "resumed": r["resumed"]}
+        for r in sorted(session.records, key=lambda r: r["iteration"])
+    ]
+    return {"what": what, "total": total, "result": result, "good_means": good_means, "checks": checks}
+
+
+def _html_data(title: str, verdict: str, facts: list, **sections: Any) -> dict[str, Any]:
+    return {"title": title, "passed": None, "verdict": verdict, "command": command_line(), "facts": facts, **sections}
 
 
 def precision_command(model: str, output: str, report: str | None = None, **params: Any) -> int:
@@ -264,9 +299,18 @@ def precision_command(model: str, output: str, report: str | None = None, **para
             "--iter-artifact": params.get("iter_artifact"),
             "--save-inputs": params.get("save_inputs"),
             "--report": report,
+            "--save-report-html": params.get("save_report_html"),
+            "--save-model-explorer": params.get("save_model_explorer"),
         },
     )
-    _check_writable(output=output, save_nodes=params.get("save_nodes"), save_inputs=params.get("save_inputs"), report=report)
+    _check_writable(
+        output=output,
+        save_nodes=params.get("save_nodes"),
+        save_inputs=params.get("save_inputs"),
+        report=report,
+        save_report_html=params.get("save_report_html"),
+        save_model_explorer=params.get("save_model_explorer"),
+    )
     if params.get("mode") not in _modes("precision"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")
     if params.get("save_inputs"):  # the data options make the inputs the check reads, as in debug reduce
@@ -313,4 +357,19 @@ def precision_command(model: str, output: str, report: str | None = None, **para
             "save_nodes": params.get("save_nodes"),
         }
         write_debug_report(report, session, exit_code=ExitCode.PASSED, output=output, result=found, **fields)
+    if params.get("save_report_html"):
+        from parity.api import write_html_report  # only for --save-report-html: it loads numpy
+
+        precision = {"fp32_nodes": result.fp32_nodes, "op_types": _op_types(model), "candidates": len(result.candidates), "low": params["precision"]}
+        good_means = f"good: the check passes with these nodes in fp32 and the others in {params['precision']}; bad: it fails."
+        search = _search_data(session, "nodes kept fp32", len(result.candidates), len(result.fp32_nodes), good_means)
+        facts = [["model", model], ["mode", params["mode"]], ["lower precision", params["precision"]], ["output", output], ["checks", session.summary.line()]]
+        verdict = f"{len(result.fp32_nodes)} of {len(result.candidates)} nodes fp32"
+        write_html_report(params["save_report_html"], _html_data("parity debug precision", verdict, facts, precision=precision, search=search))
+    if params.get("save_model_explorer"):
+        from parity.api import fp32_node_data, write_node_data  # only for --save-model-explorer: it loads onnx
+
+        label = f"parity: nodes kept fp32 ({params['precision']} elsewhere)"
+        # keyed by the -o model's node ids: every candidate is there (the original lacks the Casts convert adds)
+        write_node_data(params["save_model_explorer"], fp32_node_data(result.model, result.fp32_nodes, result.candidates, label))
     return int(ExitCode.PASSED)

@@ -207,6 +207,54 @@ def convert_fp16(request: Any) -> None:
 
 # --- debug localize ---------------------------------------------------------------------------------
 
+
+def _localize_html_data(result: Any, details: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """The HTML report's data (parity.api.write_html_report) for one localization."""
+    # here, not at the top: only --save-report-html needs them, and `debug localize --help` imports this module
+    from parity.api import GraphInfo, command_line, layerwise_panels, layerwise_section
+
+    first = result.first
+    section = layerwise_section(result.report.to_json(), details)
+    section["compared_of"] = result.candidates
+    notes = list(result.notes)
+    if len(result.tensors) < result.candidates:
+        notes.append(
+            f"{len(result.tensors)} of {result.candidates} tensors were compared: the search stops after the batch holding the first divergence"
+            + ("" if params.get("mode") == "bisect" else " (--all-tensors compares every one)")
+        )
+    facts = [
+        ["model", result.model],
+        ["reference model", result.reference_model or "(the same model)"],
+        ["mode", result.mode],
+        ["runs", f"{result.pair_runs} paired, {result.single_runs} single-node"],
+        ["memory budget", f"{result.budget / (1 << 20):.0f} MiB (largest batch {result.largest_batch / (1 << 20):.1f} MiB)"],
+        ["time", f"{result.seconds:.2f} s"],
+    ]
+    isolation = [
+        {
+            "node": v.node,
+            "op_type": v.op_type,
+            "tensor": v.tensor,
+            "verdict": v.verdict,
+            "own_max_abs": v.own.max_abs if v.own else None,
+            "own_max_rel": v.own.max_rel if v.own else None,
+            "full_max_abs": v.full.max_abs if v.full else None,
+        }
+        for v in result.isolation
+    ]
+    return {
+        "title": "parity debug localize",
+        "passed": first is None,
+        "verdict": "PASSED" if first is None else "FAILED",
+        "command": command_line(),
+        "facts": facts,
+        "layerwise": [section],
+        "outputs": layerwise_panels(section, details, GraphInfo.from_onnx(result.model).outputs),
+        "isolation": isolation,
+        "notes": notes,
+    }
+
+
 LOCALIZE_HELP = """Find the first node of MODEL whose output differs between two runners, and whether it introduces
 the error or only propagates it; or, with --validate and one runner, the first node whose output holds
 NaN or Inf.
@@ -234,7 +282,7 @@ _SKIP_COMPARE = {
 
 
 def make_localize_cmd() -> click.Command:
-    from parity.api import backend_params, compare_options, data_options, model_options, onnx_options
+    from parity.api import backend_params, compare_options, data_options, model_options, onnx_options, report_file_options
 
     registry = get_registry()
     params: list[click.Parameter] = [
@@ -260,6 +308,7 @@ def make_localize_cmd() -> click.Command:
         *onnx_options(),
         *data_options(),
         *[p for p in compare_options(registry) if p.name not in _SKIP_COMPARE],
+        *report_file_options("per-node errors of the compared tensors"),
         *backend_params(registry),
     ]
     return verbosity_options(
@@ -271,7 +320,7 @@ def make_localize_cmd() -> click.Command:
 
 def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
     # here, not at the top: the command's --help imports this module and never needs these
-    from parity.api import as_feed, cast_runner_settings, make_compare_funcs, make_data_loader
+    from parity.api import as_feed, cast_runner_settings, check_output_path, make_compare_funcs, make_data_loader
     from parity_surgeon import graph as g
     from parity_surgeon.extractor import extract_node
     from parity_surgeon.localizer import localize, runner_specs_from_cli
@@ -281,6 +330,22 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
     reference = params.get("reference_model")
     if reference and not Path(reference).exists():
         raise ModelError(f"reference model not found: {reference}")
+    writes = {f"--{k.replace('_', '-')}": params.get(k) for k in ("report", "extract_to", "save_report_html", "save_model_explorer")}
+    refuse_overwrite({"the model": model, "the --reference-model": reference, "the --load-inputs file": params.get("load_inputs")}, **writes)
+    for option, path in writes.items():  # a bad output path fails before any work
+        if path:
+            check_output_path(path, option)
+    html_path, explorer_path = params.get("save_report_html"), params.get("save_model_explorer")
+    if params.get("validate") and (html_path or explorer_path):
+        raise UsageError(f"{'--save-report-html' if html_path else '--save-model-explorer'} draws a comparison of two runners; --validate compares none")
+    details: dict[str, Any] = {}
+    observe = None
+    if html_path or explorer_path:
+        from parity.api import tensor_detail  # only for the report options
+
+        def observe(name: str, actual: Any, expected: Any, checks: Any) -> None:
+            details[name] = tensor_detail(checks, actual, expected, sample=bool(html_path))
+
     chosen = ctx.meta.get("parity.runners", [])
     if not chosen:
         raise UsageError("choose the runners to compare: two backend flags (--onnxrt --onnxrt=...), or one and --reference-model (or one and --validate)")
@@ -304,6 +369,7 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
         exclude=list(params.get("onnx_exclude_outputs") or ()),
         progress=lambda msg: echo(f"  {msg}", err=True),
         validate=bool(params.get("validate")),
+        observe=observe,
     )
     for line in result.lines():
         echo(line)
@@ -313,6 +379,16 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
         echo(f"wrote {params['extract_to']} (node '{first.node}' alone)")
     if params.get("report"):
         write_text_atomic(params["report"], json.dumps(result.to_json(), indent=1, default=json_default, allow_nan=False))
+    if html_path:
+        from parity.api import write_html_report  # only for --save-report-html
+
+        write_html_report(html_path, _localize_html_data(result, details, params))
+    if explorer_path:
+        from parity.api import error_node_data, write_node_data  # only for --save-model-explorer
+
+        rows = [{"name": t.name, "passed": t.passed, "max_abs": t.max_abs, **{k: details.get(t.name, {}).get(k) for k in ("atol", "nan", "inf")}} for t in result.tensors]
+        label = f"parity: max abs error, {result.report.actual} vs {result.report.reference}"
+        write_node_data(explorer_path, error_node_data(model, rows, first.name if first else None, label))
     if result.validated:
         scanned = len(result.nonfinite.rows) if result.nonfinite else 0
         verdict = f"no NaN or Inf in {scanned} tensor(s)" if first is None else f"first NaN/Inf at '{first.name}' ({first.op_type})"

@@ -297,11 +297,19 @@ class _Session:
     one runner whose tensors are checked for NaN/Inf)."""
 
     def __init__(
-        self, model: str, runners: Sequence[RunnerSpec], feed: Mapping[str, Any], funcs: Sequence[Any], progress: Callable[[str], None] | None, scan: bool = False
+        self,
+        model: str,
+        runners: Sequence[RunnerSpec],
+        feed: Mapping[str, Any],
+        funcs: Sequence[Any],
+        progress: Callable[[str], None] | None,
+        scan: bool = False,
+        observe: Callable[[str, Any, Any, Sequence[Any]], None] | None = None,
     ) -> None:
         import onnx
 
         self.model = model
+        self.observe = observe
         self.specs = [RunnerSpec(r.backend, dict(r.options), r.model or model) for r in runners]
         self.feed = dict(feed)
         self.funcs = list(funcs)
@@ -393,7 +401,7 @@ class _Session:
             if name not in actual or name not in reference:
                 continue
             a = np.asarray(actual[name])
-            out[name] = self._error(name, a, np.asarray(reference[name]))
+            out[name] = self._error(name, a, np.asarray(reference[name]), observed=True)
             before = actual.get(pre[name], self.feed.get(pre[name])) if name in pre else None
             if before is not None:
                 self.own_sqnr[name] = sqnr_db(before, a)
@@ -426,10 +434,14 @@ class _Session:
             got.update(self.infer(0, rest))
         return got
 
-    def _error(self, name: str, a: Any, b: Any, position: int | None = None) -> TensorError:
+    def _error(self, name: str, a: Any, b: Any, position: int | None = None, observed: bool = False) -> TensorError:
+        """``observed``: a tensor of the full model (not a node run alone, nor a weight), shown to ``observe``."""
         import numpy as np
 
-        checks = [f(name, np.asarray(a), np.asarray(b)) for f in self.funcs]
+        a, b = np.asarray(a), np.asarray(b)
+        checks = [f(name, a, b) for f in self.funcs]
+        if observed and self.observe is not None:
+            self.observe(name, a, b, checks)
         if self.quantized:
             self.cosines[name] = next((c.values.get("cosine") for c in checks if "cosine" in c.values), None)
         return tensor_error(name, checks, self.rank.get(name, -1) if position is None else position, self.info.producers.get(name), self.ref_name(name))
@@ -632,13 +644,16 @@ def localize(
     exclude: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
     validate: bool = False,
+    observe: Callable[[str, Any, Any, Sequence[Any]], None] | None = None,
 ) -> LocalizeResult:
     """Find the first tensor of ``model`` whose value differs between ``runners[0]`` and ``runners[1]``.
 
     ``runners`` are backend names or :class:`RunnerSpec`; the second runs ``reference_model`` when given.
     ``isolate``: ``suspect`` (the first divergent node), ``all`` (every compared node) or ``none``.
     ``validate`` (one runner, no reference): find the first tensor holding NaN or Inf instead
-    (``result.nonfinite``), with summaries of its node's inputs.
+    (``result.nonfinite``), with summaries of its node's inputs. ``observe(name, actual, reference, checks)``
+    sees each compared tensor of the whole model while both arrays are in memory (``--save-report-html``
+    samples them).
     """
     from parity.api import DataLoader, resolve_compare_funcs
 
@@ -664,7 +679,7 @@ def localize(
     if feed is None:
         feed = DataLoader(onnx_models.read_inputs(model))[0]
     budget = (parse_size(memory_budget, "--memory-budget", BUDGET_ERROR) if memory_budget is not None else 0) or default_budget()
-    session = _Session(model, specs, feed, [] if validate else resolve_compare_funcs(compare_func), progress, scan=validate)
+    session = _Session(model, specs, feed, [] if validate else resolve_compare_funcs(compare_func), progress, scan=validate, observe=observe)
     candidates = _candidates(session, tensors, exclude)
     feed_bytes = sum(getattr(v, "nbytes", 0) for v in session.feed.values())
     known = [s for s in session.sizes.values() if s]
