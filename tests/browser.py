@@ -74,6 +74,69 @@ class Chromium:
         return png
 
 
+def screenshot_settled(chromium: Chromium, url: str, png: Path, wait: float, steps: Sequence[str] = ()) -> Path:
+    """A screenshot of ``url`` taken ``wait`` seconds after it opened, through Chrome's DevTools protocol over
+    ``--remote-debugging-pipe`` (``--screenshot`` captures at the load event, before a web app such as Model
+    Explorer has drawn its graph). ``steps``: ``"x,y"`` clicks (8 s pause after each) and ``"x,y,dy"`` ctrl+wheel
+    zooms. WebGL runs on SwiftShader. Online: meant for a local server. Used for docs/images/model-explorer.png:
+    ``python tests/browser.py URL out.png 20 388,77 520,300,-250 520,300,-250`` with ``model-explorer MODEL
+    --extensions=model_explorer_onnx --node_data_paths=nodes.json --no_open_in_browser`` serving URL."""
+    import base64
+    import time
+
+    commands, command_end = os.pipe()
+    events_end, events = os.pipe()
+    commands, events = os.dup(commands), os.dup(events)  # above 4, so the child's dup2 onto 3 and 4 cannot clash
+
+    def pipes() -> None:
+        os.dup2(commands, 3)
+        os.dup2(events, 4)
+
+    with tempfile.TemporaryDirectory(prefix="parity-chromium-profile-") as profile:
+        argv = [str(chromium.binary), "--headless", "--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--hide-scrollbars",
+                "--no-first-run", "--remote-debugging-pipe", f"--user-data-dir={profile}", "--window-size=1400,900", "about:blank"]
+        proc = subprocess.Popen(argv, env=chromium.env(), preexec_fn=pipes, close_fds=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(commands)
+        os.close(events)
+        pending, counter = b"", iter(range(1, 1 << 30))
+
+        def call(method: str, params: dict | None = None, session: str | None = None) -> dict:
+            nonlocal pending
+            ident = next(counter)
+            os.write(command_end, json.dumps({"id": ident, "method": method, "params": params or {}, **({"sessionId": session} if session else {})}).encode() + b"\0")
+            while True:
+                while b"\0" in pending:
+                    raw, pending = pending.split(b"\0", 1)
+                    message = json.loads(raw)
+                    if message.get("id") == ident:
+                        return message.get("result", {})
+                chunk = os.read(events_end, 1 << 20)
+                if not chunk:
+                    raise BrowserUnavailable("chromium closed its DevTools pipe")
+                pending += chunk
+
+        try:
+            target = call("Target.createTarget", {"url": url})["targetId"]
+            session = call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            time.sleep(wait)
+            for step in steps:
+                x, y, *dy = map(float, step.split(","))
+                if dy:
+                    call("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": dy[0], "modifiers": 2}, session)
+                    time.sleep(1.5)
+                    continue
+                for kind in ("mousePressed", "mouseReleased"):
+                    call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}, session)
+                time.sleep(8)
+            png.write_bytes(base64.b64decode(call("Page.captureScreenshot", {"format": "png"}, session)["data"]))
+        finally:
+            proc.kill()
+            proc.wait()
+            os.close(command_end)
+            os.close(events_end)
+    return png
+
+
 def library_dirs(root: Path) -> list[Path]:
     """Every unpacked folder holding shared libraries (``usr/lib/x86_64-linux-gnu``, its ``pulseaudio``, chromium's own)."""
     return sorted({p.parent for p in root.rglob("*.so*") if p.is_file()})
@@ -166,3 +229,9 @@ def chromium(rounds: int = 8) -> Chromium:
         ready.write_text(json.dumps({"packages": fetched, "version": version}, indent=1))
         shutil.rmtree(debs, ignore_errors=True)  # unpacked: the .deb files are 100 MB of nothing
     return Chromium(root)
+
+
+if __name__ == "__main__":  # python tests/browser.py URL OUT.png WAIT [STEP ...]: see screenshot_settled
+    import sys
+
+    screenshot_settled(chromium(), sys.argv[1], Path(sys.argv[2]), float(sys.argv[3]), sys.argv[4:])
