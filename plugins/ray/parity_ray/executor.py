@@ -92,6 +92,14 @@ class CheckWorker:
         return run_job(job, shipped)
 
 
+_DEVICES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ONEAPI_DEVICE_SELECTOR")
+
+
+def _machine_specific(name: str) -> bool:
+    """Variables a Ray worker sets for itself (its devices, Ray's own) or that name this process."""
+    return name in _DEVICES or name.startswith(("RAY_", "PARITY_CHECK_")) or name in ("PWD", "OLDPWD", "SHLVL", "_")
+
+
 def _lost_errors() -> tuple[type[BaseException], ...]:
     import ray.exceptions as rex
 
@@ -202,6 +210,8 @@ class RayExecutor:
         ray = self._ray
         job = make_job(iteration)
         job.cwd = os.path.abspath(job.cwd or os.getcwd())
+        if self.shared:  # one machine: the check sees Parity's environment, as locally (but its own GPUs)
+            job.env = {**{k: v for k, v in os.environ.items() if not _machine_specific(k)}, **job.env}
         shipped: Shipped = {}
         for token in job.files:
             path = os.path.join(job.cwd, token)
