@@ -44,7 +44,7 @@ def parity_register_executors(register):
             type=click.FloatRange(min=0),
             default=None,
             metavar="N",
-            help="ray: CPUs each check holds (Ray's num_cpus). Default 1, or 0 with --gpus-per-check.",
+            help="ray: CPUs each check holds (Ray's num_cpus). Default 1 (0 when checks hold GPUs).",
         ),
     )
     register(ExecutorSpec("ray", _factory, "checks run in long-lived Ray actors (--jobs N in flight), on this machine or a cluster", options=options))
