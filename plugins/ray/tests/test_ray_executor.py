@@ -83,7 +83,7 @@ def test_too_many_gpus_per_check_is_refused(cluster):
 @pytest.mark.parametrize("until", ["bad", "5"])
 def test_repeat_gives_the_local_executors_results(cluster, until):
     runs = {}
-    for name, executor in (("ray", ["--executor", "ray", "--jobs", "3"]), ("local", ["--jobs", "3"]), ("serial", [])):
+    for name, executor in (("local", ["--jobs", "3"]), ("serial", []), ("ray", ["--executor", "ray", "--jobs", "3"])):
         res = invoke("debug", "repeat", "--until", until, "--report", f"{name}.json", *executor, "--check", PY, "record.py", env={"FAIL": "1,4", "SLEEP": "0.05"})
         assert res.exit_code == 1, (res.stdout + res.stderr)
         runs[name] = report(f"{name}.json")
