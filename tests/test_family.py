@@ -14,7 +14,7 @@ from parity import family
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
-HELPS = [["run", "--help"], ["convert", "--help"], ["inspect", "model", "--help"], ["--help"], ["debug", "--help"], ["inspect", "--help"]]
+HELPS = [["run", "--help"], ["convert", "--help"], ["inspect", "model", "--help"], ["--help"], ["debug", "--help"], ["inspect", "--help"], ["debug", "repeat", "--help"]]
 
 
 def parity(*args: object, **env: str) -> subprocess.CompletedProcess:

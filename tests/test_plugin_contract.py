@@ -32,7 +32,7 @@ from pathlib import Path
 import click
 
 from parity import hookimpl
-from parity.registry import Backend, ComparatorSpec, ConverterSpec, DataLoaderSpec, ModelKind, OptionSpec, StrategySpec
+from parity.registry import Backend, ComparatorSpec, ConverterSpec, DataLoaderSpec, ExecutorSpec, ModelKind, OptionSpec, StrategySpec
 
 
 def read_toy(path):
@@ -116,6 +116,29 @@ def parity_register_comparators(register):
 @hookimpl
 def parity_register_debug_strategies(register):
     register(StrategySpec("halves", Halves, "split the candidates in halves", kinds=("reduce",)))
+
+
+class Inline:
+    """An executor: checks run here, one at a time, and each is noted in --inline-mark."""
+
+    jobs = 1
+
+    def __init__(self, options):
+        self.mark = options["inline_mark"]
+
+    def map(self, fn, items):
+        return [fn(0, item) for item in items]
+
+    def run_check(self, check, iteration):
+        with open(self.mark, "a") as f:
+            f.write(f"{iteration.index}\\n")
+        return check(iteration)
+
+
+@hookimpl
+def parity_register_executors(register):
+    mark = click.Option(["--inline-mark"], default=None, help="inline: note each check here")
+    register(ExecutorSpec("inline", Inline, "checks here, noted", options=(mark,)))
 
 
 @hookimpl
@@ -238,6 +261,24 @@ def test_hook_parity_register_debug_strategies(toy):
     spec = registry.strategy("halves")
     assert spec.kinds == ("reduce",) and spec.factory({"seed": 3}).options == {"seed": 3}
     assert registry.owners[("strategies", "halves")] == f"file:{toy['plugin']}"
+
+
+def test_hook_parity_register_executors(toy):
+    from parity import plugins
+
+    mark = toy["dir"] / "mark.txt"
+    check = [sys.executable, "-c", "import os, sys; sys.exit(int(os.environ['PARITY_DEBUG_ITERATION']) == 1)"]
+    proc = parity("--plugin", toy["plugin"], "debug", "repeat", "--until", "3", "--executor", "inline", "--inline-mark", mark, "--check", *check)
+    assert proc.returncode == 1 and "bad: 1, good: 2" in proc.stdout, proc.stdout + proc.stderr
+    assert mark.read_text().split() == ["0", "1", "2"]  # every check went through the registered executor
+    assert "--inline-mark" in ok(parity("--plugin", toy["plugin"], "debug", "repeat", "--help")).stdout
+    repeat = ("--plugin", toy["plugin"], "debug", "repeat", "--until", "1")
+    assert "unknown executor 'outline'" in one_line_error(parity(*repeat, "--executor", "outline", "--check", "true"))
+    assert "--inline-mark needs --executor inline" in one_line_error(parity(*repeat, "--inline-mark", mark, "--check", "true"))
+    plugins.add_plugin_files([str(toy["plugin"])])
+    registry = plugins.get_registry()
+    assert registry.executor("inline").factory({"inline_mark": "m"}).mark == "m" and "local" in registry.executors
+    assert registry.owners[("executors", "inline")] == f"file:{toy['plugin']}"
 
 
 def test_hook_parity_register_converters(toy):

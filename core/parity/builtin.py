@@ -68,6 +68,19 @@ def parity_register_data_loaders(register):
     register(DataLoaderSpec("random", _random, "reproducible random data (--seed, --val-range, --input-shapes)"))
 
 
+def _local_executor(options: Mapping[str, Any]):
+    from parity.debug.executor import make_executor  # here: `parity --help` never needs the debug engine
+
+    return make_executor(int(options.get("jobs") or 1))
+
+
+@hookimpl
+def parity_register_executors(register):
+    from parity.registry import ExecutorSpec  # here, not at the top: `parity --help` imports this module and never needs the registry
+
+    register(ExecutorSpec("local", _local_executor, "checks run here: one at a time, or --jobs N at once"))
+
+
 @hookimpl
 def parity_register_model_kinds(register):
     from parity import onnx_inspect, onnx_models  # here: `parity --help` imports this module and never reads a model

@@ -17,6 +17,7 @@ class Member(NamedTuple):
     extra: str
     options: tuple[str, ...]
     commands: tuple[str, ...]
+    executors: tuple[str, ...] = ()
 
     @property
     def installed(self) -> bool:
@@ -35,12 +36,15 @@ class Member(NamedTuple):
 
 def members() -> list[Member]:
     data = json.loads(files("parity").joinpath("family.json").read_text())
-    return [Member(name, d["extra"], tuple(d["options"]), tuple(d["commands"])) for name, d in data["distributions"].items()]
+    return [Member(name, d["extra"], tuple(d["options"]), tuple(d["commands"]), tuple(d.get("executors", ()))) for name, d in data["distributions"].items()]
 
 
-def provider(option: str | None = None, command: str | None = None) -> Member | None:
-    """The member that adds ``option`` (``--trt``) or ``command`` (``debug reduce``, or a group: ``surgeon``)."""
+def provider(option: str | None = None, command: str | None = None, executor: str | None = None) -> Member | None:
+    """The member that adds ``option`` (``--trt``), ``command`` (``debug reduce``, or a group: ``surgeon``) or
+    ``executor`` (``--executor ray``)."""
     for member in members():
+        if executor is not None and executor in member.executors:
+            return member
         if option is not None and option in member.options:
             return member
         if command is not None and any(command == c or c.startswith(command + " ") for c in member.commands):

@@ -93,6 +93,21 @@ def parity_register_debug_strategies(register):
 
 
 @hookspec
+def parity_register_executors(register):
+    """Register executors: where ``debug`` commands run their checks (``--executor NAME``; the core registers
+    ``local``: one at a time, or ``--jobs N`` threads here).
+
+    Called by: :func:`parity.plugins.get_registry`, when a ``debug`` command builds its options. The
+    executor's ``options`` join every command built with :func:`parity.api.debug_options`; when the user
+    picks it, ``factory(options)`` (the command's parsed options: ``jobs`` and the executor's own) returns a
+    :class:`parity.debug.executor.Executor`. Verdicts are judged by the session, never by the executor, so
+    results are the same whatever executor ran the checks.
+
+    :param register: ``register(executor: parity.registry.ExecutorSpec)``.
+    """
+
+
+@hookspec
 def parity_register_converters(register):
     """Register model converters for ``parity convert MODEL -o OUT``.
 

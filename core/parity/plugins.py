@@ -38,6 +38,7 @@ REGISTRATION_HOOKS = {
     "parity_register_comparators": "comparators",
     "parity_register_data_loaders": "data_loaders",
     "parity_register_debug_strategies": "strategies",
+    "parity_register_executors": "executors",
     "parity_register_converters": "converters",
     "parity_register_options": "command_options",
 }

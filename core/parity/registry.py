@@ -191,6 +191,21 @@ class StrategySpec(Record, frozen=True):
         fill(self, locals())
 
 
+class ExecutorSpec(Record, frozen=True):
+    """Where a debug command's checks run (``--executor NAME``): ``factory(options)`` returns a
+    :class:`parity.debug.executor.Executor` for the command's parsed options (``jobs`` and this spec's own
+    ``options``, which join every ``debug`` command). The factory imports heavy libraries (ray), never the
+    module that registers the spec."""
+
+    name: str
+    factory: Callable[[Mapping[str, Any]], Any]
+    help: str
+    options: Sequence[click.Option]
+
+    def __init__(self, name: str, factory: Callable[[Mapping[str, Any]], Any], help: str = "", options: Sequence[click.Option] = ()) -> None:
+        fill(self, locals())
+
+
 class ConvertRequest(Record, frozen=True):
     """What a converter receives: the model, the output path and every parsed option."""
 
@@ -253,6 +268,7 @@ _KINDS = {
     "comparators": ComparatorSpec,
     "data_loaders": DataLoaderSpec,
     "strategies": StrategySpec,
+    "executors": ExecutorSpec,
     "converters": ConverterSpec,
     "command_options": OptionSpec,
 }
@@ -266,6 +282,7 @@ class Registry(Record):
     comparators: dict[str, ComparatorSpec]
     data_loaders: dict[str, DataLoaderSpec]
     strategies: dict[str, StrategySpec]
+    executors: dict[str, ExecutorSpec]
     converters: dict[str, ConverterSpec]
     command_options: dict[str, OptionSpec]
     owners: dict[tuple[str, str], str]  # (kind, name) -> plugin
@@ -278,6 +295,7 @@ class Registry(Record):
         comparators: dict[str, ComparatorSpec] = DICT,
         data_loaders: dict[str, DataLoaderSpec] = DICT,
         strategies: dict[str, StrategySpec] = DICT,
+        executors: dict[str, ExecutorSpec] = DICT,
         converters: dict[str, ConverterSpec] = DICT,
         command_options: dict[str, OptionSpec] = DICT,
         owners: dict[tuple[str, str], str] = DICT,
@@ -324,6 +342,9 @@ class Registry(Record):
 
     def strategy(self, name: str) -> StrategySpec:
         return _lookup(self.strategies, name, "debug strategy")
+
+    def executor(self, name: str) -> ExecutorSpec:
+        return _lookup(self.executors, name, "executor")
 
 
 def _lookup(table: Mapping[str, Any], name: str, what: str) -> Any:

@@ -66,11 +66,58 @@ def debug_options(default_artifact: str = "parity_debug.onnx", jobs: bool = True
                 type=click.IntRange(min=1),
                 default=1,
                 show_default=True,
-                help="Check this many independent candidates at once (each with its own artifact file).",
+                help="Check this many independent candidates at once (each with its own artifact file); with --executor, the checks in flight.",
             )
         )
+        params += executor_options()
     params.append(RemainderOption(["--check"], default=None, help="The check command: the rest of the line. Without it, you are asked at the terminal."))
     return params
+
+
+def executor_options() -> list[click.Parameter]:
+    """``--executor NAME`` and the registered executors' own options (``parity_register_executors``)."""
+    from parity.plugins import get_registry  # here: the registry is needed only when a debug command is built
+
+    executors = get_registry().executors
+    names = ", ".join(sorted(executors)) or "local"
+    params: list[click.Parameter] = [
+        click.Option(["--executor"], default="local", show_default=True, metavar="NAME", help=f"Where the checks run ({names}).")
+    ]
+    for spec in sorted(executors.values(), key=lambda e: e.name):
+        params += list(spec.options)
+    return params
+
+
+def executor_param_names() -> set[str]:
+    """The parameters that say where checks run, not what they find: left out of the state file's fingerprint,
+    so a run resumes under another executor or --jobs."""
+    from parity.plugins import get_registry
+
+    names = {"executor", "jobs"}
+    for spec in get_registry().executors.values():
+        names |= {o.name for o in spec.options if o.name}
+    return names
+
+
+def make_executor_from_options(params: Mapping[str, Any]) -> Any:
+    """The executor ``--executor NAME`` picks (``local``: :func:`parity.debug.executor.make_executor`)."""
+    name = params.get("executor") or "local"
+    if name == "local" and "executor" not in params:
+        return make_executor(int(params.get("jobs") or 1))
+    from parity.plugins import get_registry
+
+    executors = get_registry().executors
+    for spec in executors.values():  # an executor's options mean nothing to another one
+        for option in spec.options:
+            if spec.name != name and option.name in params and params[option.name] not in (None, option.default, ()):
+                raise UsageError(f"{option.opts[0]} needs --executor {spec.name}")
+    if name not in executors:
+        from parity import family  # the error path: a first-party executor that is not installed
+
+        member = family.provider(executor=name)
+        if member is not None:
+            raise UsageError(f"--executor {name} is provided by {member.distribution}: {member.remedy()}")
+    return get_registry().executor(name).factory(params)
 
 
 def report_option(schema: str) -> click.Option:
@@ -87,8 +134,10 @@ def make_check(params: Mapping[str, Any]) -> Callable:
     """The check the parsed :func:`debug_options` describe: ``--check CMD ...``, or a question at the terminal."""
     argv = params.get("check")
     if not argv:
-        if params.get("jobs", 1) > 1:
+        if (params.get("jobs") or 1) > 1:
             raise UsageError("--jobs needs a --check command (interactive mode checks one candidate at a time)")
+        if (params.get("executor") or "local") != "local":
+            raise UsageError(f"--executor {params['executor']} needs a --check command (interactive mode asks here)")
         return InteractiveCheck(prompt=lambda text: click.prompt(text, prompt_suffix=" ", err=True))
     verdict = Verdict(tuple(params.get("fail_code") or ()), tuple(params.get("ignore_fail_code") or ()), tuple(params.get("fail_regex") or ()))
     return CommandCheck(list(argv), verdict, params.get("check_timeout"), bool(params.get("show_output")), bool(params.get("hide_fail_output")))
@@ -99,9 +148,11 @@ def session_from_options(params: Mapping[str, Any], *, label: str, fingerprint: 
     (:class:`DebugProgress`; only warnings with ``--quiet``)."""
     artifact = params.get("iter_artifact") or "parity_debug.onnx"
     state = params.get("state") or str(Path(artifact).with_name(Path(artifact).name + ".state.json"))
-    options = {k: v for k, v in params.items() if k not in ("no_resume", "state", "jobs", "show_output", "hide_fail_output")}
+    skip = {"no_resume", "state", "show_output", "hide_fail_output", *executor_param_names()}
+    options = {k: v for k, v in params.items() if k not in skip}
+    check = check or make_check(params)
     return DebugSession(
-        check or make_check(params),
+        check,
         iter_artifact=artifact,
         artifacts=list(params.get("artifacts") or ()),
         artifacts_dir=params.get("artifacts_dir") or "parity_artifacts",
@@ -110,7 +161,7 @@ def session_from_options(params: Mapping[str, Any], *, label: str, fingerprint: 
         fingerprint={"label": label, **fingerprint, "options": options},
         resume=not params.get("no_resume"),
         remove_intermediate=not params.get("no_remove_intermediate"),
-        executor=make_executor(int(params.get("jobs") or 1)),
+        executor=make_executor_from_options(params),
         reporter=DebugProgress(enabled=not SETTINGS["quiet"], label=label),
         label=label,
     )
@@ -179,7 +230,7 @@ def make_repeat_command() -> click.Command:
     params = [
         until_option(),
         report_option("parity/schemas/repeat-report.schema.json"),
-        *[p for p in debug_options("parity_debug.artifact", jobs=False) if p.name != "iter_artifact"],
+        *[p for p in debug_options("parity_debug.artifact") if p.name != "iter_artifact"],
     ]
     command = ParityCommand("repeat", params=params, callback=repeat_command, help=REPEAT_HELP, short_help="Run a check repeatedly; sort artifacts.")
     return verbosity_options(command)

@@ -201,15 +201,28 @@ class CommandCheck:
         """The original model's outcome: its signature defines bad from now on."""
         self.reference = outcome.signature
 
-    def __call__(self, iteration: Iteration) -> Outcome:
+    def job(self, iteration: Iteration) -> CheckJob:
+        """What to run for this iteration, as plain data an executor can send to another process or machine:
+        the command, its environment, where, the timeout, whether it may run in the worker's own process, and
+        the iteration's files the command names (``files``: token -> path, for workers that cannot see them)."""
         argv = self.command_for(iteration)
-        start = time.perf_counter()
-        if self.in_process and self.timeout is None and iteration.exclusive and is_parity_run(argv) and parity_program() is not None:
-            code, output = _run_in_process(argv[argv.index("run") :])
-            outcome = self.judge(code, output, False, argv)
-        else:
-            outcome = self._subprocess(argv, iteration)
-        outcome.seconds = time.perf_counter() - start
+        env = {**self.env, "PARITY_DEBUG_ITERATION": str(iteration.index), "PARITY_DEBUG_ARTIFACT": iteration.artifact}
+        files = {tok: tok for tok in {iteration.artifact, *iteration.substitutions.values()} if tok in argv}
+        in_process = self.in_process and self.timeout is None and is_parity_run(argv)
+        return CheckJob(argv, env, self.cwd, self.timeout, in_process, files, list(iteration.collect))
+
+    def __call__(self, iteration: Iteration) -> Outcome:
+        job = self.job(iteration)
+        if not iteration.exclusive:  # other checks run in this process too: only a killable subprocess
+            job.in_process = False
+        return self.finish(job, run_check_job(job))
+
+    def finish(self, job: CheckJob, run: CheckRun) -> Outcome:
+        """The verdict of a :class:`CheckRun`, wherever it ran (judged here, so any executor gives the same)."""
+        if run.error:
+            raise UsageError(run.error)
+        outcome = self.judge(run.code, run.output, run.timed_out, job.argv)
+        outcome.seconds = run.seconds
         self.last_output = outcome.output
         outcome.show_output = bool(outcome.output) and (self.show_output or ((outcome.bad or outcome.unresolved) and not self.hide_fail_output))
         return outcome
@@ -239,45 +252,90 @@ class CommandCheck:
             return Outcome(True, code, output, signature=sig)
         return unresolved(f"{describe_signature(sig)}, not the original {describe_signature(self.reference)}", code=code, output=output, signature=sig)
 
-    def _subprocess(self, argv: list[str], iteration: Iteration) -> Outcome:
-        marks = procs.check_env()
-        env = {**os.environ, **self.env, "PARITY_DEBUG_ITERATION": str(iteration.index), "PARITY_DEBUG_ARTIFACT": iteration.artifact, **marks}
-        procs.prepare()
-        try:
-            # A new session makes the check the leader of its own process group: a timeout kills the whole tree.
-            proc = subprocess.Popen(
-                argv,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                cwd=self.cwd,
-                start_new_session=True,
-                preexec_fn=procs.child_setup if sys.platform.startswith("linux") else None,
-            )
-        except OSError as exc:
-            raise UsageError(f"--check: cannot run '{shlex.join(argv)}' ({exc.strerror or exc})") from None
-        procs.register(proc)
-        try:
-            out, timed_out = _collect(proc, self.timeout)
-            if timed_out:
-                procs.kill_group(proc)
-            out += _drain(proc)
-        except BaseException:  # Ctrl-C, SIGTERM: leave nothing running behind us
+
+
+@dataclass
+class CheckJob:
+    """One command check as plain (picklable) data: see :meth:`CommandCheck.job`. ``files`` maps the argv
+    tokens that name the iteration's files to their paths where the job was made; ``collect`` names files the
+    check writes that the session sorts afterwards (``--artifacts``)."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    timeout: float | None = None
+    in_process: bool = False
+    files: dict[str, str] = field(default_factory=dict)
+    collect: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CheckRun:
+    """What a :class:`CheckJob` did: exit code (negative: killed by that signal; None: timed out), output,
+    seconds. ``error``: the command could not start (a usage error). ``files``: collected files' bytes
+    (from a worker that ran the check in a directory of its own)."""
+
+    code: int | None
+    output: str
+    timed_out: bool = False
+    seconds: float = 0.0
+    error: str | None = None
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+def run_check_job(job: CheckJob) -> CheckRun:
+    """Run a :class:`CheckJob` here: in this process when ``job.in_process`` (a ``parity run`` through the
+    installed program's entry point), else as a subprocess in its own session and process group (killed with
+    everything it started at the timeout, see :mod:`parity.debug.procs`). Executors' workers call this."""
+    start = time.perf_counter()
+    if job.in_process and is_parity_run(job.argv) and parity_program() is not None:
+        code, output = _run_in_process(job.argv[job.argv.index("run") :])
+        return CheckRun(code, output, False, time.perf_counter() - start)
+    run = _subprocess(job)
+    run.seconds = time.perf_counter() - start
+    return run
+
+
+def _subprocess(job: CheckJob) -> CheckRun:
+    argv = job.argv
+    marks = procs.check_env()
+    env = {**os.environ, **job.env, **marks}
+    procs.prepare()
+    try:
+        # A new session makes the check the leader of its own process group: a timeout kills the whole tree.
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=job.cwd,
+            start_new_session=True,
+            preexec_fn=procs.child_setup if sys.platform.startswith("linux") else None,
+        )
+    except OSError as exc:
+        return CheckRun(None, "", error=f"--check: cannot run '{shlex.join(argv)}' ({exc.strerror or exc})")
+    procs.register(proc)
+    try:
+        out, timed_out = _collect(proc, job.timeout)
+        if timed_out:
             procs.kill_group(proc)
-            procs.sweep(marks["PARITY_CHECK_ID"])
-            raise
-        finally:
-            procs.unregister(proc)
-            if proc.stdout:
-                proc.stdout.close()
-        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):  # leftovers in its group
-            os.killpg(proc.pid, signal.SIGKILL)
-        procs.sweep(marks["PARITY_CHECK_ID"])  # ... and in other sessions (re-parented to us)
-        if procs.stopping.is_set():
-            raise KeyboardInterrupt  # Parity is being interrupted: this was killed, it is no verdict
-        text = out.decode(errors="replace")
-        return self.judge(proc.returncode, text, timed_out, argv)
+        out += _drain(proc)
+    except BaseException:  # Ctrl-C, SIGTERM: leave nothing running behind us
+        procs.kill_group(proc)
+        procs.sweep(marks["PARITY_CHECK_ID"])
+        raise
+    finally:
+        procs.unregister(proc)
+        if proc.stdout:
+            proc.stdout.close()
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):  # leftovers in its group
+        os.killpg(proc.pid, signal.SIGKILL)
+    procs.sweep(marks["PARITY_CHECK_ID"])  # ... and in other sessions (re-parented to us)
+    if procs.stopping.is_set():
+        raise KeyboardInterrupt  # Parity is being interrupted: this was killed, it is no verdict
+    return CheckRun(proc.returncode, out.decode(errors="replace"), timed_out)
+
 
 GRACE = 0.5  # seconds to keep reading after the check exits (output still in flight)
 

@@ -85,6 +85,7 @@ class Iteration:
     info: dict[str, Any] = field(default_factory=dict)
     substitutions: dict[str, str] = field(default_factory=dict)  # check argv token -> per-slot path
     payload: Any = None  # e.g. the candidate model, for Python predicates
+    collect: list[str] = field(default_factory=list)  # files the check writes that the session sorts (--artifacts)
 
     def slot_path(self, name: str) -> str:
         """A companion file (``name`` as the check command spells it) private to this job slot."""
@@ -228,12 +229,19 @@ class DebugSession:
     def finish(self) -> Summary:
         """The run completed: print the summary and drop the state file (resume is for interrupted runs)."""
         self.summary.seconds = time.perf_counter() - self._started
+        self.close()
         self.reporter.close()
         self._restore_signals()
         if self.state_path:
             with contextlib.suppress(FileNotFoundError):
                 self.state_path.unlink()
         return self.summary
+
+    def close(self) -> None:
+        """Release the executor's workers (a Ray cluster started for the run stops); idempotent."""
+        close = getattr(self.executor, "close", None)
+        if close is not None:
+            close()
 
     # --- evaluation --------------------------------------------------------------------------------
     def expect(self, remaining: int | None) -> None:
@@ -301,11 +309,20 @@ class DebugSession:
             else:
                 results[cand.key] = verdict
         parallel = self.executor.jobs > 1 and len(todo) > 1
+        with self._lock:  # iteration numbers in candidate order, whichever check ends first
+            indices = {c.key: self._next_index + i for i, c in enumerate(todo)}
+            self._next_index += len(todo)
+            self._pending.update(indices)
+            if todo:
+                self._save_state()
         try:
-            judged = self.executor.map(lambda slot, c: self._run(c, slot, parallel), todo)
+            judged = self.executor.map(lambda slot, c: self._run(c, slot, parallel, indices[c.key]), todo)
         except BaseException:  # Ctrl-C / SIGTERM while other jobs run: kill their checks too
             if parallel:
                 procs.kill_all()
+            cancel = getattr(self.executor, "cancel", None)
+            if cancel is not None:
+                cancel()
             raise
         for cand, verdict in zip(todo, judged):
             results[cand.key] = verdict
@@ -356,14 +373,10 @@ class DebugSession:
     def _count(self, verdict: str) -> None:
         setattr(self.summary, verdict, getattr(self.summary, verdict) + 1)
 
-    def _run(self, cand: Candidate, slot: int, parallel: bool) -> str:
-        with self._lock:
-            index = self._next_index
-            self._next_index += 1
-            self._pending.add(cand.key)
-            self._save_state()
+    def _run(self, cand: Candidate, slot: int, parallel: bool, index: int) -> str:
         artifact = slot_path(self.iter_artifact, slot, parallel)
         it = Iteration(index, cand.key, artifact, self.iter_artifact, slot, not parallel, dict(cand.info), payload=cand.payload)
+        it.collect = [slot_path(name, slot, parallel) for name in self.artifacts if name != self.iter_artifact]
         info_path = None
         try:
             made = cand.make_artifact(it)
@@ -373,7 +386,8 @@ class DebugSession:
                 info_path = it.slot_path(self.iteration_info)
                 info = {"format": "parity-iteration-info", "version": 1, "iteration": index, "key": cand.key, "artifact": it.artifact, **_jsonable(it.info)}
                 write_text_atomic(info_path, json.dumps(info, indent=2))
-            outcome = self.check(it)
+            run_check = getattr(self.executor, "run_check", None)  # a remote executor runs the check elsewhere
+            outcome = run_check(self.check, it) if run_check is not None else self.check(it)
         except BaseException:  # Ctrl-C included: leave no intermediate files behind
             self._cleanup(it, info_path)
             raise
@@ -437,13 +451,20 @@ class DebugSession:
         verdicts.clear()
         i = 0
         self.expect(count)
+        width = max(1, self.executor.jobs)
         while count is None or i < count:
-            verdict = self.judge(f"N{i}", make_artifact, (info(i) if info else {}) | {"label": f"iteration {i}"})
-            verdicts.append(verdict)
-            i += 1
-            if stop is not None and verdict == stop:  # unresolved neither stops --until good nor --until bad
-                break
-            if i >= 100000:  # safety stop for until good/bad that never comes
+            # a batch of iterations at once (--jobs); verdicts are taken in iteration order, so --until good/bad
+            # stops at the first such verdict: later ones of its batch are recorded but do not count
+            n = width if count is None else min(width, count - i)
+            batch = [Candidate(f"N{j}", make_artifact, dict(info(j) if info else {}) | {"label": f"iteration {j}"}) for j in range(i, i + n)]
+            stopped = False
+            for verdict in self.judge_many(batch):
+                verdicts.append(verdict)
+                i += 1
+                if stop is not None and verdict == stop:  # unresolved neither stops --until good nor --until bad
+                    stopped = True
+                    break
+            if stopped or i >= 100000:  # safety stop for until good/bad that never comes
                 break
         return verdicts
 

@@ -76,7 +76,7 @@ def debug_build_command() -> click.Command:
         *tactic_options(),
         until_option(),
         report_option("parity_tactics/schemas/build-report.schema.json"),
-        *debug_options(DEFAULT_ITER_ARTIFACT, jobs=False),
+        *debug_options(DEFAULT_ITER_ARTIFACT),
     ]
     command = ParityCommand(
         "build",

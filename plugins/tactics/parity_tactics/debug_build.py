@@ -115,11 +115,16 @@ def debug_build(
     errors: dict[int, str] = {}
 
     def make_artifact(it: Iteration) -> None:
-        for stale in (cache, params.get("save_tactics")):  # the timing cache merges into an existing file
+        own = options
+        if not it.exclusive:  # --jobs: each concurrent build writes its own timing cache and tactic replay
+            own = {**options, "save_timing_cache": it.slot_path(cache)}
+            if params.get("save_tactics"):
+                own["save_tactics"] = it.slot_path(params["save_tactics"])
+        for stale in (own["save_timing_cache"], own.get("save_tactics")):  # the timing cache merges into an existing file
             if stale and os.path.exists(stale):
                 os.unlink(stale)
         try:
-            build(model, it.artifact, options)
+            build(model, it.artifact, own)
         except ParityError as exc:
             if exc.exit_code == ExitCode.USAGE or "is not installed" in str(exc):
                 raise  # bad options or no TensorRT: every build would fail the same way

@@ -1,0 +1,140 @@
+"""``--executor ray`` on a real local Ray cluster declaring 4 logical GPUs (one cluster for the module; the
+commands run in-process and use it, or join it by its address from a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from parity.testing import invoke  # noqa: E402
+
+PY = sys.executable
+
+# records the iteration, its CUDA_VISIBLE_DEVICES and its start/end times; fails iterations listed in FAIL
+RECORD = """import json, os, sys, time
+start = time.time()
+time.sleep(float(os.environ.get("SLEEP", "0.3")))
+i = int(os.environ["PARITY_DEBUG_ITERATION"])
+with open("seen.jsonl", "a") as f:
+    f.write(json.dumps({"i": i, "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"), "start": start, "end": time.time()}) + "\\n")
+sys.exit(1 if str(i) in os.environ.get("FAIL", "").split(",") else 0)
+"""
+
+# kills its Ray worker (the actor process, its parent) mid-check: the first time only, or every time
+KILLER = """import os, signal, sys
+if os.environ.get("ALWAYS") or not os.path.exists("killed.once"):
+    open("killed.once", "w").close()
+    os.kill(os.getppid(), signal.SIGKILL)
+    import time; time.sleep(30)
+sys.exit(0)
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, num_gpus=4, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for key in ("FAIL", "SLEEP", "ALWAYS"):
+        monkeypatch.delenv(key, raising=False)
+    (tmp_path / "record.py").write_text(RECORD)
+    (tmp_path / "killer.py").write_text(KILLER)
+    yield tmp_path
+
+
+def seen() -> list[dict]:
+    return [json.loads(line) for line in Path("seen.jsonl").read_text().splitlines()]
+
+
+def report(path: str) -> dict:
+    data = json.loads(Path(path).read_text())
+    return {"exit_code": data["exit_code"], "result": data.get("result"), "checks": sorted((c["key"], c["verdict"]) for c in data["checks"])}
+
+
+def test_each_concurrent_check_sees_its_own_gpu(cluster):
+    res = invoke("debug", "repeat", "--until", "4", "--executor", "ray", "--jobs", "4", "--gpus-per-check", "1", "--check", PY, "record.py", env={"SLEEP": "1.5"})
+    assert res.exit_code == 0, (res.stdout + res.stderr)
+    rows = seen()
+    assert len(rows) == 4 and all(r["cuda"] not in (None, "") for r in rows)
+    latest_start, earliest_end = max(r["start"] for r in rows), min(r["end"] for r in rows)
+    assert latest_start < earliest_end  # the four ran at the same time ...
+    assert len({r["cuda"] for r in rows}) == 4  # ... each on a GPU of its own
+
+
+def test_too_many_gpus_per_check_is_refused(cluster):
+    res = invoke("debug", "repeat", "--until", "1", "--executor", "ray", "--gpus-per-check", "8", "--check", "true")
+    assert res.exit_code == 2 and "the Ray cluster has 4 GPU(s)" in (res.stdout + res.stderr)
+
+
+@pytest.mark.parametrize("until", ["bad", "5"])
+def test_repeat_gives_the_local_executors_results(cluster, until):
+    runs = {}
+    for name, executor in (("local", ["--jobs", "3"]), ("serial", []), ("ray", ["--executor", "ray", "--jobs", "3"])):
+        res = invoke("debug", "repeat", "--until", until, "--report", f"{name}.json", *executor, "--check", PY, "record.py", env={"FAIL": "1,4", "SLEEP": "0.05"})
+        assert res.exit_code == 1, (res.stdout + res.stderr)
+        runs[name] = report(f"{name}.json")
+    assert runs["local"]["result"] == runs["serial"]["result"] == runs["ray"]["result"]
+    if until == "bad":  # stops at the first bad verdict in iteration order: N1; N2 of its batch ran but does not count
+        assert runs["ray"]["result"]["iterations"] == 2 and runs["ray"]["result"]["bad"] == 1
+    else:
+        assert runs["local"]["checks"] == runs["ray"]["checks"] == runs["serial"]["checks"]
+
+
+def test_reduce_gives_the_local_executors_result(cluster):
+    import onnx
+    from parity_reduce.testing import chain, planted_check
+
+    onnx.save(chain(40), "chain.onnx")
+    Path("check.py").write_text(planted_check())
+    nodes = {}
+    for name, executor in (("local", ["--jobs", "2"]), ("ray", ["--executor", "ray", "--jobs", "2"])):
+        args = ["debug", "reduce", "chain.onnx", "-o", f"{name}.onnx", "--no-repro", "--mode", "ddmin", "--report", f"{name}.json", *executor]
+        res = invoke(*args, "--check", PY, "check.py", "parity_debug.onnx", "n7", "n30")
+        assert res.exit_code == 0, (res.stdout + res.stderr)
+        nodes[name] = sorted(n.name for n in onnx.load(f"{name}.onnx").graph.node)
+        assert report(f"{name}.json")["checks"]
+    assert nodes["local"] == nodes["ray"] == ["n30", "n7"]
+    assert report("local.json")["checks"] == report("ray.json")["checks"]
+
+
+def test_a_lost_worker_reruns_the_check_once(cluster):
+    res = invoke("debug", "repeat", "--until", "1", "--executor", "ray", "--report", "r.json", "--check", PY, "killer.py")
+    assert res.exit_code == 0 and "rerun: its first Ray worker was lost" in (res.stdout + res.stderr), (res.stdout + res.stderr)
+    res = invoke("debug", "repeat", "--until", "2", "--executor", "ray", "--report", "r2.json", "--check", PY, "killer.py", env={"ALWAYS": "1"})
+    assert res.exit_code == 3, (res.stdout + res.stderr)  # lost twice: unresolved, never bad
+    assert {c["verdict"] for c in json.loads(Path("r2.json").read_text())["checks"]} == {"unresolved"}
+
+
+def test_resume_after_the_driver_is_killed(cluster, tmp_path):
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PARITY_")}, "SLEEP": "0.6", "FAIL": "5"}
+    args = [PY, "-m", "parity", "debug", "repeat", "--until", "8", "--executor", "ray", "--ray-address", cluster, "--jobs", "2", "--check", PY, "record.py"]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    state = tmp_path / "parity_debug.artifact.state.json"
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        if state.exists() and sum(v is not None for v in json.loads(state.read_text() or "{}").get("verdicts", {}).values()) >= 2:
+            break
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = len(json.loads(state.read_text())["verdicts"])
+    assert 2 <= done < 8
+    again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "resuming from" in again.stderr and f"{done} verdict(s) recorded" in again.stderr
+    assert "Finished 8 check(s)" in again.stdout and "bad: 1, good: 7" in again.stdout
+    assert not state.exists()
