@@ -168,3 +168,25 @@ def test_heatmap_planes_are_tiled_and_names_made_safe():
     np.testing.assert_array_equal(mosaic[5:9, 6:11], error[1, 1])
     assert np.isnan(mosaic[4]).all() and np.isnan(mosaic[:, 5]).all()
     assert _safe("/backbone/conv1/Conv_output_0") == "backbone_conv1_Conv_output_0" and _safe("golden.npz:onnxrt-0") == "golden.npz_onnxrt-0"
+
+
+def test_heatmaps_of_a_real_detector_against_its_fp16_conversion(corpus_model, parity_invoke, tmp_path):
+    """PP-OCRv4's text detector (a corpus model) against its fp16 conversion: its probability map [1,1,H,W] is drawn,
+    and the error the picture shows is the one the comparison measured (fp16 rounding: small, not zero)."""
+    det, det16, maps = corpus_model("ppocr_det"), tmp_path / "det16.onnx", tmp_path / "maps"
+    assert parity_invoke("convert", "--fp-to-fp16", det, "-o", det16)[0] == 0
+    shapes = ("--input-shapes", "x:[1,3,64,64]")
+    code, _, err = parity_invoke("run", det, "--onnxrt", *shapes, "--save-inputs", tmp_path / "in.npz", "--save-outputs", tmp_path / "golden.npz")
+    assert code == 0, err
+    code, out, err = parity_invoke(
+        "run", det16, "--onnxrt", "--load-inputs", tmp_path / "in.npz", "--load-outputs", tmp_path / "golden.npz",
+        "--tolerance-preset", "fp16", "--save-heatmaps", maps, "--save-error-metrics-plot", tmp_path / "metrics",
+    )
+    assert code in (0, 1), err
+    [picture] = sorted(maps.iterdir())
+    assert picture.name.endswith("_iter0.png") and "golden.npz" in picture.name
+    width, height = png_size(picture)
+    assert width == 1250 and height >= 270
+    pixels = matplotlib.image.imread(picture)
+    assert pixels.std() > 0.01  # the error map is drawn, not a blank page
+    assert sorted(p.suffix for p in (tmp_path / "metrics").iterdir()) == [".png"]

@@ -159,3 +159,42 @@ def test_python_api_without_plugins_or_the_cli(build, tmp_path):
     runners = [("onnxrt", {"onnxrt_custom_ops": [LIB]}), ("onnxrt", {"onnxrt_custom_ops": [LIB], "graph_optimization_level": "disable"})]
     outcome = run_comparison(RunRequest(path, runners))
     assert outcome.passed and outcome.code == 0
+
+
+def test_a_real_classifier_with_a_custom_op_head_runs_layer_by_layer(corpus_model, parity_invoke, tmp_path):
+    """PP-OCR's text-direction classifier (a corpus model) with an ai.onnx.contrib Inverse on its output
+    (inverse of probs^T probs + I): it runs only with the library registered, and compares layer by layer."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    model = onnx.load(corpus_model("ppocr_cls"))
+    probs = model.graph.output[0].name
+    model.graph.initializer.append(numpy_helper.from_array(np.eye(2, dtype=np.float32), "eye2"))
+    model.graph.node.extend([
+        helper.make_node("Transpose", [probs], ["probs_t"], name="head_t", perm=[1, 0]),
+        helper.make_node("MatMul", ["probs_t", probs], ["gram"], name="head_gram"),
+        helper.make_node("Add", ["gram", "eye2"], ["gram_i"], name="head_add"),
+        helper.make_node("Inverse", ["gram_i"], ["inv"], name="head_inverse", domain="ai.onnx.contrib"),
+    ])
+    del model.graph.output[:]
+    model.graph.output.append(helper.make_tensor_value_info("inv", TensorProto.FLOAT, [2, 2]))
+    model.opset_import.append(helper.make_opsetid("ai.onnx.contrib", 1))
+    model.ir_version = 8
+    path = tmp_path / "cls_inverse.onnx"
+    onnx.save(model, path)
+    shapes = ("--input-shapes", "x:[1,3,48,192]")
+    code, _, err = parity_invoke("run", path, "--onnxrt", *shapes)
+    assert code == 3 and "ai.onnx.contrib:Inverse" in err and "--onnxrt-custom-ops" in err and len(err.strip().splitlines()) == 1, err
+    report = tmp_path / "r.json"
+    code, out, err = parity_invoke(
+        "run", path, "--onnxrt", "--onnxrt=graph-optimization-level=disable", "--onnxrt-custom-ops", LIB, *shapes,
+        "--onnx-outputs", "mark", "all", "--save-outputs", tmp_path / "out.npz", "--report", report, "--atol", "1e-4", "--rtol", "1e-3",
+    )
+    assert code == 0, out[-2000:] + err
+    layerwise = json.loads(report.read_text())["layerwise"][0]
+    assert layerwise["tensors"][-1]["op_type"] == "Inverse" and len(layerwise["tensors"]) > 100
+    from parity import load_results
+
+    run = load_results(tmp_path / "out.npz")["onnxrt-0"][0]
+    gram = run["probs_t"] @ run[probs] + np.eye(2, dtype=np.float32)
+    np.testing.assert_allclose(run["inv"], np.linalg.inv(gram), rtol=1e-4, atol=1e-5)
