@@ -1,5 +1,7 @@
 """A debug check doing real GPU work for a fixed time: torch matmuls on the GPU this check sees; records which."""
-import json, os, time
+import json
+import os
+import time
 
 import torch
 
