@@ -91,7 +91,7 @@ def executor_options() -> list[click.Parameter]:
 def executor_param_names() -> set[str]:
     """The parameters that say where checks run, not what they find: left out of the state file's fingerprint,
     so a run resumes under another executor or --jobs."""
-    from parity.plugins import get_registry
+    from parity.plugins import get_registry  # here: the registry is needed only when a debug command runs
 
     names = {"executor", "jobs"}
     for spec in get_registry().executors.values():
@@ -104,7 +104,7 @@ def make_executor_from_options(params: Mapping[str, Any]) -> Any:
     name = params.get("executor") or "local"
     if name == "local" and "executor" not in params:
         return make_executor(int(params.get("jobs") or 1))
-    from parity.plugins import get_registry
+    from parity.plugins import get_registry  # here: the registry is needed only when a debug command runs
 
     executors = get_registry().executors
     for spec in executors.values():  # an executor's options mean nothing to another one

@@ -23,6 +23,8 @@ def _factory(options: Mapping[str, Any]) -> Any:
 
 @hookimpl
 def parity_register_executors(register):
+    # here, not at the top: every command imports this hooks module while discovering plugins; the registry's
+    # types are needed only when the executors are registered
     from parity.api import ExecutorSpec
 
     options = (
