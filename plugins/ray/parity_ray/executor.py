@@ -25,18 +25,16 @@ import contextlib
 import logging
 import math
 import os
-import queue
 import shutil
 import socket
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from parity.api import BackendError, CheckRun, Outcome, UsageError, run_check_job, warn, write_bytes_atomic
+from parity.api import BackendError, CheckRun, Outcome, ThreadExecutor, UsageError, run_check_job, warn, write_bytes_atomic
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -176,32 +174,8 @@ class RayExecutor:
     # --- running checks ----------------------------------------------------------------------------
     def map(self, fn: Callable[[int, T], R], items: Sequence[T]) -> list[R]:
         self._cancelled.clear()
-        if self.jobs == 1 or len(items) <= 1:
-            try:
-                return [fn(0, item) for item in items]
-            except BaseException:
-                self.cancel()
-                raise
-        slots: queue.Queue[int] = queue.Queue()
-        for slot in range(self.jobs):
-            slots.put(slot)
-
-        def run(item: T) -> R:
-            slot = slots.get()
-            try:
-                return fn(slot, item)
-            finally:
-                slots.put(slot)
-
-        pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="parity-ray")
-        try:
-            futures = [pool.submit(run, item) for item in items]
-            return [f.result() for f in futures]
-        except BaseException:
-            self.cancel()  # Ctrl-C, or one check's error: the others stop too
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        # Ctrl-C, or one check's error: the checks in flight stop too (cancel), the others never start
+        return ThreadExecutor(self.jobs, "parity-ray", on_error=self.cancel).map(fn, items)
 
     def run_check(self, check: Callable[[Any], Outcome], iteration: Any) -> Outcome:
         make_job = getattr(check, "job", None)
