@@ -24,8 +24,7 @@ WORKS = [
 ANSWERED = {
     "--gen": ("x.py",), "--gen-script": ("x.py",), "--log-file": ("run.log",), "--compare-func-script": ("f.py",),
     "--no-shape-check": (), "--warm-up": ("2",), "--use-subprocess": (), "--postprocess": ("y:top-5",),
-"--layer-precisions": ("conv:float16",), "--external-data-dir": ("data",),
-    "--save-external-data": ("w.bin",), "--onnx-outputs-by-type": ("Relu",),
+    "--layer-precisions": ("conv:float16",), "--onnx-outputs-by-type": ("Relu",),
 }
 
 

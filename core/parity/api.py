@@ -136,6 +136,16 @@ _EXPORTS: dict[str, str] = {
     "write_node_data": "parity.model_explorer",
     # ONNX models (the module; its public functions are listed in docs/plugins/api.md)
     "onnx_models": "parity.onnx_models",
+    "onnx_external": "parity.onnx_external",
+    "ExternalData": "parity.onnx_external",
+    "SavedModel": "parity.onnx_external",
+    "WeightReader": "parity.onnx_external",
+    "save_model": "parity.onnx_external",
+    "runtime_bytes": "parity.onnx_external",
+    "external_data_options": "parity.cli.options",
+    "external_data_read_options": "parity.cli.options",
+    "external_data_write_options": "parity.cli.options",
+    "external_data_from_params": "parity.cli.options",
     # files and text
     "write_bytes_atomic": "parity.util.fs",
     "write_text_atomic": "parity.util.fs",

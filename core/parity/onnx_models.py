@@ -22,48 +22,54 @@ if TYPE_CHECKING:  # pragma: no cover
 IR_FIX = "set model.ir_version = 10 before saving (onnx.helper.make_model writes the newest IR version)"
 
 
-def load(path: str | Path, load_external_data: bool = True) -> onnx.ModelProto:
-    """``onnx.load`` with clean errors for missing, empty, truncated or non-ONNX files."""
+def load(
+    path: str | Path, load_external_data: bool = True, *, external_data_dir: str | Path | None = None, ignore_external_data: bool = False
+) -> onnx.ModelProto:
+    """``onnx.load`` with clean errors for missing, empty, truncated or non-ONNX files.
+
+    The graph is parsed with external tensors left as references; each reference is checked to resolve (in
+    ``external_data_dir``, default the model's folder) without reading a byte. ``load_external_data=False``
+    keeps them that way: read values with :class:`parity.onnx_external.WeightReader`, run with
+    :func:`parity.onnx_external.runtime_bytes` and write with :func:`parity.onnx_external.save_model`, each given
+    :func:`data_dir`. ``ignore_external_data``: the structure only (inspect, lint, planning a cut); references
+    are not checked."""
     import onnx
     from google.protobuf.message import DecodeError
 
-    from parity.util.fs import check_model_path  # here: `parity run --help` imports this module, not util.fs (nor pathlib)
+    from parity.onnx_external import check_references  # here: `parity run --help` imports this module, not these
+    from parity.util.fs import check_model_path
 
     p = check_model_path(path)
     if p.stat().st_size == 0:
         raise ModelError(f"{p}: empty file, not an ONNX model")
     try:
-        model = onnx.load(str(p), load_external_data=load_external_data)
-    except onnx.checker.ValidationError as exc:  # raised for external data that is missing or out of bounds
-        raise _external_data_error(p, exc) from None
-    except (DecodeError, RuntimeError, ValueError, OSError) as exc:
-        if load_external_data and isinstance(exc, OSError):
-            raise _external_data_error(p, exc) from None
+        model = onnx.load(str(p), load_external_data=False)
+    except (DecodeError, RuntimeError, ValueError, OSError, onnx.checker.ValidationError) as exc:
         raise ModelError(f"{p}: not a valid ONNX model ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'corrupt'})") from None
     if not model.graph.node and not model.graph.output:
         raise ModelError(f"{p}: not a valid ONNX model (no graph)")
+    if ignore_external_data:
+        return model
+    base = data_dir(p, external_data_dir)
+    check_references(model, base, str(p))
+    if load_external_data:
+        from parity.onnx_external import external_bytes, load_values, tensors
+
+        if external_bytes(model) > 0:
+            load_values(model, [t.name for t in tensors(model)], base)
     return model
 
 
-def _external_data_error(path: Path, exc: Exception) -> ModelError:
-    """One line for a model whose external data cannot be read: the first tensor whose file is absent, by name."""
-    import onnx
-    from onnx.external_data_helper import ExternalDataInfo, _get_all_tensors, uses_external_data
+def data_dir(path: str | Path, external_data_dir: str | Path | None = None) -> Path:
+    """Where a model's external data files are: ``--external-data-dir``, else the model's folder."""
+    from pathlib import Path
 
-    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception:  # noqa: BLE001 - the model itself is unreadable: say what the first load said
-        return ModelError(f"{path}: not a valid ONNX model ({type(exc).__name__}: {detail})")
-    for tensor in _get_all_tensors(model):
-        if uses_external_data(tensor):
-            location = ExternalDataInfo(tensor).location
-            if not (path.parent / location).is_file():
-                return ModelError(
-                    f"{path}: external data file '{location}' of tensor '{tensor.name}' is missing "
-                    f"(looked for {path.parent / location}); keep the model's data files beside it"
-                )
-    return ModelError(f"{path}: cannot read the model's external data ({detail})")
+    if external_data_dir is not None:
+        folder = Path(external_data_dir)
+        if not folder.is_dir():
+            raise UsageError(f"--external-data-dir: {folder} is not a folder")
+        return folder
+    return Path(path).parent
 
 
 def dtype_of(elem_type: int) -> np.dtype | None:
@@ -352,12 +358,13 @@ class MissingKernelError(ModelError):
         self.op_type = op_type
 
 
-def validate(model: onnx.ModelProto | bytes, what: str = "the model", onnxruntime: bool = True, missing_kernels_ok: bool = False) -> None:
+def validate(model: onnx.ModelProto | bytes | str, what: str = "the model", onnxruntime: bool = True, missing_kernels_ok: bool = False) -> None:
     """The final check of every model writer: ``onnx.checker.check_model(full_check=True)``, then a load in
     onnxruntime's CPU provider (graph optimizations off, so only validity is tested). Raises a one-line
     :class:`ModelError` (exit 3) naming what failed, or :class:`MissingKernelError` for an op type the CPU
     provider has no kernel for (unless ``missing_kernels_ok``). Pass the serialized bytes when you have them:
-    nothing is serialized twice."""
+    nothing is serialized twice; pass a path (a ``str``) for a model with external data: the checker follows
+    it, and onnxruntime maps aligned external tensors instead of reading them."""
     import re
 
     import onnx
@@ -365,7 +372,12 @@ def validate(model: onnx.ModelProto | bytes, what: str = "the model", onnxruntim
     def flat(text: str) -> str:
         return " ".join(text.split())[:300]
 
-    data = model if isinstance(model, bytes) else model.SerializeToString()
+    if isinstance(model, str):
+        data: bytes | str = model
+    else:
+        from parity.onnx_external import serialize
+
+        data = model if isinstance(model, bytes) else serialize(model, what)
     try:
         onnx.checker.check_model(data, full_check=True)
     except Exception as exc:  # ValidationError, InferenceError

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from parity.cli.parsing import BackendFlag, GreedyOption
 from parity.compare.tolerance import ERROR_STATS, PRESETS
+from parity.errors import UsageError
 from parity.registry import Registry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from parity.onnx_external import ExternalData
 
 
 def model_options() -> list[click.Parameter]:
@@ -93,3 +98,63 @@ def add_unique(params: list[click.Parameter], options: Iterable[click.Option]) -
         if not seen & set(option.opts):
             params.append(option)
             seen.update(option.opts)
+
+
+def external_data_read_options(ignore: bool = False) -> list[click.Parameter]:
+    """Polygraphy's reading flags: ``--external-data-dir`` (alias ``--ext``) and, where structure is enough,
+    ``--ignore-external-data``."""
+    params: list[click.Parameter] = [
+        click.Option(
+            ["--external-data-dir", "--ext"], type=click.Path(file_okay=False), default=None,
+            help="Folder of the model's external data files (default: the model's folder).",
+        ),
+    ]
+    if ignore:
+        params.append(click.Option(["--ignore-external-data"], is_flag=True, help="Read the model's structure only; its external data files need not exist."))
+    return params
+
+
+def external_data_write_options() -> list[click.Parameter]:
+    """Polygraphy's writing flags, same names and meaning (docs/big-models.md)."""
+    return [
+        click.Option(
+            ["--save-external-data"], is_flag=False, flag_value="", default=None, metavar="[PATH]",
+            help="Write weights to an external data file beside the output (PATH: its name, default OUTPUT.data).",
+        ),
+        click.Option(
+            ["--external-data-size-threshold"], default=None, metavar="SIZE",
+            help="With --save-external-data: tensors smaller than this stay inside the model [default: 1024 bytes].",
+        ),
+        click.Option(["--no-save-all-tensors-to-one-file"], is_flag=True, help="With --save-external-data: one data file per tensor, named after it."),
+    ]  # fmt: skip
+
+
+def external_data_options(write: bool = True, ignore: bool = False) -> Callable[[Callable], Callable]:
+    """The same options as a decorator, for commands written with ``@click.command``."""
+
+    def decorate(func: Callable) -> Callable:
+        params = [*external_data_read_options(ignore), *(external_data_write_options() if write else [])]
+        if isinstance(func, click.Command):
+            func.params.extend(params)
+        else:  # click reverses the decorators' list when it builds the command
+            func.__dict__.setdefault("__click_params__", []).extend(reversed(params))
+        return func
+
+    return decorate
+
+
+def external_data_from_params(params: Mapping[str, Any]) -> ExternalData:
+    """How to write a model, from the writing flags; refuses a modifier given without ``--save-external-data``."""
+    from parity.onnx_external import ExternalData
+    from parity.util.units import parse_size
+
+    location = params.get("save_external_data")
+    threshold = params.get("external_data_size_threshold")
+    one_file = not params.get("no_save_all_tensors_to_one_file")
+    if location is None:
+        for flag, given in (("--external-data-size-threshold", threshold is not None), ("--no-save-all-tensors-to-one-file", not one_file)):
+            if given:
+                raise UsageError(f"{flag} applies to weights written as external data: add --save-external-data [PATH]")
+        return ExternalData()
+    size = 1024 if threshold is None else parse_size(threshold, "--external-data-size-threshold", "{option}: cannot read '{text}'; write a size such as 1024, 64K or 1M")
+    return ExternalData(location, size, one_file)

@@ -20,7 +20,5 @@ INSTEAD: dict[str, str] = {
         "Parity sets no per-layer TensorRT precision: 'parity debug precision' finds the nodes that must stay fp32"
         " and writes them into the ONNX model, which strongly typed TensorRT follows"
     ),
-    "--external-data-dir": "Parity loads external data from the folder of the model, as onnx does: put the data files beside it",
-    "--save-external-data": "not supported yet: Parity writes a model as one file and refuses one over protobuf's 2 GiB limit",
     "--onnx-outputs-by-type": "mark every tensor (--onnx-outputs mark all) and read the first-divergence report, or name the tensors: --onnx-outputs NAME ...",
 }

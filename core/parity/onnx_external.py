@@ -1,0 +1,472 @@
+"""Weights that stay in their files: reading, running and writing ONNX models with external data.
+
+A model past protobuf's 2 GiB limit cannot be one serialized message, so Parity never makes it one. Every
+command loads models with their external tensors left as references (``onnx_models.load`` checks that each
+reference resolves, and reads no weight byte); this module is the rest of that layer:
+
+- :class:`WeightReader` reads a tensor's values on demand, as a read-only NumPy view of a memory map;
+- :func:`runtime_bytes` gives onnxruntime the small graph-only message plus the folder its weights are in
+  (``session.model_external_initializers_file_folder_path``), so an edited model runs without a copy of them;
+- :func:`save_model` writes a model and its data files together: weights are streamed tensor by tensor
+  (``os.copy_file_range`` for ones already in a file), the pair is written into a private folder beside the
+  target, checked there by ``onnx.checker`` (on the path, so it follows the data) and onnxruntime, then renamed
+  into place. A model that would pass 2 GiB as one file gets external data even when not asked.
+
+``onnx``, ``numpy`` and ``onnxruntime`` are imported inside functions: importing this module is free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from parity.errors import ModelError, ParityError, UsageError
+from parity.util.fs import part_path, remove_stale_parts
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+    import onnx
+
+PROTOBUF_LIMIT = 2**31 - 1  # bytes: protobuf refuses to serialize a message this large
+ALIGN = 4096  # external tensors start on page boundaries, so each maps on its own (onnx aligns the same way)
+# onnxruntime's session config key for the folder of a model's external data when the model is given as bytes
+ORT_DATA_FOLDER = "session.model_external_initializers_file_folder_path"
+
+
+@dataclass(frozen=True)
+class ExternalData:
+    """How a written model stores its weights: Polygraphy's ``--save-external-data [PATH]``,
+    ``--external-data-size-threshold`` and ``--no-save-all-tensors-to-one-file``.
+
+    ``location``: the data file's name relative to the model ("" for ``<model file name>.data``); None: not
+    asked (weights stay inside the model unless it would pass 2 GiB). ``size_threshold``: tensors smaller than
+    this many bytes stay inside the model. ``one_file``: False writes one file per tensor, named after it."""
+
+    location: str | None = None
+    size_threshold: int = 1024
+    one_file: bool = True
+
+    @property
+    def requested(self) -> bool:
+        return self.location is not None
+
+
+@dataclass
+class SavedModel:
+    """What :func:`save_model` wrote: the model, its data files, and whether external data was chosen for it
+    because the model would not fit one protobuf message (callers tell the user)."""
+
+    path: Path
+    data_files: list[Path] = field(default_factory=list)
+    automatic: bool = False
+    weight_bytes: int = 0
+
+
+def tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+    """Every tensor a model holds: initializers and Constant-like attribute values, in subgraphs too."""
+    from onnx.external_data_helper import _get_all_tensors
+
+    return _get_all_tensors(model)
+
+
+def is_external(tensor: onnx.TensorProto) -> bool:
+    import onnx
+
+    return tensor.data_location == onnx.TensorProto.EXTERNAL
+
+
+def external_info(tensor: onnx.TensorProto) -> tuple[str, int, int | None]:
+    """``(location, offset, length)`` of an external tensor (length None when the file does not say)."""
+    info = {e.key: e.value for e in tensor.external_data}
+    length = info.get("length")
+    return info.get("location", ""), int(info.get("offset") or 0), int(length) if length else None
+
+
+def nbytes(tensor: onnx.TensorProto) -> int:
+    """The tensor's size in bytes as stored, without reading external data."""
+    if is_external(tensor):
+        length = external_info(tensor)[2]
+        if length is not None:
+            return length
+        import numpy as np
+
+        from parity.onnx_models import dtype_of
+
+        dtype = dtype_of(tensor.data_type)
+        return int(np.prod(tensor.dims, dtype=np.int64)) * (dtype.itemsize if dtype is not None else 1)
+    return tensor.ByteSize()
+
+
+def weight_bytes(model: onnx.ModelProto) -> int:
+    """All weight bytes of a model, inside it or in its data files, without reading any."""
+    return sum(nbytes(t) for t in tensors(model))
+
+
+def external_bytes(model: onnx.ModelProto) -> int:
+    return sum(nbytes(t) for t in tensors(model) if is_external(t))
+
+
+def check_references(model: onnx.ModelProto, base_dir: Path, what: str) -> None:
+    """Each external tensor's file exists in ``base_dir`` and holds its bytes; a one-line ModelError naming the
+    first that does not (the model's own location strings are kept; nothing is read)."""
+    sizes: dict[str, int | None] = {}
+    for tensor in tensors(model):
+        if not is_external(tensor):
+            continue
+        location, offset, length = external_info(tensor)
+        if location not in sizes:
+            file = _resolve(base_dir, location, tensor.name, what)
+            sizes[location] = file.stat().st_size if file.is_file() else None
+        size = sizes[location]
+        if size is None:
+            raise ModelError(
+                f"{what}: external data file '{location}' of tensor '{tensor.name}' is missing "
+                f"(looked for {base_dir / location}); keep the model's data files beside it or name their folder with --external-data-dir"
+            )
+        if length is not None and offset + length > size:
+            raise ModelError(f"{what}: external data file '{location}' is too short for tensor '{tensor.name}' (needs {offset + length} bytes, has {size})")
+
+
+def _resolve(base_dir: Path, location: str, name: str, what: str) -> Path:
+    """``base_dir / location``, refusing locations that leave the folder (as onnx and onnxruntime do)."""
+    if not location or os.path.isabs(location) or ".." in Path(location).parts:
+        raise ModelError(f"{what}: tensor '{name}' names external data '{location}' outside the model's folder; onnx refuses such paths")
+    return base_dir / location
+
+
+class WeightReader:
+    """Values of a model's tensors, read on demand: an external tensor is a read-only NumPy view of a memory
+    map of its file (pages come from the page cache and are dropped under pressure, so a weight is never held
+    twice); others come from the proto. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, base_dir: str | os.PathLike[str] | None) -> None:
+        self.base_dir = Path(base_dir) if base_dir is not None else Path(".")
+        self._maps: dict[str, mmap.mmap] = {}
+
+    def __enter__(self) -> WeightReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for m in self._maps.values():
+            with contextlib.suppress(BufferError):  # a view still alive keeps its map open until collected
+                m.close()
+        self._maps.clear()
+
+    def buffer(self, tensor: onnx.TensorProto) -> memoryview:
+        """The stored bytes of an external tensor (little-endian raw data), without a copy."""
+        location, offset, length = external_info(tensor)
+        mapped = self._maps.get(location)
+        if mapped is None:
+            file = _resolve(self.base_dir, location, tensor.name, "the model")
+            try:
+                with open(file, "rb") as handle:
+                    mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            except OSError as exc:
+                raise ModelError(f"cannot read external data {file} of tensor '{tensor.name}': {exc.strerror or exc}") from None
+            self._maps[location] = mapped
+        end = len(mapped) if length is None else offset + length
+        if end > len(mapped):
+            raise ModelError(f"external data file '{location}' is too short for tensor '{tensor.name}'")
+        return memoryview(mapped)[offset:end]
+
+    def array(self, tensor: onnx.TensorProto) -> np.ndarray:
+        """The tensor's values; zero-copy and read-only for an external tensor of a NumPy element type."""
+        import numpy as np
+        from onnx import numpy_helper
+
+        from parity.onnx_models import dtype_of
+
+        if not is_external(tensor):
+            return numpy_helper.to_array(tensor)
+        dtype = dtype_of(tensor.data_type)
+        storage = _STORAGE.get(tensor.data_type)
+        if dtype is None or storage is None:  # packed 4-bit, strings...: onnx reads it, from a copy made in memory
+            inline = self.inline_copy(tensor)
+            return numpy_helper.to_array(inline)
+        values = np.frombuffer(self.buffer(tensor), dtype=storage).reshape(tuple(tensor.dims))
+        return values if storage == dtype else values.view(dtype)
+
+    def inline_copy(self, tensor: onnx.TensorProto) -> onnx.TensorProto:
+        """A copy of ``tensor`` with its bytes inside (for code that needs a self-contained TensorProto)."""
+        import onnx
+
+        inline = onnx.TensorProto()
+        inline.CopyFrom(tensor)
+        del inline.external_data[:]
+        inline.data_location = onnx.TensorProto.DEFAULT
+        inline.raw_data = bytes(self.buffer(tensor)) if is_external(tensor) else tensor.raw_data
+        return inline
+
+
+# element types whose raw bytes are a plain little-endian NumPy array (bfloat16 and float8 read as their bits)
+_STORAGE = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?", 10: "<f2", 11: "<f8", 12: "<u4", 13: "<u8", 16: "<u2"}
+
+
+def load_values(model: onnx.ModelProto, names: Iterable[str], base_dir: str | os.PathLike[str] | None) -> int:
+    """Bring the named external tensors inside the model (for passes that compute on them, such as constant
+    folding); the rest stay in their files. Returns the bytes read."""
+    wanted = set(names)
+    read = 0
+    with WeightReader(base_dir) as reader:
+        for tensor in tensors(model):
+            if tensor.name in wanted and is_external(tensor):
+                data = bytes(reader.buffer(tensor))
+                del tensor.external_data[:]
+                tensor.data_location = 0
+                tensor.raw_data = data
+                read += len(data)
+    return read
+
+
+def runtime_bytes(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | None) -> tuple[bytes, dict[str, str]]:
+    """What onnxruntime needs to load ``model`` without its weights in the message: the serialized graph and
+    the session config entries naming the folder of its external data (none when it has none)."""
+    data = serialize(model, "the model")
+    if base_dir is None or not any(is_external(t) for t in tensors(model)):
+        return data, {}
+    return data, {ORT_DATA_FOLDER: os.fspath(Path(base_dir).resolve())}
+
+
+def serialize(model: onnx.ModelProto, what: str) -> bytes:
+    """``model.SerializeToString()``, or a one-line ModelError when the message would pass protobuf's 2 GiB limit."""
+    size = model.ByteSize()
+    if size > PROTOBUF_LIMIT:
+        raise ModelError(
+            f"{what} holds {size / 2**30:.1f} GiB of weights inside it, past protobuf's 2 GiB limit for one message; "
+            "write it with --save-external-data"
+        )
+    return model.SerializeToString()
+
+
+# --- writing ----------------------------------------------------------------------------------------
+
+
+def save_model(
+    model: onnx.ModelProto,
+    path: str | os.PathLike[str],
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    external: ExternalData | None = None,
+    what: str = "the model",
+    validate: bool = True,
+    missing_kernels_ok: bool = False,
+) -> SavedModel:
+    """Write ``model`` to ``path`` with its weights where ``external`` says (see :class:`ExternalData`), reading
+    tensors that are still external from ``base_dir``. The model and its data files appear together or not at
+    all: they are written into a private folder beside ``path``, validated there (``onnx.checker`` full check on
+    the path, then a load in onnxruntime's CPU provider) and renamed into place, data first. Free disk space is
+    checked before the first byte. ``model`` is left as it was."""
+    from parity.onnx_models import validate as validate_model
+
+    target = Path(path)
+    external = external or ExternalData()
+    total = weight_bytes(model)
+    inline_size = model.ByteSize() - sum(t.ByteSize() for t in tensors(model) if is_external(t))
+    automatic = not external.requested and inline_size + external_bytes(model) > PROTOBUF_LIMIT - (64 << 20)
+    if automatic:
+        external = ExternalData("")
+    location = external.location or f"{target.name}.data"
+    if external.requested:
+        _check_location(location, target)
+    with _write_errors(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _check_free_space(target.parent, total, target)
+        remove_stale_parts(target.parent)
+        work = part_path(target.parent)
+        work.mkdir()
+        try:
+            staged = work / target.name
+            with _externalized(model, base_dir, work, location if external.requested else None, external) as data_files, open(staged, "wb") as handle:
+                handle.write(serialize(model, what))
+            if validate:
+                validate_model(str(staged), f"{what} (not written to {target})", missing_kernels_ok=missing_kernels_ok)
+            keep_mode = _existing_mode(target)
+            published = []
+            for name in data_files:  # data first: a crash between the renames leaves the old model with new data
+                _publish(work / name, target.parent / name)
+                published.append(target.parent / name)
+            _publish(staged, target, keep_mode)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return SavedModel(target, published, automatic, total)
+
+
+def _check_location(location: str, target: Path) -> None:
+    if os.path.isabs(location) or ".." in Path(location).parts or location.endswith(("/", os.sep)):
+        raise UsageError(f"--save-external-data: '{location}' must be a file name relative to the model's folder ({target.parent})")
+    if Path(location).name == target.name:
+        raise UsageError(f"--save-external-data: the data file '{location}' cannot be the model file itself")
+
+
+def _existing_mode(target: Path) -> int | None:
+    import stat
+
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        return None
+
+
+def _publish(staged: Path, target: Path, keep_mode: int | None = None) -> None:
+    """Rename a finished file into place. New files get the mode the umask gives; a replaced one keeps its bits."""
+    mode = keep_mode if keep_mode is not None else 0o666 & ~_umask()
+    os.chmod(staged, mode)
+    os.replace(staged, target)
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def _check_free_space(directory: Path, needed: int, target: Path) -> None:
+    free = shutil.disk_usage(directory).free
+    if needed + (16 << 20) > free:
+        raise ParityError(f"cannot write {target}: it needs about {needed / 2**30:.2f} GiB and {directory} has {free / 2**30:.2f} GiB free")
+
+
+@contextlib.contextmanager
+def _write_errors(target: Path) -> Iterator[None]:
+    import errno
+
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO):
+            raise ParityError(f"cannot write {target}: {reason}") from None
+        raise UsageError(f"cannot write {target}: {reason}") from None
+
+
+@contextlib.contextmanager
+def _externalized(
+    model: onnx.ModelProto, base_dir: str | os.PathLike[str] | None, folder: Path, location: str | None, options: ExternalData
+) -> Iterator[list[str]]:
+    """Point the model's tensors at data files written into ``folder`` (or bring them all inside when
+    ``location`` is None), yield the data file names, and restore every tensor afterwards: the caller's model is
+    not changed, and no tensor is copied in memory (a tensor moving out keeps its bytes until restored)."""
+    import onnx
+
+    saved: list[tuple[onnx.TensorProto, bytes, bool]] = []  # (tensor, what restores it, whether that is raw data)
+    files: dict[str, Any] = {}
+    reader = WeightReader(base_dir)
+    try:
+        for tensor in tensors(model):
+            size = nbytes(tensor)
+            leave_inside = location is None or size < options.size_threshold or tensor.data_type == onnx.TensorProto.STRING
+            if leave_inside:
+                if is_external(tensor):  # into the message
+                    saved.append((tensor, tensor.SerializeToString(), False))
+                    data = bytes(reader.buffer(tensor))
+                    del tensor.external_data[:]
+                    tensor.data_location = onnx.TensorProto.DEFAULT
+                    tensor.raw_data = data
+                continue
+            name = location if options.one_file else _tensor_file(tensor.name, files)
+            handle = files.get(name)
+            if handle is None:
+                handle = files[name] = open(folder / name, "wb")  # noqa: SIM115 - closed in the finally below
+            offset = -handle.tell() % ALIGN + handle.tell()
+            handle.seek(offset)
+            if is_external(tensor):
+                saved.append((tensor, tensor.SerializeToString(), False))  # a few bytes: its reference
+                length = _copy_range(reader, tensor, handle)
+            elif tensor.HasField("raw_data"):
+                raw = tensor.raw_data  # moved, not copied: the proto's field is cleared below
+                saved.append((tensor, raw, True))
+                handle.write(raw)
+                length = len(raw)
+                tensor.ClearField("raw_data")
+            else:  # values in typed fields (float_data...): small in practice
+                saved.append((tensor, tensor.SerializeToString(), False))
+                raw = _raw_bytes(tensor)
+                handle.write(raw)
+                length = len(raw)
+                _clear_values(tensor)
+            del tensor.external_data[:]
+            tensor.data_location = onnx.TensorProto.EXTERNAL
+            for key, value in (("location", name), ("offset", str(offset)), ("length", str(length))):
+                entry = tensor.external_data.add()
+                entry.key, entry.value = key, value
+        for handle in files.values():
+            handle.flush()
+            os.fsync(handle.fileno())
+            handle.close()
+        yield list(files)
+    finally:
+        for handle in files.values():
+            handle.close()
+        reader.close()
+        for tensor, restore, is_raw in reversed(saved):
+            if is_raw:
+                del tensor.external_data[:]
+                tensor.data_location = onnx.TensorProto.DEFAULT
+                tensor.raw_data = restore
+            else:
+                tensor.Clear()
+                tensor.MergeFromString(restore)
+
+
+def _tensor_file(name: str, taken: dict[str, Any]) -> str:
+    """One data file per tensor (``--no-save-all-tensors-to-one-file``): the tensor's name, made a safe file name."""
+    import re
+
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "tensor"
+    candidate, n = base, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}.{n}"
+    return candidate
+
+
+def _copy_range(reader: WeightReader, tensor: onnx.TensorProto, handle: Any) -> int:
+    """Copy an external tensor's bytes from its file into ``handle`` in the kernel where it can
+    (``copy_file_range``), else through the memory map."""
+    view = reader.buffer(tensor)
+    length = len(view)
+    location, offset, _ = external_info(tensor)
+    source = _resolve(reader.base_dir, location, tensor.name, "the model")
+    if hasattr(os, "copy_file_range"):
+        handle.flush()
+        with open(source, "rb") as src:
+            done, out = 0, handle.tell()
+            while done < length:
+                try:
+                    n = os.copy_file_range(src.fileno(), handle.fileno(), length - done, offset + done, out + done)
+                except OSError:
+                    break
+                if n == 0:
+                    break
+                done += n
+        if done == length:
+            handle.seek(out + length)
+            return length
+        handle.seek(out)
+    step = 64 << 20
+    for start in range(0, length, step):
+        handle.write(view[start : start + step])
+    return length
+
+
+def _raw_bytes(tensor: onnx.TensorProto) -> bytes:
+    """Little-endian raw bytes of a tensor whose values are inside the proto."""
+    from onnx import numpy_helper
+
+    if tensor.HasField("raw_data"):
+        return tensor.raw_data
+    return numpy_helper.to_array(tensor).tobytes()  # native order: little-endian on every platform onnxruntime ships for
+
+
+def _clear_values(tensor: onnx.TensorProto) -> None:
+    for name in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):
+        tensor.ClearField(name)
