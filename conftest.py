@@ -19,6 +19,26 @@ def corpus_model():
 
 
 @pytest.fixture(scope="session")
+def llm_decoder(tmp_path_factory):
+    """``llm_decoder(**options)`` -> path of a small LLM-like decoder whose weights are in one external data file
+    (bench/llm_decoder.py: ``layers``, ``hidden``, ``heads``, ``vocab``, ``seq``, ``overflow_block``...), built
+    once per set of options. Treat it as read-only: copy it before a test changes it."""
+    sys.path.insert(0, str(Path(__file__).parent / "bench"))
+    from llm_decoder import build_decoder
+
+    built: dict[tuple, Path] = {}
+
+    def make(**options) -> Path:
+        key = tuple(sorted(options.items()))
+        if key not in built:
+            folder = tmp_path_factory.mktemp("llm")
+            built[key] = Path(build_decoder(folder / "decoder.onnx", **options)["path"])
+        return built[key]
+
+    return make
+
+
+@pytest.fixture(scope="session")
 def chromium():
     """Headless Chromium from Debian's packages, unpacked into a cache without root (tests/browser.py); skipped
     only where apt-get itself is missing. A failed download or a library that cannot be found fails the test."""

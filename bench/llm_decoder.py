@@ -2,9 +2,9 @@
 
     python bench/llm_decoder.py out.onnx --gib 2.4 --hidden 2048 --heads 32 --vocab 32000 --seq 128 [--overflow-block 3]
 
-Weights are streamed chunk by chunk into one external data file (``<model>.data``, each tensor aligned to 4096
-bytes), so building a model of many GiB needs about one 64 MiB chunk of memory and no proto ever holds the
-weight bytes. Tensors under ``threshold`` bytes stay inline in the .onnx, as in real exports.
+Weights are streamed in 16 MiB chunks into one external data file (``<model>.data``, each tensor aligned to 4096
+bytes), so a model of any size is built in under 100 MB of memory and no proto ever holds the weight bytes.
+Tensors under ``threshold`` bytes stay inline in the .onnx, as in real exports.
 ``overflow_block=k`` makes block k's MLP overflow float16 while the float32 model stays finite.
 """
 
@@ -111,9 +111,9 @@ class _Writer:
             t.external_data.add(key=key, value=str(value))
         self.inits.append(t)
 
-    def const(self, name: str, array: np.ndarray) -> str:
+    def const(self, name: str, array: np.ndarray, inline: bool = False) -> str:
         array = np.ascontiguousarray(array)
-        if array.nbytes < self.threshold:
+        if inline or array.nbytes < self.threshold:
             self.inits.append(numpy_helper.from_array(array, name))
             self.inline_bytes += array.nbytes
         else:
@@ -200,8 +200,9 @@ def build_decoder(
         sqrt2 = w.const("const/sqrt2", np.array(math.sqrt(2), np.float32))
         one = w.const("const/one", np.array(1.0, np.float32))
         half = w.const("const/half", np.array(0.5, np.float32))
-        split = w.const("const/shape_heads", np.array([batch, seq, heads, d], np.int64))
-        merge = w.const("const/shape_hidden", np.array([batch, seq, hidden], np.int64))
+        # Shapes stay inline whatever the threshold: onnxruntime's shape inference cannot read external ones.
+        split = w.const("const/shape_heads", np.array([batch, seq, heads, d], np.int64), inline=True)
+        merge = w.const("const/shape_hidden", np.array([batch, seq, hidden], np.int64), inline=True)
 
         x = op("Gather", "embed/tokens", [tokens, "input_ids"], axis=0)
         x = op("Add", "embed/add_positions", [x, positions])

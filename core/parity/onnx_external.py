@@ -277,6 +277,7 @@ def save_model(
     location = external.location or f"{target.name}.data"
     if external.requested:
         _check_location(location, target)
+    _refuse_sources(model, base_dir, [target, target.parent / location])  # before any work; per-tensor files once named
     with _write_errors(target):
         target.parent.mkdir(parents=True, exist_ok=True)
         _check_free_space(target.parent, total, target)
@@ -289,6 +290,7 @@ def save_model(
                 handle.write(serialize(model, what))
             if validate:
                 validate_model(str(staged), f"{what} (not written to {target})", missing_kernels_ok=missing_kernels_ok)
+            _refuse_sources(model, base_dir, [target, *(target.parent / name for name in data_files)])
             keep_mode = _existing_mode(target)
             published = []
             for name in data_files:  # data first: a crash between the renames leaves the old model with new data
@@ -298,6 +300,19 @@ def save_model(
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return SavedModel(target, published, automatic, total)
+
+
+def _refuse_sources(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | None, targets: list[Path]) -> None:
+    """Never replace a file the model's weights are read from (the input's own data file)."""
+    from parity.util.fs import same_file
+
+    sources = {Path(base_dir or ".") / external_info(t)[0] for t in tensors(model) if is_external(t)}
+    for target in targets:
+        for source in sources:
+            if same_file(target, source):
+                raise UsageError(
+                    f"refusing to overwrite the input model's external data ({source}) with {target}; choose another --save-external-data name or output folder"
+                )
 
 
 def _check_location(location: str, target: Path) -> None:
@@ -357,7 +372,7 @@ def _externalized(
     not changed, and no tensor is copied in memory (a tensor moving out keeps its bytes until restored)."""
     import onnx
 
-    saved: list[tuple[onnx.TensorProto, bytes, bool]] = []  # (tensor, what restores it, whether that is raw data)
+    saved: list[tuple[onnx.TensorProto, bytes, bool | None]] = []  # (tensor, what restores it, for raw data: had data_location)
     files: dict[str, Any] = {}
     reader = WeightReader(base_dir)
     try:
@@ -366,7 +381,7 @@ def _externalized(
             leave_inside = location is None or size < options.size_threshold or tensor.data_type == onnx.TensorProto.STRING
             if leave_inside:
                 if is_external(tensor):  # into the message
-                    saved.append((tensor, tensor.SerializeToString(), False))
+                    saved.append((tensor, tensor.SerializeToString(), None))
                     data = bytes(reader.buffer(tensor))
                     del tensor.external_data[:]
                     tensor.data_location = onnx.TensorProto.DEFAULT
@@ -379,16 +394,16 @@ def _externalized(
             offset = -handle.tell() % ALIGN + handle.tell()
             handle.seek(offset)
             if is_external(tensor):
-                saved.append((tensor, tensor.SerializeToString(), False))  # a few bytes: its reference
+                saved.append((tensor, tensor.SerializeToString(), None))  # a few bytes: its reference
                 length = _copy_range(reader, tensor, handle)
             elif tensor.HasField("raw_data"):
                 raw = tensor.raw_data  # moved, not copied: the proto's field is cleared below
-                saved.append((tensor, raw, True))
+                saved.append((tensor, raw, tensor.HasField("data_location")))
                 handle.write(raw)
                 length = len(raw)
                 tensor.ClearField("raw_data")
             else:  # values in typed fields (float_data...): small in practice
-                saved.append((tensor, tensor.SerializeToString(), False))
+                saved.append((tensor, tensor.SerializeToString(), None))
                 raw = _raw_bytes(tensor)
                 handle.write(raw)
                 length = len(raw)
@@ -407,10 +422,12 @@ def _externalized(
         for handle in files.values():
             handle.close()
         reader.close()
-        for tensor, restore, is_raw in reversed(saved):
-            if is_raw:
+        for tensor, restore, had_location in reversed(saved):
+            if had_location is not None:  # raw data moved out: move it back
                 del tensor.external_data[:]
-                tensor.data_location = onnx.TensorProto.DEFAULT
+                tensor.ClearField("data_location")
+                if had_location:
+                    tensor.data_location = onnx.TensorProto.DEFAULT
                 tensor.raw_data = restore
             else:
                 tensor.Clear()
