@@ -51,3 +51,4 @@ def chromium():
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "corpus: runs on the real-model corpus (fetched from wheels)")
+    config.addinivalue_line("markers", "big: runs commands on a model past protobuf's 2 GiB limit (minutes; deselect with -m 'not big')")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "docs" / "cli.md", ROOT / "docs" / "real-models.md", ROOT / "docs" / "html-report.md"]
+PAGES = [ROOT / "docs" / "cli.md", ROOT / "docs" / "real-models.md", ROOT / "docs" / "html-report.md", ROOT / "docs" / "big-models.md"]
 CORPUS_MODELS = ("silero_vad", "ppocr_det")  # copied next to the examples as NAME.onnx
 
 
@@ -29,9 +29,12 @@ def commands(page: Path) -> list[tuple[str, int]]:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_documented_commands_run(page, tmp_path, corpus_model):
+def test_documented_commands_run(page, tmp_path, corpus_model, llm_decoder):
     for model in (ROOT / "examples" / "models").glob("*.onnx"):
         shutil.copy(model, tmp_path)
+    decoder = llm_decoder(layers=2, hidden=64, heads=4, vocab=100, seq=8, overflow_block=1)  # decoder.onnx + decoder.onnx.data
+    for part in decoder.parent.iterdir():
+        shutil.copy(part, tmp_path)
     for name in CORPUS_MODELS:
         shutil.copy(corpus_model(name), tmp_path / f"{name}.onnx")
     found = commands(page)

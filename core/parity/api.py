@@ -146,6 +146,8 @@ _EXPORTS: dict[str, str] = {
     "external_data_read_options": "parity.cli.options",
     "external_data_write_options": "parity.cli.options",
     "external_data_from_params": "parity.cli.options",
+    "note_external_data": "parity.cli.options",
+    "remove_stale_parts": "parity.util.fs",
     # files and text
     "write_bytes_atomic": "parity.util.fs",
     "write_text_atomic": "parity.util.fs",

@@ -53,8 +53,7 @@ LOW = "#90caf9"  # debug precision: runs in the lower precision
 def adapter_node_ids(model: Any) -> list[str]:
     """The id Model Explorer's ONNX adapter gives each node of the main graph, in file order (see the module
     docstring); ``model`` is an ``onnx.ModelProto`` or a path."""
-    if isinstance(model, (str, Path)):
-        model = onnx_models.load(model, load_external_data=False)
+    model = _load(model)
     counter: collections.Counter[str] = collections.Counter()
     ids: list[str] = []
 
@@ -90,8 +89,10 @@ def adapter_node_ids(model: Any) -> list[str]:
 
 
 def _load(model: Any) -> Any:
+    """The graph only: node data needs names, not weights (external data files are neither read nor looked
+    for, so a model past 2 GiB, or one whose data is in another folder, costs its graph)."""
     if isinstance(model, (str, Path)):
-        return onnx_models.load(model, load_external_data=False)
+        return onnx_models.load(model, load_external_data=False, ignore_external_data=True)
     return model
 
 

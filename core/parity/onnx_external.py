@@ -21,13 +21,15 @@ import contextlib
 import mmap
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from parity import onnx_models
 from parity.errors import ModelError, ParityError, UsageError
-from parity.util.fs import part_path, remove_stale_parts
+from parity.onnx_models import dtype_of
+from parity.util.fs import part_path, remove_stale_parts, same_file
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -89,17 +91,19 @@ def external_info(tensor: onnx.TensorProto) -> tuple[str, int, int | None]:
 
 
 def nbytes(tensor: onnx.TensorProto) -> int:
-    """The tensor's size in bytes as stored, without reading external data."""
+    """The tensor's size in bytes as stored, without reading external data, and without ``ByteSize()`` where the
+    element type says it (upb computes ``ByteSize`` by serializing the message)."""
     if is_external(tensor):
         length = external_info(tensor)[2]
         if length is not None:
             return length
+    if tensor.data_type in _STORAGE:
         import numpy as np
 
-        from parity.onnx_models import dtype_of
-
-        dtype = dtype_of(tensor.data_type)
-        return int(np.prod(tensor.dims, dtype=np.int64)) * (dtype.itemsize if dtype is not None else 1)
+        count = 1
+        for dim in tensor.dims:
+            count *= dim
+        return count * np.dtype(_STORAGE[tensor.data_type]).itemsize
     return tensor.ByteSize()
 
 
@@ -178,12 +182,27 @@ class WeightReader:
             raise ModelError(f"external data file '{location}' is too short for tensor '{tensor.name}'")
         return memoryview(mapped)[offset:end]
 
+    def release(self, tensor: onnx.TensorProto) -> None:
+        """Drop an external tensor's pages from this process (``madvise(MADV_DONTNEED)``; they stay in the page
+        cache and views of them stay valid): a pass over every weight then keeps about one tensor resident,
+        not the whole file."""
+        if not is_external(tensor) or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        location, offset, length = external_info(tensor)
+        mapped = self._maps.get(location)
+        if mapped is None:
+            return
+        start = offset - offset % mmap.PAGESIZE
+        end = len(mapped) if length is None else min(len(mapped), offset + length)
+        if end > start:
+            with contextlib.suppress(OSError, ValueError):
+                mapped.madvise(mmap.MADV_DONTNEED, start, end - start)
+
     def array(self, tensor: onnx.TensorProto) -> np.ndarray:
         """The tensor's values; zero-copy and read-only for an external tensor of a NumPy element type."""
         import numpy as np
         from onnx import numpy_helper
 
-        from parity.onnx_models import dtype_of
 
         if not is_external(tensor):
             return numpy_helper.to_array(tensor)
@@ -206,6 +225,9 @@ class WeightReader:
         inline.raw_data = bytes(self.buffer(tensor)) if is_external(tensor) else tensor.raw_data
         return inline
 
+
+# save_model's per-tensor hook: (tensor, its stored values) -> the values to write instead, or None
+Transform = Callable[["onnx.TensorProto", "np.ndarray"], "np.ndarray | None"]
 
 # element types whose raw bytes are a plain little-endian NumPy array (bfloat16 and float8 read as their bits)
 _STORAGE = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?", 10: "<f2", 11: "<f8", 12: "<u4", 13: "<u8", 16: "<u2"}
@@ -237,14 +259,23 @@ def runtime_bytes(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | Non
 
 
 def serialize(model: onnx.ModelProto, what: str) -> bytes:
-    """``model.SerializeToString()``, or a one-line ModelError when the message would pass protobuf's 2 GiB limit."""
-    size = model.ByteSize()
-    if size > PROTOBUF_LIMIT:
+    """``model.SerializeToString()``, or a one-line ModelError when the message would pass protobuf's 2 GiB limit
+    (judged from the weights inside it, which dominate: cheaper than ``ByteSize``, which serializes)."""
+    inside = inline_bytes(model)
+    try:
+        if inside > PROTOBUF_LIMIT:
+            raise ValueError
+        return model.SerializeToString()
+    except ValueError:  # also protobuf's own refusal (EncodeError is a ValueError) for what the estimate missed
         raise ModelError(
-            f"{what} holds {size / 2**30:.1f} GiB of weights inside it, past protobuf's 2 GiB limit for one message; "
+            f"{what} holds {inside / 2**30:.1f} GiB of weights inside it, past protobuf's 2 GiB limit for one message; "
             "write it with --save-external-data"
-        )
-    return model.SerializeToString()
+        ) from None
+
+
+def inline_bytes(model: onnx.ModelProto) -> int:
+    """Weight bytes inside the message (not in external data files)."""
+    return sum(nbytes(t) for t in tensors(model) if not is_external(t))
 
 
 # --- writing ----------------------------------------------------------------------------------------
@@ -259,24 +290,30 @@ def save_model(
     what: str = "the model",
     validate: bool = True,
     missing_kernels_ok: bool = False,
+    transform: Transform | None = None,
 ) -> SavedModel:
     """Write ``model`` to ``path`` with its weights where ``external`` says (see :class:`ExternalData`), reading
     tensors that are still external from ``base_dir``. The model and its data files appear together or not at
     all: they are written into a private folder beside ``path``, validated there (``onnx.checker`` full check on
     the path, then a load in onnxruntime's CPU provider) and renamed into place, data first. Free disk space is
-    checked before the first byte. ``model`` is left as it was."""
-    from parity.onnx_models import validate as validate_model
+    checked before the first byte. ``model`` is left as it was.
+
+    ``transform(tensor, values)``: called for each tensor read from external data, with its values (a read-only
+    memory-mapped view); an array it returns is written instead (same shape; the tensor's element type becomes
+    the array's), None writes the stored bytes as they are. It is first called once per such tensor with an
+    empty array of the tensor's type, to size the output (the 2 GiB decision and the disk check). Each tensor's
+    pages are released after it is written, so a pass over the weights keeps about one tensor in memory."""
 
     target = Path(path)
     external = external or ExternalData()
-    total = weight_bytes(model)
-    inline_size = model.ByteSize() - sum(t.ByteSize() for t in tensors(model) if is_external(t))
-    automatic = not external.requested and inline_size + external_bytes(model) > PROTOBUF_LIMIT - (64 << 20)
+    written = sum(_written_bytes(t, transform) for t in tensors(model) if is_external(t))
+    total = weight_bytes(model) - external_bytes(model) + written
+    automatic = not external.requested and inline_bytes(model) + written > PROTOBUF_LIMIT - (64 << 20)
     if automatic:
         external = ExternalData("")
     location = external.location or f"{target.name}.data"
     if external.requested:
-        _check_location(location, target)
+        check_location(location, target)
     _refuse_sources(model, base_dir, [target, target.parent / location])  # before any work; per-tensor files once named
     with _write_errors(target):
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -286,10 +323,10 @@ def save_model(
         work.mkdir()
         try:
             staged = work / target.name
-            with _externalized(model, base_dir, work, location if external.requested else None, external) as data_files, open(staged, "wb") as handle:
+            with _externalized(model, base_dir, work, location if external.requested else None, external, transform) as data_files, open(staged, "wb") as handle:
                 handle.write(serialize(model, what))
             if validate:
-                validate_model(str(staged), f"{what} (not written to {target})", missing_kernels_ok=missing_kernels_ok)
+                onnx_models.validate(str(staged), f"{what} (not written to {target})", missing_kernels_ok=missing_kernels_ok)
             _refuse_sources(model, base_dir, [target, *(target.parent / name for name in data_files)])
             keep_mode = _existing_mode(target)
             published = []
@@ -304,7 +341,6 @@ def save_model(
 
 def _refuse_sources(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | None, targets: list[Path]) -> None:
     """Never replace a file the model's weights are read from (the input's own data file)."""
-    from parity.util.fs import same_file
 
     sources = {Path(base_dir or ".") / external_info(t)[0] for t in tensors(model) if is_external(t)}
     for target in targets:
@@ -315,7 +351,55 @@ def _refuse_sources(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | N
                 )
 
 
-def _check_location(location: str, target: Path) -> None:
+def _written_bytes(tensor: onnx.TensorProto, transform: Transform | None) -> int:
+    """An external tensor's size as written: its stored size, scaled by the element size ``transform`` writes
+    (learnt from a call on no values)."""
+    import numpy as np
+
+    size = nbytes(tensor)
+    dtype = dtype_of(tensor.data_type) if transform is not None and tensor.data_type in _STORAGE else None
+    if dtype is None:
+        return size
+    out = transform(tensor, np.empty((0,), dtype))
+    return size if out is None else size // dtype.itemsize * out.dtype.itemsize
+
+
+def _transformed(reader: WeightReader, tensor: onnx.TensorProto, transform: Transform | None) -> np.ndarray | None:
+    """What ``transform`` writes for an external tensor instead of its stored bytes (None: the bytes); the
+    tensor's element type is set to the array's."""
+    if transform is None or tensor.data_type not in _STORAGE:
+        return None
+    out = transform(tensor, reader.array(tensor))
+    if out is None:
+        return None
+    import numpy as np
+    from onnx import helper
+
+    tensor.data_type = helper.np_dtype_to_tensor_dtype(out.dtype)
+    return np.ascontiguousarray(out)
+
+
+def planned_data_files(model: onnx.ModelProto, path: str | os.PathLike[str], external: ExternalData | None) -> list[Path]:
+    """The data files :func:`save_model` may write beside ``path``, for the overwrite checks a command makes before
+    any work: the one file (``location``, or ``<output>.data``, also the automatic one past 2 GiB), or with
+    ``one_file=False`` one per tensor at or above the threshold, named as :func:`save_model` names them."""
+    target = Path(path)
+    external = external or ExternalData()
+    if not external.requested:
+        return [target.parent / f"{target.name}.data"] if weight_bytes(model) > PROTOBUF_LIMIT - (64 << 20) else []
+    if external.one_file:
+        return [target.parent / (external.location or f"{target.name}.data")]
+    taken: dict[str, Any] = {}
+    for tensor in tensors(model):
+        if nbytes(tensor) >= external.size_threshold:
+            taken[_tensor_file(tensor.name, taken)] = None
+    return [target.parent / name for name in taken]
+
+
+def check_location(location: str, target: str | os.PathLike[str]) -> None:
+    """``--save-external-data PATH`` names a file in the output's folder, never the output itself: a usage error
+    (exit 2) before any work otherwise."""
+    target = Path(target)
     if os.path.isabs(location) or ".." in Path(location).parts or location.endswith(("/", os.sep)):
         raise UsageError(f"--save-external-data: '{location}' must be a file name relative to the model's folder ({target.parent})")
     if Path(location).name == target.name:
@@ -365,11 +449,17 @@ def _write_errors(target: Path) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _externalized(
-    model: onnx.ModelProto, base_dir: str | os.PathLike[str] | None, folder: Path, location: str | None, options: ExternalData
+    model: onnx.ModelProto,
+    base_dir: str | os.PathLike[str] | None,
+    folder: Path,
+    location: str | None,
+    options: ExternalData,
+    transform: Transform | None = None,
 ) -> Iterator[list[str]]:
     """Point the model's tensors at data files written into ``folder`` (or bring them all inside when
     ``location`` is None), yield the data file names, and restore every tensor afterwards: the caller's model is
-    not changed, and no tensor is copied in memory (a tensor moving out keeps its bytes until restored)."""
+    not changed, and no tensor is copied in memory (a tensor moving out keeps its bytes until restored).
+    External tensors go through ``transform`` (see :func:`save_model`)."""
     import onnx
 
     saved: list[tuple[onnx.TensorProto, bytes, bool | None]] = []  # (tensor, what restores it, for raw data: had data_location)
@@ -382,7 +472,10 @@ def _externalized(
             if leave_inside:
                 if is_external(tensor):  # into the message
                     saved.append((tensor, tensor.SerializeToString(), None))
-                    data = bytes(reader.buffer(tensor))
+                    values = _transformed(reader, tensor, transform)
+                    data = bytes(reader.buffer(tensor)) if values is None else values.tobytes()
+                    del values
+                    reader.release(tensor)
                     del tensor.external_data[:]
                     tensor.data_location = onnx.TensorProto.DEFAULT
                     tensor.raw_data = data
@@ -395,7 +488,14 @@ def _externalized(
             handle.seek(offset)
             if is_external(tensor):
                 saved.append((tensor, tensor.SerializeToString(), None))  # a few bytes: its reference
-                length = _copy_range(reader, tensor, handle)
+                values = _transformed(reader, tensor, transform)
+                if values is None:
+                    length = _copy_range(reader, tensor, handle)
+                else:
+                    handle.write(memoryview(values).cast("B"))
+                    length = values.nbytes
+                    del values
+                    reader.release(tensor)
             elif tensor.HasField("raw_data"):
                 raw = tensor.raw_data  # moved, not copied: the proto's field is cleared below
                 saved.append((tensor, raw, tensor.HasField("data_location")))

@@ -3,12 +3,14 @@ and Scan opened in place, indented), attributes and weights (initializers and Co
 Polygraphy's ``inspect model --show layers attrs weights`` does.
 
 Tensors are shown whole when small (:data:`SMALL` elements or fewer), otherwise as dtype, shape and statistics.
+Weights in external data files are never read: they are shown as dtype, shape and where they are; the files are
+checked to exist (``--external-data-dir``, default the model's folder) unless ``--ignore-external-data``.
 ``onnx`` and ``numpy`` are imported inside functions: importing this module is free.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from parity.onnx_models import dtype_of, graph_inputs, graph_outputs, load
@@ -21,9 +23,22 @@ SMALL = 16  # tensors with at most this many elements are printed in full
 STEP = "    "  # one level of nesting
 
 
+def _load(path: str, options: object) -> onnx.ModelProto:
+    """The graph with its external tensors left as references: checked to resolve (``external_data_dir``),
+    or not at all (``ignore_external_data``); no weight byte is read."""
+    given = options if isinstance(options, Mapping) else {}
+    return load(
+        path,
+        load_external_data=False,
+        external_data_dir=given.get("external_data_dir") or None,
+        ignore_external_data=bool(given.get("ignore_external_data")),
+    )
+
+
 def describe(path: str, show: set[str] | frozenset[str] = frozenset(), options: object = None) -> str:
-    """The text of ``parity inspect model`` for an ONNX file."""
-    model = load(path, load_external_data=False)
+    """The text of ``parity inspect model`` for an ONNX file; ``options``: the command's options
+    (``external_data_dir``, ``ignore_external_data``)."""
+    model = _load(path, options)
     graph = model.graph
     subgraphs = list(_subgraphs(graph))
     opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
@@ -39,8 +54,11 @@ def describe(path: str, show: set[str] | frozenset[str] = frozenset(), options: 
         f"ONNX model: {path}",
         f"  IR version {model.ir_version} | opsets: {opsets} | producer: {model.producer_name or '?'} {model.producer_version}".rstrip(),
         counts,
-        "  inputs:",
     ]
+    external = _external_summary(model)
+    if external:
+        lines.append(external)
+    lines.append("  inputs:")
     lines += [f"    {name}: {meta}" for name, meta in graph_inputs(model).items()]
     lines.append("  outputs:")
     lines += [f"    {name}: {meta}" for name, meta in graph_outputs(model).items()]
@@ -52,9 +70,31 @@ def describe(path: str, show: set[str] | frozenset[str] = frozenset(), options: 
     return "\n".join(lines)
 
 
-def summarize(path: str) -> dict[str, Any]:
+def _external_summary(model: onnx.ModelProto) -> str | None:
+    """``  weights: 2.12 GiB, 2.12 GiB of them in external data: decoder.onnx.data`` (None without external data)."""
+    # here, not at the top: every `parity run` imports this module (the ONNX model kind), never this function
+    from parity.onnx_external import external_info, is_external, nbytes, tensors
+
+    total = external = 0
+    files: dict[str, None] = {}
+    for t in tensors(model):
+        size = nbytes(t)
+        total += size
+        if is_external(t):
+            external += size
+            files[external_info(t)[0]] = None
+    if not files:
+        return None
+    return f"  weights: {_gib(total)}, {_gib(external)} of them in external data: {names_preview(files)}"
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def summarize(path: str, options: object = None) -> dict[str, Any]:
     """What ``parity inspect model --json`` says of an ONNX file beside its inputs (schema: model.schema.json)."""
-    model = load(path, load_external_data=False)
+    model = _load(path, options)
     return {
         "outputs": graph_outputs(model),
         "ir_version": model.ir_version,
@@ -158,7 +198,8 @@ def tensor_text(tensor: Any) -> str:
     if isinstance(tensor, onnx.TensorProto):
         head = f"{dtype_of(tensor.data_type) or onnx.TensorProto.DataType.Name(tensor.data_type).lower()}[{','.join(map(str, tensor.dims))}]"
         if tensor.data_location == onnx.TensorProto.EXTERNAL or tensor.external_data:
-            return f"{head} (external data)"
+            location = {e.key: e.value for e in tensor.external_data}.get("location")
+            return f"{head} (external data{': ' + location if location else ''})"
         try:
             arr = nh.to_array(tensor)
         except Exception as exc:  # noqa: BLE001 - an unreadable tensor is described, not fatal

@@ -36,7 +36,8 @@ def load(
     import onnx
     from google.protobuf.message import DecodeError
 
-    from parity.onnx_external import check_references  # here: `parity run --help` imports this module, not these
+    # here: `parity run --help` imports this module, not these; and onnx_external imports this module at its top
+    from parity.onnx_external import check_references
     from parity.util.fs import check_model_path
 
     p = check_model_path(path)
@@ -53,7 +54,7 @@ def load(
     base = data_dir(p, external_data_dir)
     check_references(model, base, str(p))
     if load_external_data:
-        from parity.onnx_external import external_bytes, load_values, tensors
+        from parity.onnx_external import external_bytes, load_values, tensors  # here: as above
 
         if external_bytes(model) > 0:
             load_values(model, [t.name for t in tensors(model)], base)
@@ -375,7 +376,7 @@ def validate(model: onnx.ModelProto | bytes | str, what: str = "the model", onnx
     if isinstance(model, str):
         data: bytes | str = model
     else:
-        from parity.onnx_external import serialize
+        from parity.onnx_external import serialize  # here: onnx_external imports this module at its top
 
         data = model if isinstance(model, bytes) else serialize(model, what)
     try:
@@ -391,6 +392,9 @@ def validate(model: onnx.ModelProto | bytes | str, what: str = "the model", onnx
     options = ort.SessionOptions()
     options.log_severity_level = 4
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    # prepacking copies every MatMul weight into packed buffers even with optimizations off: a second copy of a
+    # big model's weights, for a load that only checks validity (2.3 GB -> 0.1 GB on a 2.1 GiB decoder)
+    options.add_session_config_entry("session.disable_prepacking", "1")
     try:
         ort.InferenceSession(data, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime's pybind exceptions

@@ -16,7 +16,8 @@ def make_runner(request: RunnerRequest):
     # --onnx-outputs / --onnx-exclude-outputs are the core's ONNX options, honoured like onnxrt does
     outputs = list(request.get("onnx_outputs", ()))
     exclude = list(request.get("onnx_exclude_outputs", ()))
-    return OnnxReferenceRunner(EvaluatorFromOnnx(request.model, outputs=outputs, exclude=exclude))
+    # weights stay in their external data files (--external-data-dir), fed from memory maps
+    return OnnxReferenceRunner(EvaluatorFromOnnx(request.model, outputs=outputs, exclude=exclude, external_data_dir=request.get("external_data_dir")))
 
 
 @hookimpl

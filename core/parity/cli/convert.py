@@ -25,6 +25,8 @@ def make_command() -> click.Command:
         click.Option(["-o", "--output"], required=True, type=click.Path(), help="Where to write the converted model."),
         click.Option(["--convert-to"], default=None, help=f"Output kind: {', '.join(sorted(registry.converters)) or 'none installed'} (default: from the suffix)."),
         *opts.model_options(),
+        *opts.external_data_read_options(),
+        *opts.external_data_write_options(),
         *opts.data_options(),
     ]
     for conv in registry.converters.values():
@@ -37,9 +39,21 @@ def make_command() -> click.Command:
 
 CONVERT_HELP = """Convert MODEL and write it to -o OUTPUT; the converter is chosen by --convert-to or OUTPUT's suffix.
 
+An ONNX output keeps its weights inside, or where --save-external-data [PATH] says (one file, or one per tensor
+with --no-save-all-tensors-to-one-file; tensors under --external-data-size-threshold stay inside); one that
+would pass protobuf's 2 GiB limit as one file gets OUTPUT.data, and a note says so.
+
 \b
   parity convert --fp-to-fp16 model.onnx -o model_fp16.onnx
+  parity convert --fp-to-fp16 llm.onnx -o llm_fp16.onnx --save-external-data
   parity convert model.onnx -o model.engine --fp16"""
+
+# the writing flags: only converters that write ONNX honour them (--external-data-dir is for every converter)
+_ONNX_ONLY = {
+    "save_external_data": "--save-external-data",
+    "external_data_size_threshold": "--external-data-size-threshold",
+    "no_save_all_tensors_to_one_file": "--no-save-all-tensors-to-one-file",
+}
 
 
 def pick_converter(output: str, convert_to: str | None):
@@ -63,6 +77,10 @@ def convert_command(model: str, output: str, convert_to: str | None, **params: A
     reads, writes = plugin_files(params, get_registry())
     refuse_overwrite({"the model": model, **reads}, output, **writes)
     conv = pick_converter(output, convert_to)
+    if ".onnx" not in conv.suffixes:
+        for name, flag in _ONNX_ONLY.items():
+            if params.get(name) not in (None, False):
+                raise UsageError(f"{flag} applies to ONNX output; the {conv.name} converter does not take it")
     conv.convert(ConvertRequest(model, output, params))
     echo(f"wrote {output} ({conv.name})")
     return 0

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from parity.cli.common import echo, verbosity_options
-from parity.cli.options import add_unique
+from parity.cli.options import add_unique, external_data_read_options
 from parity.cli.parsing import GreedyOption, ParityCommand
 from parity.errors import UsageError
 from parity.plugins import get_registry
@@ -27,13 +27,19 @@ def make_model_command() -> click.Command:
         click.Option(["--model-type"], default=None, help="Model kind when the suffix does not tell."),
         click.Option(["--json", "as_json"], is_flag=True, help="Print inputs, outputs and model facts as JSON (schema: parity/schemas/model.schema.json)."),
     ]
+    # ONNX models' external data (Polygraphy's flags): inspect reads no weight byte, so the data files may be absent
+    add_unique(params, external_data_read_options(ignore=True))
     for kind in get_registry().model_kinds.values():
         add_unique(params, kind.options)
     return verbosity_options(ParityCommand(
         "model",
         params=params,
         callback=inspect_model,
-        help="Show a model's inputs, outputs and (with --show) layers, attributes and weights.",
+        help=(
+            "Show a model's inputs, outputs and (with --show) layers, attributes and weights.\n\n"
+            "Of an ONNX model with external data no weight is read: its data files are checked to exist (in "
+            "--external-data-dir, default the model's folder), or not at all with --ignore-external-data."
+        ),
     ))
 
 
@@ -51,14 +57,18 @@ def make_data_command() -> click.Command:
     ))
 
 
+_EXTERNAL = {"external_data_dir": "--external-data-dir", "ignore_external_data": "--ignore-external-data"}
+
+
 def inspect_model(model: str, show: tuple[str, ...], model_type: str | None, as_json: bool = False, **options: object) -> int:
     from parity.cli.run import detect_model_kind
 
     registry = get_registry()
     check_model_path(model)
     kind = detect_model_kind(model, registry, model_type)
+    _check_external_options(kind, options)
     if as_json and kind is not None:
-        echo(json.dumps(model_json(model, kind, registry.model_kinds[kind]), indent=1))
+        echo(json.dumps(model_json(model, kind, registry.model_kinds[kind], options), indent=1))
         return 0
     if kind is None or registry.model_kinds[kind].describe is None:
         raise UsageError(f"don't know how to read {model}; give --model-type ({', '.join(registry.model_kinds)})")
@@ -69,9 +79,28 @@ def inspect_model(model: str, show: tuple[str, ...], model_type: str | None, as_
     return 0
 
 
-def model_json(model: str, kind: str, spec: ModelKind) -> dict[str, Any]:
-    """``inspect model --json``: format parity-model, version 1 (parity/schemas/model.schema.json)."""
-    facts = spec.summarize(model) if spec.summarize else {}
+def _check_external_options(kind: str | None, options: dict[str, object]) -> None:
+    """``--external-data-dir`` and ``--ignore-external-data`` apply to ONNX models, and not together."""
+    given = [flag for key, flag in _EXTERNAL.items() if options.get(key)]
+    if given and kind != "onnx":
+        raise UsageError(f"{given[0]} applies to ONNX models; {kind or 'this model'} has no external data")
+    if len(given) == 2:
+        raise UsageError("--external-data-dir and --ignore-external-data: give one (the second skips the data the first locates)")
+    if options.get("external_data_dir"):
+        from parity.onnx_models import data_dir  # here, not at the top: `inspect model --help` never needs the ONNX helpers
+
+        data_dir("", options["external_data_dir"])  # one line when it is not a folder
+
+
+def model_json(model: str, kind: str, spec: ModelKind, options: dict[str, object] | None = None) -> dict[str, Any]:
+    """``inspect model --json``: format parity-model, version 1 (parity/schemas/model.schema.json).
+    ``options``: the command's options, given to ``summarize(path, options)`` where it takes them."""
+    if not spec.summarize:
+        facts: dict[str, Any] = {}
+    elif options is not None and _takes_positional(spec.summarize, 2):
+        facts = spec.summarize(model, options)  # type: ignore[call-arg]
+    else:
+        facts = spec.summarize(model)
     data: dict[str, Any] = {"format": "parity-model", "version": 1, "model": model, "kind": kind, "inputs": spec.read_inputs(model)}
     data.update(facts)
     for key in ("inputs", "outputs"):

@@ -9,11 +9,12 @@ import click
 
 from parity.cli.parsing import BackendFlag, GreedyOption
 from parity.compare.tolerance import ERROR_STATS, PRESETS
+from parity.console import echo
 from parity.errors import UsageError
 from parity.registry import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
-    from parity.onnx_external import ExternalData
+    from parity.onnx_external import ExternalData, SavedModel
 
 
 def model_options() -> list[click.Parameter]:
@@ -145,6 +146,7 @@ def external_data_options(write: bool = True, ignore: bool = False) -> Callable[
 
 def external_data_from_params(params: Mapping[str, Any]) -> ExternalData:
     """How to write a model, from the writing flags; refuses a modifier given without ``--save-external-data``."""
+    # here: only a command that writes a model reads these flags; `--help` never needs the writing layer
     from parity.onnx_external import ExternalData
     from parity.util.units import parse_size
 
@@ -158,3 +160,10 @@ def external_data_from_params(params: Mapping[str, Any]) -> ExternalData:
         return ExternalData()
     size = 1024 if threshold is None else parse_size(threshold, "--external-data-size-threshold", "{option}: cannot read '{text}'; write a size such as 1024, 64K or 1M")
     return ExternalData(location, size, one_file)
+
+
+def note_external_data(saved: SavedModel | None) -> None:
+    """The one line a command prints when ``save_model`` chose external data itself (``SavedModel.automatic``)."""
+    if saved is not None and saved.automatic:
+        names = ", ".join(f.name for f in saved.data_files) or f"{saved.path.name}.data"
+        echo(f"parity: note: the weights ({saved.weight_bytes / 2**30:.2f} GiB) are in {names}: one file would pass protobuf's 2 GiB limit", err=True)

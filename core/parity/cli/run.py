@@ -32,7 +32,7 @@ def add_to(cli: click.Group) -> None:
 def make_command() -> click.Command:
     """``parity run``, built when it is used: its options come from the registry (backends, metrics)."""
     registry = get_registry()
-    params = [click.Argument(["model"], required=False), *opts.model_options(), *opts.onnx_options(), *opts.data_options()]
+    params = [click.Argument(["model"], required=False), *opts.model_options(), *opts.onnx_options(), *opts.external_data_read_options(), *opts.data_options()]
     params += [*opts.compare_options(registry), *opts.report_file_options(), *opts.backend_params(registry)]
     command = ParityCommand(
         "run",
@@ -51,8 +51,10 @@ RUN_HELP = """Run MODEL with each backend flag given (in order) and compare each
   parity run model.onnx --onnxrt --onnxrt=graph-optimization-level=disable
   parity run model.onnx --onnxrt --save-inputs in.npz --save-outputs golden.npz
   parity run model_fp16.onnx --onnxrt --load-inputs in.npz --load-outputs golden.npz --tolerance-preset fp16
+  parity run big.onnx --onnxrt --onnxrt=graph-optimization-level=disable --onnx-outputs mark all
 
-Per-runner settings follow the flag: --onnxrt=OPTION=VALUE[,OPTION=VALUE].
+Per-runner settings follow the flag: --onnxrt=OPTION=VALUE[,OPTION=VALUE]. Runners run one after the
+other: each is released before the next loads, so a run holds one model in memory at a time.
 Exit codes: 0 passed, 1 mismatch, 2 usage error, 3 model or backend failure."""
 
 

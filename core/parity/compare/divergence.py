@@ -49,9 +49,10 @@ class GraphInfo:
 
     @classmethod
     def from_onnx(cls, model: Any) -> GraphInfo:
-        """From an ``onnx.ModelProto`` or a path to one (loaded without external weights)."""
+        """From an ``onnx.ModelProto`` or a path to one (its graph only: external data files are neither read
+        nor looked for, so any model, past 2 GiB or with its data in another folder, costs its graph)."""
         if isinstance(model, (str, Path)):
-            model = onnx_models.load(model, load_external_data=False)
+            model = onnx_models.load(model, load_external_data=False, ignore_external_data=True)
         nodes = list(model.graph.node)
         order = onnx_models.topological_order(nodes)
         placed = set(order)

@@ -27,6 +27,7 @@ import numpy as np
 from parity import onnx_models
 from parity.compare import stats
 from parity.compare.divergence import GraphInfo, Producer, _graph_for, _window, first_divergent
+from parity.onnx_external import WeightReader, is_external
 
 EXTREMES = 3  # values of largest magnitude shown per tensor
 
@@ -297,22 +298,26 @@ def describe_first(report: NonFiniteReport, values: Callable[[Sequence[str]], Ma
     return report
 
 
-def constant_values(proto: Any, names: Iterable[str]) -> dict[str, Any]:
-    """Values of initializers (and ``Constant`` node outputs) of an ``onnx.ModelProto`` among ``names``."""
+def constant_values(proto: Any, names: Iterable[str], base_dir: Any = None) -> dict[str, Any]:
+    """Values of initializers (and ``Constant`` node outputs) of an ``onnx.ModelProto`` among ``names``.
+    Weights still in external data files are read from ``base_dir`` (the model's data folder) as read-only
+    memory-mapped arrays (:class:`parity.onnx_external.WeightReader`): only the named ones, and no copy.
+    The arrays stay valid after the call (each keeps its map open)."""
     from onnx import numpy_helper
 
     wanted = set(names)
     out: dict[str, Any] = {}
+    reader = WeightReader(base_dir)  # not closed here: the arrays it returned keep their maps alive
     for init in proto.graph.initializer:
         if init.name in wanted:
-            out[init.name] = numpy_helper.to_array(init)
+            out[init.name] = reader.array(init) if is_external(init) else numpy_helper.to_array(init)
     scalars = {"value_float": lambda a: np.float32(a.f), "value_floats": lambda a: np.array(a.floats, np.float32),
                "value_int": lambda a: np.int64(a.i), "value_ints": lambda a: np.array(a.ints, np.int64)}  # fmt: skip
     for node in proto.graph.node:
         if node.op_type == "Constant" and node.output and node.output[0] in wanted:
             for attr in node.attribute:
                 if attr.name == "value":
-                    out[node.output[0]] = numpy_helper.to_array(attr.t)
+                    out[node.output[0]] = reader.array(attr.t) if is_external(attr.t) else numpy_helper.to_array(attr.t)
                 elif attr.name in scalars:
                     out[node.output[0]] = np.asarray(scalars[attr.name](attr))
     return out
@@ -322,8 +327,10 @@ class NonFiniteLocator:
     """For ``parity run --validate`` of a layerwise run: each runner's first NaN/Inf, from the first iteration
     that had one. Called by :func:`parity.runflow.run` while the iteration's outputs are still in memory."""
 
-    def __init__(self, model: str | None) -> None:
+    def __init__(self, model: str | None, external_data_dir: Any = None) -> None:
+        """``external_data_dir``: the folder of the model's external data (``--external-data-dir``)."""
         self.model = model
+        self.external_data_dir = external_data_dir
         self.reports: list[NonFiniteReport] = []
         self._done: set[str] = set()
         self._graph: GraphInfo | None = None
@@ -357,9 +364,9 @@ class NonFiniteLocator:
             rest = [n for n in wanted if n not in got]
             if rest and self.model:
                 try:
-                    if self._proto is None:
-                        self._proto = onnx_models.load(self.model)
-                    found = constant_values(self._proto, rest)
+                    if self._proto is None:  # the graph; the few weights wanted are read from their files
+                        self._proto = onnx_models.load(self.model, load_external_data=False, external_data_dir=self.external_data_dir)
+                    found = constant_values(self._proto, rest, onnx_models.data_dir(self.model, self.external_data_dir))
                 except Exception:  # not an ONNX model (an engine): weights are not readable
                     found = {}
                 got.update(found)

@@ -19,11 +19,14 @@ def make_runner(request: RunnerRequest):
     from parity_onnxrt.runner import OnnxrtRunner
 
     # Unmodified models go to onnxruntime as a path: parsing with onnx and re-serialising would hold the
-    # model in memory twice (three times counting onnxruntime's copy) for nothing.
+    # model in memory twice (three times counting onnxruntime's copy) for nothing. Marked outputs are an edit
+    # of the graph only: the model is parsed with its weights left in their files, and onnxruntime gets the
+    # graph-only message plus the data folder (never a message holding the weights: fine past 2 GiB).
     model = request.model
+    data_dir = request.get("external_data_dir")
     outputs = list(request.get("onnx_outputs", ()))
     if outputs:
-        model = ModifyOnnxOutputs(OnnxFromPath(request.model), outputs=outputs, exclude=list(request.get("onnx_exclude_outputs", ())))
+        model = ModifyOnnxOutputs(OnnxFromPath(request.model, external_data_dir=data_dir), outputs=outputs, exclude=list(request.get("onnx_exclude_outputs", ())))
     session = SessionFromOnnx(
         model,
         providers=list(request.get("providers", ())) or None,
@@ -31,6 +34,7 @@ def make_runner(request: RunnerRequest):
         intra_op_num_threads=request.get("ort_threads"),
         custom_ops=list(request.get("onnxrt_custom_ops", ())),
         session_options=request.get("onnxrt_session_options"),
+        base_dir=data_dir,
     )
     return OnnxrtRunner(session)
 

@@ -23,28 +23,62 @@ MARK_ALL = onnx_models.MARK_ALL
 
 
 class OnnxFromPath(BaseLoader):
-    """Loads an ``onnx.ModelProto`` from a path."""
+    """Loads an ``onnx.ModelProto`` from a path (Polygraphy's signature), with its weights left in their
+    external data files: the graph is parsed, each external reference is checked to resolve (a missing data
+    file is one line, exit 3), no weight byte is read. ``base_dir`` is the folder the references are relative
+    to (``external_data_dir``, default the model's folder); :class:`SessionFromOnnx` reads it, so
+    ``SessionFromOnnx(ModifyOnnxOutputs(OnnxFromPath(p), ...))`` hands onnxruntime the small graph-only
+    message plus that folder (:func:`parity.api.runtime_bytes`), never a message holding the weights.
+    ``ignore_external_data``: the structure only (references are not checked; the model cannot run)."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, path: str, external_data_dir: str | os.PathLike[str] | None = None, ignore_external_data: bool = False) -> None:
+        self.path = os.fspath(path)
+        self.external_data_dir = external_data_dir
+        self.ignore_external_data = ignore_external_data
+
+    @property
+    def base_dir(self) -> str:
+        return os.fspath(onnx_models.data_dir(self.path, self.external_data_dir))
 
     def __call__(self) -> Any:
-        return onnx_models.load(self.path)
+        return onnx_models.load(self.path, load_external_data=False, external_data_dir=self.external_data_dir, ignore_external_data=self.ignore_external_data)
 
 
-def onnx_from_path(path: str) -> Any:
-    return OnnxFromPath(path)()
+def onnx_from_path(path: str, external_data_dir: str | os.PathLike[str] | None = None, ignore_external_data: bool = False) -> Any:
+    """The model with its weights left in their files (see :class:`OnnxFromPath`); pass
+    ``base_dir=onnx_models.data_dir(path, external_data_dir)`` to :class:`SessionFromOnnx` when the model has
+    external data in another folder than the working directory."""
+    return OnnxFromPath(path, external_data_dir, ignore_external_data)()
 
 
 class ModifyOnnxOutputs(BaseLoader):
-    """Marks tensors as graph outputs: named ones, or every tensor (``'mark all'``), minus ``exclude``."""
+    """Marks tensors as graph outputs: named ones, or every tensor (``'mark all'``), minus ``exclude``. The
+    edit touches the graph only: weights left in their files stay there (``base_dir`` is the wrapped
+    loader's)."""
 
     def __init__(self, model: Any, outputs: Sequence[str], exclude: Sequence[str] = ()) -> None:
         self.model, self.outputs, self.exclude = model, list(outputs), list(exclude)
 
+    @property
+    def base_dir(self) -> str | None:
+        return base_dir_of(self.model)
+
     def __call__(self) -> Any:
         model, _ = invoke_if_callable(self.model)
         return onnx_models.mark_outputs(model, self.outputs, self.exclude)  # shared with other ONNX backends
+
+
+def base_dir_of(source: Any) -> str | None:
+    """The folder of a loader chain's external data: the first ``base_dir`` found on ``source`` or the loaders
+    it wraps (their ``model`` attribute), None when none says."""
+    seen = 0
+    while source is not None and seen < 32:
+        found = getattr(source, "base_dir", None)
+        if found is not None and not callable(found):
+            return os.fspath(found)
+        source = getattr(source, "model", None) if isinstance(source, BaseLoader) else None
+        seen += 1
+    return None
 
 
 def modify_onnx_outputs(model: Any, outputs: Sequence[str], exclude: Sequence[str] = ()) -> Any:
@@ -71,7 +105,13 @@ def resolve_providers(requested: Sequence[str] | None) -> list[str]:
 
 
 class SessionFromOnnx(BaseLoader):
-    """Builds an ``onnxruntime.InferenceSession`` from a path, bytes, a ModelProto or a loader of one."""
+    """Builds an ``onnxruntime.InferenceSession`` from a path, bytes, a ModelProto or a loader of one.
+
+    A path goes to onnxruntime as it is (it reads the external data beside the model, or in ``base_dir``).
+    A ModelProto whose weights are still in external data files goes as graph-only bytes plus the session
+    config entry naming their folder (:func:`parity.api.runtime_bytes`): ``base_dir``, else the loader
+    chain's (:class:`OnnxFromPath`'s ``external_data_dir`` or the model's folder). A ModelProto holding its
+    weights is serialized (a one-line error past protobuf's 2 GiB)."""
 
     def __init__(
         self,
@@ -82,6 +122,7 @@ class SessionFromOnnx(BaseLoader):
         log_severity_level: int | None = None,
         custom_ops: Sequence[str] = (),
         session_options: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        base_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         """``log_severity_level``: onnxruntime's logger threshold (0 verbose ... 4 fatal); default: its warnings
         only with ``parity -v``, else none (errors still arrive as the exception's text).
@@ -90,8 +131,10 @@ class SessionFromOnnx(BaseLoader):
         in order (``--onnxrt-custom-ops``). ``session_options``: a JSON file or a mapping of ``SessionOptions``
         attributes (``{"intra_op_num_threads": 2, "execution_mode": "ORT_PARALLEL"}``) and ``config_entries``
         (``{"session.intra_op.allow_spinning": "0"}``, passed to ``add_session_config_entry``)
-        (``--onnxrt-session-options``); the arguments above win over it."""
+        (``--onnxrt-session-options``); the arguments above win over it. ``base_dir``: the folder of the
+        model's external data files (``--external-data-dir``)."""
         self.model = model
+        self.base_dir = os.fspath(base_dir) if base_dir is not None else None
         self.providers = providers
         self.graph_optimization_level = graph_optimization_level
         self.intra_op_num_threads = intra_op_num_threads
@@ -105,17 +148,29 @@ class SessionFromOnnx(BaseLoader):
         except ImportError:
             raise missing_dependency("onnxruntime", "pip install onnxruntime") from None
         settings, source_name = read_session_options(self.session_options)  # a bad file fails before the model is read
+        base_dir = self.base_dir or base_dir_of(self.model)
         model, _ = invoke_if_callable(self.model)
-        source: Any = model
+        given, source = model, model
+        entries: dict[str, str] = {}
         if isinstance(model, str):
             check_model_path(model)
+            if base_dir is not None and os.path.realpath(base_dir) != os.path.realpath(os.path.dirname(os.path.abspath(model))):
+                from parity.api import runtime_bytes  # here: a plain run (a path, data beside it) never needs it
+
+                # the data is not beside the model: onnxruntime gets the graph-only message and the data's folder
+                model = onnx_models.load(model, load_external_data=False, external_data_dir=base_dir)
+                source, entries = runtime_bytes(model, base_dir)
         elif not isinstance(model, (bytes, bytearray)):
-            source = _serialize(model)
+            from parity.api import runtime_bytes  # here: a plain run (a path) never needs it
+
+            source, entries = runtime_bytes(model, base_dir)  # graph-only when weights are in files; one line past 2 GiB
         severity = default_log_severity() if self.log_severity_level is None else self.log_severity_level
         ort.set_default_logger_severity(severity)  # the process-wide logger (environment, providers)
         options = ort.SessionOptions()
         options.log_severity_level = severity  # this session's logger, also used while it runs
         apply_session_options(options, settings, source_name)
+        for key, value in entries.items():
+            options.add_session_config_entry(key, value)
         if self.graph_optimization_level:
             options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[self.graph_optimization_level])
         if self.intra_op_num_threads:
@@ -126,7 +181,22 @@ class SessionFromOnnx(BaseLoader):
         try:
             return ort.InferenceSession(source, sess_options=options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own pybind exception types
-            raise _session_error(exc, model, bool(self.custom_ops)) from None
+            if isinstance(given, str):
+                _check_external_data(given, base_dir)  # a missing or short data file: onnx_models' one line names it
+            raise _session_error(exc, given, bool(self.custom_ops)) from None
+
+
+def _check_external_data(path: str, base_dir: str | None) -> None:
+    """After onnxruntime refused a model given by path: the model's own word on its external data (a missing
+    or short data file is a one-line ModelError naming it); a model that reads fine returns quietly."""
+    from parity.api import onnx_external  # here: only a failed load needs it
+
+    try:
+        model = onnx_models.load(path, ignore_external_data=True)
+        folder = onnx_models.data_dir(path, base_dir)
+    except Exception:  # noqa: BLE001 - not readable by onnx either: onnxruntime's own reason is the better message
+        return
+    onnx_external.check_references(model, folder, path)
 
 
 def register_custom_ops(options: Any, library: str) -> None:
@@ -223,13 +293,6 @@ def _config_entries(options: Any, entries: Any, where: str) -> None:
             raise UsageError(f"{where}: config_entries '{key}': {reason(exc)}") from None
 
 
-def _serialize(model: Any) -> bytes:
-    try:
-        return model.SerializeToString()
-    except ValueError as exc:  # protobuf refuses messages over 2 GiB
-        raise ModelError(f"model is too large to pass in memory ({exc}); save it with external data and pass the path") from None
-
-
 def _session_error(exc: Exception, model: Any, custom_ops: bool = False) -> ModelError:
     text = str(exc)
     where = model if isinstance(model, str) else "model"
@@ -257,5 +320,6 @@ def session_from_onnx(
     log_severity_level: int | None = None,
     custom_ops: Sequence[str] = (),
     session_options: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
 ) -> Any:
-    return SessionFromOnnx(model, providers, graph_optimization_level, intra_op_num_threads, log_severity_level, custom_ops, session_options)()
+    return SessionFromOnnx(model, providers, graph_optimization_level, intra_op_num_threads, log_severity_level, custom_ops, session_options, base_dir)()

@@ -16,6 +16,12 @@ The bundle copies only what the check needs and the user gave Parity as such: th
 The iteration's files (``parity_debug.onnx``, ``parity_debug_inputs.npz``) are the bundle's ``model.onnx`` and
 ``inputs.npz``. Any other file the check names (a token file, a config, golden outputs of the full model) is
 not copied: ``check.sh`` refers to it where it is, and the README lists it.
+
+Weights: a model with external data is written with its own weights inside when they are small (up to
+64 MiB: the bundle stands alone). Larger ones are never copied: ``model.onnx`` refers to the original data
+file, which the bundle holds as a reflink clone (no byte copied) where the filesystem has them; elsewhere the
+README names the original file and how to put it beside the model. Never a hard link: onnx refuses a data
+file with two links, and the bundle would keep one on the user's file for good.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from parity.api import UsageError, part_path, same_file, write_bytes_atomic, write_text_atomic
+from parity.api import UsageError, onnx_external, part_path, same_file, save_model, write_bytes_atomic, write_text_atomic
+from parity_reduce.external import clone_file
 
 MAX_COPY = 64 << 20
 SCRIPT_SUFFIXES = {".py", ".sh", ".bash"}
@@ -133,7 +140,9 @@ def write_bundle(
     source: str,
     checks: int,
     load_inputs: Sequence[str] = (),
+    base_dir: str | Path | None = None,
 ) -> Path:
+    """Write the bundle (see the module docstring); ``base_dir``: where ``model``'s external tensors resolve."""
     target = Path(directory)
     if (target.exists() or target.is_symlink()) and not target.is_dir():
         raise UsageError(f"--repro {directory}: a file of that name exists; the bundle was not written")
@@ -142,7 +151,7 @@ def write_bundle(
     tmp = part_path(target if existing else target.parent)
     os.mkdir(tmp)  # mode 0777 less the umask, as mkdir(1)
     try:
-        _fill(tmp, model, nodes, inputs, expected, check, substitutions, source, checks, load_inputs)
+        _fill(tmp, model, nodes, inputs, expected, check, substitutions, source, checks, load_inputs, base_dir)
         if existing:
             _move_into(tmp, target)
         else:
@@ -155,26 +164,36 @@ def write_bundle(
 
 def _move_into(tmp: Path, target: Path) -> None:
     """Each file of ``tmp`` into the existing folder ``target``, replacing nothing (link, then unlink)."""
-    moved = []
+    moved: list[Path] = []
+    made: list[Path] = []
     try:
-        for entry in sorted(tmp.iterdir()):
+        for entry in sorted(p for p in tmp.rglob("*") if not p.is_dir()):
+            name = entry.relative_to(tmp)
+            if not (target / name).parent.is_dir():
+                for folder in reversed((target / name).relative_to(target).parents[:-1]):
+                    if not (target / folder).is_dir():
+                        os.mkdir(target / folder)
+                        made.append(target / folder)
             try:
-                os.link(entry, target / entry.name)
+                os.link(entry, target / name)
             except FileExistsError:
-                raise UsageError(f"--repro {target}: {entry.name} appeared there during the search; the bundle was not written") from None
-            moved.append(target / entry.name)
+                raise UsageError(f"--repro {target}: {name} appeared there during the search; the bundle was not written") from None
+            moved.append(target / name)
     except BaseException:
         for path in moved:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
         raise
     shutil.rmtree(tmp)
 
 
-def _fill(tmp, model, nodes, inputs, expected, check, substitutions, source, checks, load_inputs) -> None:
+def _fill(tmp, model, nodes, inputs, expected, check, substitutions, source, checks, load_inputs, base_dir=None) -> None:
     from parity.api import IterationResult, RunResults, save_inputs, save_results
 
-    write_bytes_atomic(tmp / "model.onnx", model.SerializeToString())
+    weights = _write_model(tmp, model, base_dir)
     if inputs:
         save_inputs(inputs, tmp / "inputs.npz")
     if expected:
@@ -200,10 +219,39 @@ def _fill(tmp, model, nodes, inputs, expected, check, substitutions, source, che
     script += (shlex.join(command) if command else "parity run model.onnx --onnxrt" + (" --load-inputs inputs.npz" if inputs else "")) + "\n"
     write_text_atomic(tmp / "check.sh", script)
     _make_executable(tmp / "check.sh")
-    write_text_atomic(tmp / "README.md", _readme(source, nodes, model, bool(inputs), bool(expected), checks, copies))
+    write_text_atomic(tmp / "README.md", _readme(source, nodes, model, bool(inputs), bool(expected), checks, copies, weights))
 
 
-def _readme(source: str, nodes: Sequence[str], model: onnx.ModelProto, inputs: bool, expected: bool, checks: int, copies: _Copies) -> str:
+def _write_model(folder: Path, model: onnx.ModelProto, base_dir: str | Path | None) -> list[tuple[str, Path, bool]]:
+    """Write ``model.onnx``; returns ``(location, original file, cloned)`` for each data file it refers to.
+
+    Without external tensors, or with up to :data:`MAX_COPY` bytes of them, the model is written with its
+    weights inside (``save_model``: validated on the path). Otherwise the graph is written as it is and each
+    data file it reads is cloned beside it under its own name (no byte copied), or, where the filesystem
+    cannot, left out and named in the README."""
+
+    external = [t for t in onnx_external.tensors(model) if onnx_external.is_external(t)]
+    if not external or sum(onnx_external.nbytes(t) for t in external) <= MAX_COPY:
+        save_model(model, folder / "model.onnx", base_dir=base_dir, what="the minimal model", missing_kernels_ok=True)
+        return []
+    base = Path(base_dir) if base_dir is not None else Path(".")
+    write_bytes_atomic(folder / "model.onnx", onnx_external.serialize(model, "the minimal model"))
+    weights = []
+    for location in dict.fromkeys(onnx_external.external_info(t)[0] for t in external):
+        original = (base / location).resolve()
+        target = folder / location
+        target.parent.mkdir(parents=True, exist_ok=True)
+        cloned = clone_file(original, target)
+        if not cloned:
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+        weights.append((location, original, cloned))
+    return weights
+
+
+def _readme(
+    source: str, nodes: Sequence[str], model: onnx.ModelProto, inputs: bool, expected: bool, checks: int, copies: _Copies, weights: Sequence[tuple[str, Path, bool]] = ()
+) -> str:
     ins = ", ".join(i.name for i in model.graph.input) or "(none)"
     outs = ", ".join(o.name for o in model.graph.output)
     lines = [
@@ -221,6 +269,17 @@ def _readme(source: str, nodes: Sequence[str], model: onnx.ModelProto, inputs: b
         + ", `check.sh` (the check; run `./check.sh`).",
         "",
     ]
+    if weights:
+        lines += ["The model's weights are in external data files, not copied into this folder:", ""]
+        for location, original, cloned in weights:
+            if cloned:
+                lines.append(f"- `{location}`: a reflink clone of `{original}` (the full model's weights; its blocks are shared, no byte was copied)")
+            else:
+                lines.append(
+                    f"- `{location}`: **not here** (too large to copy); it is `{original}`, the full model's weights. "
+                    "Copy it beside `model.onnx` under this name before running `check.sh` (not a hard link or symlink: onnx refuses those)"
+                )
+        lines.append("")
     if copies.copied:
         lines += ["Copied from the check (nothing else was copied):", ""]
         lines += [f"- `{name}`: {why} (`{src}`)" for name, (src, why) in copies.copied.items()]

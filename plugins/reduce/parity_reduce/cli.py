@@ -19,9 +19,13 @@ from parity.api import (
     data_options,
     debug_options,
     echo,
+    external_data_from_params,
+    external_data_read_options,
+    external_data_write_options,
     file_fingerprint,
     get_registry,
     group,
+    note_external_data,
     onnx_models,
     parse_shapes,
     refuse_overwrite,
@@ -31,10 +35,10 @@ from parity.api import (
     subset_key,
     verbosity_options,
     warn,
-    write_bytes_atomic,
     write_debug_report,
     write_text_atomic,
 )
+from parity_reduce.external import check_location, external_locations
 
 REDUCE_HELP = """Shrink a failing ONNX MODEL to a minimal subgraph that still fails the --check.
 
@@ -49,7 +53,13 @@ Tensors cut from their producers become inputs (or constants: --cut-tensors cons
 of nodes is a valid model. The default --mode dichotomic needs about log2(nodes) checks per culprit node;
 --mode staged first reaches a failing region in no more checks than Polygraphy's bisect (with a check that
 feeds known-good values, e.g. fp32 intermediates), then refines it within --max-checks/--max-time.
-At the end a repro bundle (model, inputs, expected outputs, check command) is written to --repro."""
+At the end a repro bundle (model, inputs, expected outputs, check command) is written to --repro.
+
+A model with external data (past 2 GiB too) is read lazily: each check's candidate is its graph alone,
+written in a private work folder beside --iter-artifact that holds the weights once for the whole run (a
+reflink clone where the filesystem has them, else one copy). -o and --min-good get their weights only:
+inside the model, or in <output>.data when one file would pass 2 GiB (or as --save-external-data says).
+The repro bundle holds small weights, or refers to the original weights file."""
 
 PRECISION_HELP = """Find a small set of nodes that must stay fp32 for MODEL to pass the --check in fp16.
 
@@ -58,7 +68,11 @@ PRECISION_HELP = """Find a small set of nodes that must stay fp32 for MODEL to p
       --check parity run parity_debug.onnx --onnxrt --load-inputs in.npz --load-outputs golden.npz --atol 1e-2
 
 Precision is written into the ONNX model (Cast nodes around fp16 nodes), as strongly typed TensorRT 11
-expects, so it works with any backend. The result is a set of nodes, not a prefix or suffix."""
+expects, so it works with any backend. The result is a set of nodes, not a prefix or suffix.
+
+A model with external data (past 2 GiB too) is read lazily: lowered weights are converted once into a private
+work folder beside --iter-artifact, which holds the original weights once for the whole run (a reflink clone
+where the filesystem has them, else one copy); each check's candidate is its graph alone."""
 
 
 def _modes(kind: str) -> list[str]:
@@ -100,6 +114,8 @@ def add_commands(cli: click.Group) -> None:
         report_option("parity_reduce/schemas/reduce-report.schema.json"),
         *report_file_options(None),
         *data_options(),
+        *external_data_read_options(),
+        *external_data_write_options(),
         *debug_options("parity_debug.onnx"),
     ]
     command = ParityCommand("reduce", params=reduce_params, callback=reduce_command, help=REDUCE_HELP, short_help="Shrink a failing model to a minimal failing subgraph.")
@@ -119,6 +135,8 @@ def add_commands(cli: click.Group) -> None:
         ),
         GreedyOption(["--model-input-shapes"], metavar="NAME:[D0,...]", help="Input shapes for the generated inputs (dynamic dims), e.g. x:[1,3,224,224]."),
         *data_options(),
+        *external_data_read_options(),
+        *external_data_write_options(),
         *debug_options("parity_debug.onnx"),
     ]
     command = ParityCommand(
@@ -145,6 +163,51 @@ def _check_writable(**paths: str | None) -> None:
             check_output_path(path, "-o" if option == "output" else "--" + option.replace("_", "-"))
 
 
+def _writing(params: dict[str, Any], *outputs: str | None) -> Any:
+    """The --save-external-data flags (refused in one line before any work when they cannot apply)."""
+    external = external_data_from_params(params)
+    check_location(external, outputs)
+    return external
+
+
+def _refuse_data_overwrite(inputs: list[Path], external: Any, **outputs: str | None) -> None:
+    """No data file an output may get (``<output>.data``, the --save-external-data name) is one of the input
+    model's data files, or another output: checked once the model is read, before the first check."""
+    labelled = {}
+    for option, path in outputs.items():
+        if path:  # <output>.data (asked without a name, or past 2 GiB) and the --save-external-data name
+            target = Path(path)
+            names = {f"{target.name}.data", *([external.location] if external.location else [])}
+            labelled[f"{option}'s data file"] = [str(target.parent / name) for name in sorted(names)]
+    refuse_overwrite({"the input model's external data": [str(p) for p in inputs]}, **labelled)
+
+
+def _fingerprint(model: str, external_data_dir: str | None) -> dict[str, Any]:
+    """What identifies the input for the state file: the model file, and its data files' size and time."""
+    found: dict[str, Any] = {"model": file_fingerprint(model)}
+    try:
+        proto = onnx_models.load(model, load_external_data=False, ignore_external_data=True)
+        folder = onnx_models.data_dir(model, external_data_dir)
+        stats = {}
+        for location in external_locations(proto):
+            st = (Path(folder) / location).stat()
+            stats[location] = f"{st.st_size}:{st.st_mtime_ns}"
+        if stats:
+            found["data"] = stats
+    except (OSError, ParityError):
+        pass
+    return found
+
+
+def _remove_stale(written: set[Path], kept: list[Path]) -> None:
+    """Data files an earlier write of -o made (a larger model, in <output>.data) that the final -o lacks."""
+    import contextlib
+
+    for path in written - set(kept):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
 def _auto_mode(mode: str, iter_inputs: str | None) -> str:
     """``auto``: ``staged`` reaches a failing region in no more checks than Polygraphy's bisect, then refines; but
     when the check reads --iter-inputs (cut tensors carry the faulty model's own values), every node downstream
@@ -160,6 +223,8 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
 
     started = time.perf_counter()
     check_model_path(model)
+    external = _writing(params, output, params.get("min_good"))
+    ext_dir = params.get("external_data_dir")
     repro = None if params["no_repro"] else (params.get("repro") or str(Path(output).with_suffix("")) + "_repro")
     refuse_overwrite(
         {"the input model": model, "the --load-inputs file": params.get("load_inputs")},
@@ -186,8 +251,9 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
     check = params.get("check") or []
     iter_inputs = params["iter_inputs"] if any(params["iter_inputs"] in tok for tok in check) else None
     mode = _auto_mode(params["mode"], iter_inputs)
-    session = session_from_options(params, label="reduce", fingerprint={"model": file_fingerprint(model)})
+    session = session_from_options(params, label="reduce", fingerprint=_fingerprint(model, ext_dir))
     fields = {"name": "parity-reduce-report", "command": "debug reduce", "model": model, "started": started}
+    reducer = None
     try:
         reducer = Reducer(
             model,
@@ -203,18 +269,21 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
             max_checks=params.get("max_checks"),
             max_time=params.get("max_time"),
             save_best=output,  # each smaller failing model is written at once: stopping keeps the best so far
+            external_data_dir=ext_dir,
+            external=external,
         )
+        _refuse_data_overwrite(reducer.data_files, external, **{"-o": output, "--min-good": params.get("min_good")})
         total = len(reducer.index)
         result = reducer.run()
-        result.save(output)
+        saved = result.save(output, external)
+        _remove_stale(reducer.saved_data, saved.data_files)
+        note_external_data(saved)
         min_good = None
         if params.get("min_good"):
             if result.min_good is None:
                 warn("no passing candidate was checked; --min-good not written")
             else:
-                data = result.min_good.SerializeToString()
-                onnx_models.validate(data, f"the largest passing model (not written to {params['min_good']})", missing_kernels_ok=True)
-                write_bytes_atomic(params["min_good"], data)
+                note_external_data(result.save_min_good(params["min_good"], external))
                 min_good = params["min_good"]
         echo(session.summary.line())
         echo(f"Minimum bad model: {len(result.nodes)} of {total} nodes -> {output}")
@@ -225,7 +294,17 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
 
             subs = {"polygraphy_debug.onnx": "model.onnx", params["iter_artifact"]: "model.onnx", "{artifact}": "model.onnx", params["iter_inputs"]: "inputs.npz"}
             write_bundle(
-                repro, result.model, result.nodes, result.inputs(), result.expected(), check or None, subs, model, result.checks, params.get("load_inputs") or ()
+                repro,
+                result.model,
+                result.nodes,
+                result.inputs(),
+                result.expected(),
+                check or None,
+                subs,
+                model,
+                result.checks,
+                params.get("load_inputs") or (),
+                base_dir=result.base_dir,
             )
             reproduces, why = prove_bundle(repro, session) if check else (None, "")
             if reproduces is not False:  # proven: its check.sh, run from another directory, fails as the original did
@@ -236,6 +315,9 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
         if report:
             write_debug_report(report, session, exit_code=exc.exit_code, error=str(exc), **fields)
         raise
+    finally:
+        if reducer is not None:
+            reducer.close()  # the candidates' work folder
     if report:
         key = subset_key(result.indices)
         found = {
@@ -256,7 +338,7 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
 
         verified = session.known(subset_key(result.indices)) == "bad"
         caption = f"{len(result.nodes)} of {total} nodes still fail the check" + ("" if verified else " (not verified: the search stopped)")
-        nodes = {"heading": "Nodes of the minimal failing model", "caption": caption, "nodes": result.nodes, "op_types": _op_types(model)}
+        nodes = {"heading": "Nodes of the minimal failing model", "caption": caption, "nodes": result.nodes, "op_types": _op_types(model, ext_dir)}
         good_means = "bad: the candidate still fails the check as the original does; good: it passes."
         search = _search_data(session, "nodes in the candidate", total, len(result.nodes), good_means)
         facts = [["model", model], ["mode", mode], ["output", output], ["checks", session.summary.line()]]
@@ -266,8 +348,8 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
     return int(ExitCode.PASSED)
 
 
-def _op_types(model: str) -> dict[str, str]:
-    proto = onnx_models.load(model, load_external_data=False)
+def _op_types(model: str, external_data_dir: str | None = None) -> dict[str, str]:
+    proto = onnx_models.load(model, load_external_data=False, ignore_external_data=True)
     return {n.name: n.op_type for n in proto.graph.node if n.name}
 
 
@@ -291,6 +373,8 @@ def precision_command(model: str, output: str, report: str | None = None, **para
 
     started = time.perf_counter()
     check_model_path(model)
+    external = _writing(params, output)
+    ext_dir = params.get("external_data_dir")
     refuse_overwrite(
         {"the input model": model, "the --load-inputs file": params.get("load_inputs")},
         **{
@@ -317,12 +401,21 @@ def precision_command(model: str, output: str, report: str | None = None, **para
         from parity.api import save_inputs
 
         save_inputs(_feeds(model, params, parse_shapes(params.get("model_input_shapes") or (), "--model-input-shapes")), params["save_inputs"])
-    session = session_from_options(params, label="precision", fingerprint={"model": file_fingerprint(model)})
+    session = session_from_options(params, label="precision", fingerprint=_fingerprint(model, ext_dir))
     fields = {"name": "parity-precision-report", "command": "debug precision", "model": model, "started": started}
+    search = None
     try:
-        search = PrecisionSearch(model, session=session, mode=params["mode"], low=params["precision"], keep_out_of_range=not params.get("clamp_out_of_range"))
+        search = PrecisionSearch(
+            model,
+            session=session,
+            mode=params["mode"],
+            low=params["precision"],
+            keep_out_of_range=not params.get("clamp_out_of_range"),
+            external_data_dir=ext_dir,
+        )
+        _refuse_data_overwrite(search.data_files, external, **{"-o": output})
         result = search.run()
-        result.save(output)
+        note_external_data(result.save(output, external))
         if params.get("save_nodes"):
             write_text_atomic(
                 params["save_nodes"],
@@ -342,6 +435,9 @@ def precision_command(model: str, output: str, report: str | None = None, **para
         if report:
             write_debug_report(report, session, exit_code=exc.exit_code, error=str(exc), **fields)
         raise
+    finally:
+        if search is not None:
+            search.close()  # the work folder: lowered weights, candidates
     echo(session.summary.line())
     echo(f"{len(result.fp32_nodes)} of {len(result.candidates)} node(s) must stay fp32: {', '.join(result.fp32_nodes) or '(none)'} -> {output}")
     if report:
@@ -360,7 +456,7 @@ def precision_command(model: str, output: str, report: str | None = None, **para
     if params.get("save_report_html"):
         from parity.api import write_html_report  # only for --save-report-html: it loads numpy
 
-        precision = {"fp32_nodes": result.fp32_nodes, "op_types": _op_types(model), "candidates": len(result.candidates), "low": params["precision"]}
+        precision = {"fp32_nodes": result.fp32_nodes, "op_types": _op_types(model, ext_dir), "candidates": len(result.candidates), "low": params["precision"]}
         good_means = f"good: the check passes with these nodes in fp32 and the others in {params['precision']}; bad: it fails."
         search = _search_data(session, "nodes kept fp32", len(result.candidates), len(result.fp32_nodes), good_means)
         facts = [["model", model], ["mode", params["mode"]], ["lower precision", params["precision"]], ["output", output], ["checks", session.summary.line()]]

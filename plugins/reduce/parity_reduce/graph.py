@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from parity.api import ModelError, UsageError, onnx_models
+from parity.api import ModelError, UsageError, onnx_models, runtime_bytes
 
 
 def _constant_value(node: onnx.NodeProto) -> np.ndarray | None:
@@ -34,10 +35,17 @@ def _constant_value(node: onnx.NodeProto) -> np.ndarray | None:
     return None
 
 
-def prepare(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int | str]] | None = None) -> onnx.ModelProto:
-    """A copy ready for reduction: input shapes overridden (freezing dynamic dims), Constant nodes turned
-    into initializers (they are not worth a check), nodes in topological order, shapes inferred."""
-    model = onnx.ModelProto.FromString(model.SerializeToString())
+def prepare(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int | str]] | None = None, copy: bool = True) -> onnx.ModelProto:
+    """The model ready for reduction: input shapes overridden (freezing dynamic dims), Constant nodes turned
+    into initializers (they are not worth a check), nodes in topological order, shapes inferred.
+
+    ``copy``: work on a copy (the caller's model is left as it was); ``False`` edits ``model`` itself, for a
+    model the caller loaded for this (no copy of weights held inside it). A model with external data is
+    loaded lazily (its weights stay references), so a copy of it is a copy of its graph."""
+    if copy:
+        copied = onnx.ModelProto()
+        copied.CopyFrom(model)
+        model = copied
     graph = model.graph
     weights = {init.name for init in graph.initializer}
     real_inputs = {i.name for i in graph.input if i.name not in weights}
@@ -248,21 +256,34 @@ class Reference:
         return [{n: s[n] for n in names} for s in self.samples]
 
 
-def run_reference(model: onnx.ModelProto, feeds: Sequence[Mapping[str, np.ndarray]]) -> Reference:
-    """Run ``model`` with onnxruntime on every sample, returning every node output (and the inputs)."""
+def run_reference(model: onnx.ModelProto, feeds: Sequence[Mapping[str, np.ndarray]], base_dir: str | Path | None = None) -> Reference:
+    """Run ``model`` with onnxruntime on every sample, returning every node output (and the inputs).
+
+    Every node output is marked for the run, then ``model`` is restored: nothing is copied. External
+    weights are read from ``base_dir`` by onnxruntime itself (``runtime_bytes``: the graph-only message plus
+    the data folder), so a model past 2 GiB runs without ever being one protobuf message."""
     import onnxruntime as ort
 
-    marked = onnx.ModelProto.FromString(model.SerializeToString())
-    have = {o.name for o in marked.graph.output}
-    for node in marked.graph.node:
-        for o in node.output:
-            if o and o not in have:
-                marked.graph.output.append(onnx.ValueInfoProto(name=o))
-                have.add(o)
+
+    outputs = model.graph.output
+    kept = len(outputs)
+    have = {o.name for o in outputs}
+    try:
+        for node in model.graph.node:
+            for o in node.output:
+                if o and o not in have:
+                    outputs.append(onnx.ValueInfoProto(name=o))
+                    have.add(o)
+        data, config = runtime_bytes(model, base_dir)
+    finally:
+        del outputs[kept:]
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # keep every tensor
-    session = ort.InferenceSession(marked.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    for key, value in config.items():
+        options.add_session_config_entry(key, value)
+    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    del data
     names = [o.name for o in session.get_outputs()]
     samples = []
     for feed in feeds:

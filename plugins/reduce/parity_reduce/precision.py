@@ -6,6 +6,13 @@ them. Chained fp16 nodes pass fp16 tensors directly (fp16 -> fp32 -> fp16 is exa
 fewer casts, not different numbers). The search finds a small set of nodes that must stay fp32 for the
 check to pass, with the same strategies as ``reduce`` (interesting = passes), so it can return any set
 of nodes, not only a prefix or suffix as Polygraphy's did.
+
+A model with external data (past 2 GiB included) is loaded lazily and its float32 weights are never held
+in memory: the converter reads them through memory maps (only to find values beyond the fp16 range), a
+weight a candidate lowers is converted once into the run's work folder (:mod:`parity_reduce.external`,
+at most half the float32 bytes in all, written the first time a candidate needs it), and every candidate
+refers to the run's one shared copy of the original data file (a reflink clone where the filesystem has
+them) and to those lowered weights: no check copies weights.
 """
 
 from __future__ import annotations
@@ -18,8 +25,24 @@ from typing import Any
 import onnx
 from onnx import TensorProto
 
-from parity.api import DebugSession, ExitCode, OriginalNotFailing, ParityError, PredicateCheck, Summary, UsageError, get_registry, onnx_models, write_bytes_atomic
-from parity_reduce.reducer import Search, load_model
+from parity.api import (
+    DebugSession,
+    ExitCode,
+    ExternalData,
+    OriginalNotFailing,
+    ParityError,
+    PredicateCheck,
+    SavedModel,
+    Summary,
+    UsageError,
+    WeightReader,
+    get_registry,
+    onnx_external,
+    save_model,
+)
+from parity.api import warn as print_warning
+from parity_reduce.external import CandidateFiles, data_files, has_external, set_external
+from parity_reduce.reducer import Search, data_dir_of, load_model, work_near
 from parity_reduce.strategies import DEFAULT_MODE
 
 LOW = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
@@ -42,31 +65,50 @@ class PrecisionResult:
     candidates: list[str]
     summary: Summary
     history: list = field(default_factory=list)
+    data_dir: Path | None = None  # where the external tensors of ``model`` resolve
+    files: CandidateFiles | None = None  # keeps the lowered weights until the result is saved
 
     @property
     def checks(self) -> int:
         return self.summary.total
 
-    def save(self, path: str | Path) -> None:
-        """Write the model if it passes ``parity.onnx_models.validate`` (checker full check, onnxruntime load)."""
-        data = self.model.SerializeToString()
-        onnx_models.validate(data, f"the mixed-precision model (not written to {path})", missing_kernels_ok=True)
-        write_bytes_atomic(path, data)
+    def save(self, path: str | Path, external: ExternalData | None = None) -> SavedModel:
+        """Write the model with ``save_model`` (model and data together, validated on the path by the checker's
+        full check and an onnxruntime load, then renamed into place). ``external``: the --save-external-data
+        flags; without them weights go inside unless that would pass 2 GiB."""
+        return save_model(self.model, path, base_dir=self.data_dir, external=external, what="the mixed-precision model", missing_kernels_ok=True)
 
 
 class MixedPrecision:
     """Builds the model with a chosen set of nodes kept in fp32 and the other candidates in ``low``, with the
     converter of ``parity convert --fp-to-fp16`` (``parity_surgeon.fp16.Fp16Converter``, same defaults:
     fp32 graph inputs and outputs, out-of-range weights and their readers kept fp32, op types onnxruntime
-    cannot run in fp16 kept fp32). So a search result with no node kept fp32 is exactly convert's model."""
+    cannot run in fp16 kept fp32). So a search result with no node kept fp32 is exactly convert's model.
 
-    def __init__(self, model: onnx.ModelProto, low: str = "float16", keep_out_of_range: bool = True) -> None:
+    A model with external data (loaded lazily) needs ``data_dir`` (its data folder) and ``files`` (the work
+    folder): a build leaves the weights it lowers in their files (``Fp16Converter.stream_build``), and each is
+    then pointed at its lowered copy in ``files``, converted the first time a build needs it (the converter's
+    own conversion, its ``transform``). No build reads or holds a weight otherwise."""
+
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        low: str = "float16",
+        keep_out_of_range: bool = True,
+        *,
+        data_dir: str | Path | None = None,
+        files: CandidateFiles | None = None,
+    ) -> None:
         try:
             from parity_surgeon.fp16 import Fp16Converter
         except ImportError:
             raise ParityError("debug precision converts with parity-surgeon's fp16 converter: pip install -e plugins/surgeon") from None
         self.model = model
-        self.converter = Fp16Converter(model, keep_io_types=True, keep_out_of_range=keep_out_of_range, low=low)
+        self.files = files
+        if files is None and has_external(model):
+            raise UsageError("MixedPrecision: a model with external data needs a CandidateFiles work folder")
+        self.converter = Fp16Converter(model, keep_io_types=True, keep_out_of_range=keep_out_of_range, low=low, base_dir=data_dir)
+        self.reader = WeightReader(data_dir) if files is not None else None
         self.converter.probe_onnxruntime()
         self.names = self.converter.candidates()
         self.candidates = list(range(len(self.names)))
@@ -75,7 +117,39 @@ class MixedPrecision:
         return self.names[i]
 
     def build(self, keep_fp32: frozenset[int] | set[int]) -> onnx.ModelProto:
-        return self.converter.build({self.names[i] for i in keep_fp32})[0]
+        return self.build_named({self.names[i] for i in keep_fp32})
+
+    def build_named(self, keep_fp32: set[str]) -> onnx.ModelProto:
+        if self.files is None:
+            return self.converter.build(keep_fp32)[0]
+        model, _, transform = self.converter.stream_build(keep_fp32)
+        self._point_lowered(model, transform)
+        return model
+
+    def _point_lowered(self, model: onnx.ModelProto, transform: Callable[[Any, Any], Any]) -> None:
+        """Point each external weight the build lowers (``transform`` converts it; its file still holds
+        float32) at its lowered copy in the work folder, written once per weight for the whole search."""
+        import numpy as np
+
+        assert self.files is not None and self.reader is not None
+        reader = self.reader
+        for tensor in onnx_external.tensors(model):
+            if not onnx_external.is_external(tensor) or tensor.data_type != TensorProto.FLOAT:
+                continue
+            probe = transform(tensor, np.empty((0,), np.float32))  # None: stays float32 (save_model's protocol)
+            if probe is None:
+                continue
+            low_type = LOW["bfloat16" if probe.dtype.name == "bfloat16" else "float16"]
+            location, offset, _ = onnx_external.external_info(tensor)
+
+            def lowered(t: Any = tensor) -> Any:
+                values = transform(t, reader.array(t))
+                reader.release(t)
+                return np.ascontiguousarray(values).view(np.uint16)  # the stored bytes (bfloat16 as its bits)
+
+            place = self.files.add_data((tensor.name, location, offset, low_type), lowered)
+            set_external(tensor, *place)
+            tensor.data_type = low_type
 
 
 class PrecisionSearch:
@@ -95,17 +169,39 @@ class PrecisionSearch:
         low: str = "float16",
         keep_out_of_range: bool = True,
         check_original: bool = True,
+        external_data_dir: str | Path | None = None,
+        work_dir: str | Path | None = None,
     ) -> None:
         if (predicate is None) == (session is None):
             raise UsageError("give PrecisionSearch either a predicate or a DebugSession")
         if low not in LOW:
             raise UsageError(f"--precision: expected one of {', '.join(LOW)}, got '{low}'")
-        self.mixed = MixedPrecision(load_model(model), low, keep_out_of_range)
         # A Python predicate says "passes"; the session's verdict is "bad", so invert it there.
         self.session = session or DebugSession(PredicateCheck(lambda it: not predicate(it.payload)))  # type: ignore[misc]
+        loaded = load_model(model, external_data_dir)
+        self.base_dir = data_dir_of(model, external_data_dir)
+        self.files: CandidateFiles | None = None
+        if has_external(loaded):
+            if isinstance(model, onnx.ModelProto):  # the caller's: only its graph is copied (weights are references)
+                loaded = onnx.ModelProto()
+                loaded.CopyFrom(model)
+            self.files = CandidateFiles(loaded, self.base_dir, work_dir if work_dir is not None else work_near(self.session), print_warning)
+        self.data_files = data_files(loaded, self.base_dir)  # the input's weights: never written
+        self.mixed = MixedPrecision(loaded, low, keep_out_of_range, data_dir=self.base_dir, files=self.files)
         self.mode = mode
         self.low = low
         self.check_original = check_original
+
+    @property
+    def data_dir(self) -> Path:
+        """Where the candidates' external tensors resolve (a predicate runs one with
+        ``parity.api.runtime_bytes(candidate, search.data_dir)``): the work folder, for a model with external data."""
+        return self.files.data_dir if self.files is not None else self.base_dir
+
+    def close(self) -> None:
+        """Remove the work folder (lowered weights, candidates); results not yet saved lose their weights."""
+        if self.files is not None:
+            self.files.close()
 
     def _last_note(self) -> str:
         last = self.session.last_outcome
@@ -118,7 +214,7 @@ class PrecisionSearch:
         strategy = self.strategy()
         cands = self.mixed.candidates
         # Items are positions in the candidate list; the subset is the set kept in fp32.
-        search = Search(self.session, lambda s: self.mixed.build({cands[k] for k in s}), describe=lambda s: f"{len(s)} node(s) in fp32")
+        search = Search(self.session, lambda s: self.mixed.build({cands[k] for k in s}), describe=lambda s: f"{len(s)} node(s) in fp32", files=self.files)
         oracle = search.oracle(False, empty=None)
         full = list(range(len(cands)))
         passes_low = False
@@ -130,7 +226,7 @@ class PrecisionSearch:
             oracle([])
         if passes_low:  # observed: nothing needs fp32 (convert's model passes)
             summary = self.session.finish()
-            return PrecisionResult(self.mixed.build(set()), [], [self.mixed.name(i) for i in cands], summary, search.history)
+            return PrecisionResult(self.mixed.build(set()), [], [self.mixed.name(i) for i in cands], summary, search.history, self.data_dir, self.files)
         if not oracle(full):
             if oracle.verdict(full) == "unresolved":
                 raise ParityError(f"the check of the model with every node in fp32 is unresolved ({self._last_note()}): precision cannot be searched")
@@ -143,4 +239,5 @@ class PrecisionSearch:
         best = oracle.best if oracle.best is not None and (len(oracle.best) < len(keep) or not verified) else keep
         summary = self.session.finish()
         nodes = sorted(cands[k] for k in best)
-        return PrecisionResult(self.mixed.build(set(nodes)), [self.mixed.name(i) for i in nodes], [self.mixed.name(i) for i in cands], summary, search.history)
+        model = self.mixed.build(set(nodes))
+        return PrecisionResult(model, [self.mixed.name(i) for i in nodes], [self.mixed.name(i) for i in cands], summary, search.history, self.data_dir, self.files)

@@ -9,6 +9,13 @@
 ``predicate(candidate: onnx.ModelProto) -> bool`` returns True while the failure still shows. The CLI
 passes a :class:`parity.debug.DebugSession` instead, whose check runs the ``--check`` command on the
 file each iteration writes.
+
+Models with external data (past 2 GiB included) are loaded lazily: the weights stay in their files, a
+candidate is a graph whose tensors refer to them, and every check's candidate file shares one copy of them
+(a reflink clone where the filesystem has them) in a private work folder (:mod:`parity_reduce.external`);
+nothing serializes the weights into one protobuf message. A predicate gets such candidates as they are:
+their external tensors resolve in ``Reducer.base_dir`` (run one with
+``parity.api.runtime_bytes(candidate, reducer.base_dir)``).
 """
 
 from __future__ import annotations
@@ -27,22 +34,29 @@ from parity.api import (
     DataLoader,
     DebugSession,
     ExitCode,
+    ExternalData,
     Iteration,
     Oracle,
     OriginalNotFailing,
     ParityError,
     PredicateCheck,
+    SavedModel,
     Summary,
     UsageError,
     first_line,
     get_registry,
+    onnx_external,
     onnx_models,
+    save_model,
     subset_key,
     write_bytes_atomic,
 )
 from parity.api import warn as print_warning
+from parity_reduce.external import CandidateFiles, clone_file, data_files, has_external
 from parity_reduce.graph import GraphIndex, Reference, prepare, run_reference
 from parity_reduce.strategies import REDUCE_DEFAULT_MODE
+
+SAVE_AT_ONCE = 256 << 20  # bytes of weights: an improvement this small is written to save_best as soon as found
 
 
 class NotFailing(ParityError):
@@ -62,17 +76,23 @@ class ReduceResult:
     min_good: onnx.ModelProto | None = None
     history: list[tuple[frozenset[int], bool]] = field(default_factory=list)
     stopped: str | None = None  # why the search stopped early (--max-checks / --max-time), None when it completed
+    base_dir: Path | None = None  # where the external tensors of ``model`` and ``min_good`` resolve
 
     @property
     def checks(self) -> int:
         return self.summary.total
 
-    def save(self, path: str | Path) -> None:
-        """Write the minimal model atomically, after it passes the full checker and loads in onnxruntime
-        (a minimal model the user cannot open answers nothing: that is a ModelError, exit 3)."""
-        data = self.model.SerializeToString()
-        onnx_models.validate(data, f"the minimal model ({len(self.nodes)} nodes; not written to {path})", missing_kernels_ok=True)
-        write_bytes_atomic(path, data)
+    def save(self, path: str | Path, external: ExternalData | None = None) -> SavedModel:
+        """Write the minimal model with its weights only (``save_model``: model and data files together,
+        validated on the path by the full checker and an onnxruntime load, then renamed into place; a minimal
+        model the user cannot open answers nothing: that is a ModelError, exit 3). ``external``: the
+        ``--save-external-data`` flags; without them the weights go inside unless that would pass 2 GiB."""
+        return save_model(self.model, path, base_dir=self.base_dir, external=external, what=f"the minimal model ({len(self.nodes)} nodes)", missing_kernels_ok=True)
+
+    def save_min_good(self, path: str | Path, external: ExternalData | None = None) -> SavedModel:
+        """Write ``min_good`` (Polygraphy's --min-good) the same way."""
+        assert self.min_good is not None
+        return save_model(self.min_good, path, base_dir=self.base_dir, external=external, what="the largest passing model", missing_kernels_ok=True)
 
     def inputs(self) -> list[dict[str, np.ndarray]]:
         """Per-sample feeds for the reduced model's inputs, from the reference run."""
@@ -85,19 +105,37 @@ class ReduceResult:
         return self.reference.feeds(names) if self.reference and all(self.reference.has(n) for n in names) else []
 
 
-def load_model(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
+def load_model(model: str | Path | onnx.ModelProto, external_data_dir: str | Path | None = None) -> onnx.ModelProto:
+    """A ModelProto as given, or the file loaded lazily: external weights stay in their files (each reference
+    checked to resolve, in ``external_data_dir`` or the model's folder)."""
     if isinstance(model, onnx.ModelProto):
         return model
+    return onnx_models.load(str(model), load_external_data=False, external_data_dir=external_data_dir)
 
-    return onnx_models.load(model)
+
+def data_dir_of(model: str | Path | onnx.ModelProto, external_data_dir: str | Path | None = None) -> Path:
+    """The folder a model's external data locations are relative to (``--external-data-dir``, else the
+    model file's folder; the working directory for a ModelProto)."""
+    if isinstance(model, onnx.ModelProto):
+        return Path(external_data_dir) if external_data_dir is not None else Path(".")
+    return Path(onnx_models.data_dir(str(model), external_data_dir))
 
 
-def make_reference(model: onnx.ModelProto, inputs: Sequence[Mapping[str, np.ndarray]] | None, warn: Callable[[str], None]) -> Reference | None:
+def work_near(session: DebugSession | None) -> Path | None:
+    """Where a session's candidates go: the --iter-artifact's folder; None for a predicate (nothing written)."""
+    if session is None or isinstance(session.check, PredicateCheck):
+        return None
+    return Path(session.iter_artifact).parent
+
+
+def make_reference(
+    model: onnx.ModelProto, inputs: Sequence[Mapping[str, np.ndarray]] | None, warn: Callable[[str], None], base_dir: str | Path | None = None
+) -> Reference | None:
     """Run the prepared model once per sample; ``None`` (with a warning) when onnxruntime cannot."""
     if inputs is None:
         inputs = list(DataLoader(onnx_models.graph_inputs(model)))
     try:
-        return run_reference(model, inputs)
+        return run_reference(model, inputs, base_dir)
     except ParityError:
         raise
     except Exception as exc:
@@ -116,8 +154,10 @@ class Search:
         iter_inputs: str | None = None,
         inputs_for: Callable[[onnx.ModelProto], list[dict[str, np.ndarray]]] | None = None,
         describe: Callable[[frozenset[int]], str] = lambda s: f"{len(s)} nodes",
+        files: CandidateFiles | None = None,
     ) -> None:
         self.session = session
+        self.files = files  # a model with external data: candidates are written there (parity_reduce.external)
         self.build = build
         self.iter_inputs = iter_inputs
         self.inputs_for = inputs_for
@@ -126,16 +166,22 @@ class Search:
         self.outcomes: dict[frozenset[int], str] = {}  # subset -> good / bad / unresolved
 
     def candidate(self, subset: frozenset[int]) -> Candidate:
-        def make_artifact(it: Iteration) -> None:
+        def make_artifact(it: Iteration) -> str | None:
             model = self.build(subset)
             it.payload = model
             if isinstance(self.session.check, PredicateCheck):
-                return
-            write_bytes_atomic(it.artifact, model.SerializeToString())
+                return None
+            written = None
+            if self.files is not None:  # the check gets the candidate in the work folder, beside the shared weights
+                written = str(self.files.write(model, Path(it.artifact).name))
+            else:
+
+                write_bytes_atomic(it.artifact, onnx_external.serialize(model, "the candidate"))
             if self.iter_inputs and self.inputs_for:
                 from parity.api import save_inputs
 
                 save_inputs(self.inputs_for(model), it.slot_path(self.iter_inputs))
+            return written
 
         return Candidate(subset_key(subset), make_artifact, {"label": self.describe(subset), "size": len(subset)})
 
@@ -171,6 +217,14 @@ class Reducer:
     :param inputs: feeds (one dict per sample) for the reference run; random data if ``None``.
     :param cut: ``input`` (cut tensors become graph inputs) or ``constant`` (frozen to reference values).
     :param reduce_inputs/reduce_outputs: ``False`` keeps the graph inputs / outputs (the model's start / end).
+    :param external_data_dir: the folder of the model's external data (default: the model file's folder).
+    :param save_best: write improvements there as the search finds them (see :meth:`_saver`: models with more
+        than 256 MiB of weights only when they halve the last one written).
+    :param external: how ``save_best`` writes (the ``--save-external-data`` flags).
+
+    A model with external data is loaded lazily and never copied: see the module docstring. Call
+    :meth:`close` (or use the Reducer as a context manager) to remove the candidates' work folder at once;
+    it also goes when the Reducer is collected.
     """
 
     def __init__(
@@ -192,6 +246,8 @@ class Reducer:
         max_checks: int | None = None,
         max_time: float | None = None,
         save_best: str | Path | None = None,
+        external_data_dir: str | Path | None = None,
+        external: ExternalData | None = None,
     ) -> None:
         if (predicate is None) == (session is None):
             raise UsageError("give the Reducer either a predicate or a DebugSession")
@@ -200,9 +256,12 @@ class Reducer:
         if not reduce_inputs and not reduce_outputs:
             raise UsageError("--no-reduce-inputs and --no-reduce-outputs together leave nothing to reduce")
         self.warn = warn or print_warning
-        self.model = prepare(load_model(model), input_shapes)
+        self.base_dir = data_dir_of(model, external_data_dir)
+        # a model loaded here is ours to edit; a caller's ModelProto is copied (only its graph, when lazy)
+        self.model = prepare(load_model(model, external_data_dir), input_shapes, copy=isinstance(model, onnx.ModelProto))
+        self.data_files = data_files(self.model, self.base_dir)  # the input's weights: never written
         self.index = GraphIndex(self.model)
-        self.reference = make_reference(self.model, inputs, self.warn) if reference else None
+        self.reference = make_reference(self.model, inputs, self.warn, self.base_dir) if reference else None
         if cut == "constant" and self.reference and len(self.reference.samples) > 1:
             self.warn("--cut-tensors constant with several samples: tensors whose values differ between samples stay inputs")
         self.session = session or DebugSession(PredicateCheck(lambda it: predicate(it.payload)))  # type: ignore[misc]
@@ -214,17 +273,45 @@ class Reducer:
         self.check_full = check_full
         self.budget = Budget(max_checks, max_time)
         self.save_best = save_best
+        self.external = external
+        self.saved_data: set[Path] = set()  # data files save_best wrote (the command removes those the final -o lacks)
+        near = work_near(self.session)
+        self.files = CandidateFiles(self.model, self.base_dir, near, self.warn) if near is not None and has_external(self.model) else None
+
+    def close(self) -> None:
+        """Remove the candidates' work folder (idempotent)."""
+        if self.files is not None:
+            self.files.close()
+
+    def __enter__(self) -> Reducer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def build(self, subset: frozenset[int]) -> onnx.ModelProto:
         return self.index.build(subset, self.reference, self.cut)
 
     def _saver(self) -> Callable[[frozenset[int]], None]:
-        """Writes each improvement to ``save_best`` atomically, after the same validation as the final save."""
+        """Writes improvements to ``save_best`` atomically, after the same validation as the final save.
+
+        Every improvement with up to :data:`SAVE_AT_ONCE` bytes of weights is written as it is found. A larger
+        one (an LLM's first improvements are most of it: GiBs to write and validate, each) is written only when
+        it is not the whole model and has at most half the weights of the last one written, so those writes
+        add up to at most twice the first; the final save writes the result in any case."""
+
+        written: list[int] = []  # weight bytes of the last model written
 
         def save(subset: frozenset[int]) -> None:
-            data = self.build(subset).SerializeToString()
-            onnx_models.validate(data, f"the failing model of {len(subset)} nodes (not written to {self.save_best})", missing_kernels_ok=True)
-            write_bytes_atomic(self.save_best, data)
+            assert self.save_best is not None
+            model = self.build(subset)
+            size = onnx_external.weight_bytes(model)
+            if size > SAVE_AT_ONCE and (len(subset) == len(self.index) or (written and size > written[0] // 2)):
+                return
+            what = f"the failing model of {len(subset)} nodes"
+            saved = save_model(model, self.save_best, base_dir=self.base_dir, external=self.external, what=what, missing_kernels_ok=True)
+            self.saved_data.update(saved.data_files)
+            written[:] = [size]
 
         return save
 
@@ -234,7 +321,7 @@ class Reducer:
 
     def run(self) -> ReduceResult:
         strategy = self.strategy()  # unknown --mode fails before any check
-        search = Search(self.session, self.build, iter_inputs=self.iter_inputs, inputs_for=model_inputs_of(self.reference))
+        search = Search(self.session, self.build, iter_inputs=self.iter_inputs, inputs_for=model_inputs_of(self.reference), files=self.files)
         index = self.index
 
         def closure(s: frozenset[int]) -> frozenset[int]:
@@ -263,7 +350,8 @@ class Reducer:
         model = self.build(best)
         summary = self.session.finish()
         good = _min_good(search.history, best, search.outcomes)
-        return ReduceResult(model, sorted(best), index.names(best), summary, index, self.reference, self.build(good) if good else None, search.history, stopped)
+        min_good = self.build(good) if good else None
+        return ReduceResult(model, sorted(best), index.names(best), summary, index, self.reference, min_good, search.history, stopped, self.base_dir)
 
 
 class BudgetSpent(Exception):
@@ -337,7 +425,7 @@ def prove_bundle(directory: str | Path, session: DebugSession) -> tuple[bool, st
     elsewhere = tempfile.mkdtemp(prefix="parity_repro_proof_")
     try:
         copy = Path(elsewhere) / Path(directory).resolve().name
-        shutil.copytree(directory, copy, symlinks=True)
+        shutil.copytree(directory, copy, symlinks=True, copy_function=_clone_or_copy)
         script = str(copy / "check.sh")
         proof = CommandCheck(["sh", script], check.verdict, check.timeout, hide_fail_output=True, in_process=False, reference=session.reference, cwd=elsewhere)
         outcome = proof(Iteration(0, "repro", script, script))
@@ -346,3 +434,16 @@ def prove_bundle(directory: str | Path, session: DebugSession) -> tuple[bool, st
     if outcome.bad:
         return True, ""
     return False, outcome.note or "its check passed"
+
+
+def _clone_or_copy(src: str, dst: str) -> str:
+    """A bundle's large files (weights it holds as a reflink clone) are cloned into the proof's copy, not copied
+    (a hard link would do, but onnx refuses a data file with two links)."""
+    import os
+    import shutil
+
+
+    if os.path.getsize(src) > 64 << 20 and clone_file(Path(src), Path(dst)):
+        shutil.copystat(src, dst)
+        return dst
+    return shutil.copy2(src, dst)

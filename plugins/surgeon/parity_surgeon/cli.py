@@ -16,13 +16,16 @@ from parity.api import (
     UsageError,
     check_model_path,
     echo,
+    external_data_from_params,
+    external_data_options,
     get_registry,
     json_default,
+    note_external_data,
+    onnx_external,
     parse_shapes,
     parse_size,
     refuse_overwrite,
     verbosity_options,
-    write_bytes_atomic,
     write_text_atomic,
 )
 
@@ -30,6 +33,29 @@ from parity.api import (
 def _check_model(model: str, output: str | None = None) -> None:
     check_model_path(model)
     refuse_overwrite(model, output)
+
+
+def _open_lazy(model: str, output: str | None, params: dict[str, Any]) -> tuple[Any, Any, Any, list[Path]]:
+    """The surgeon commands' reading half: refuse a bad writing flag, read the graph with its weights left in
+    their files (``--external-data-dir`` or the model's folder; each data file checked, none read) and refuse an
+    output that would land on the input or one of its data files, all before any work.
+    Returns ``(model proto, base_dir, ExternalData, the input's data files)``."""
+    from parity_surgeon import graph as g  # here, not at the top: the commands' --help imports this module and never needs it
+
+    _check_model(model, output)
+    external = external_data_from_params(params)
+    base = g.base_dir(model, params.get("external_data_dir"))
+    proto = g.load(model, lazy=True, external_data_dir=base)
+    sources = g.data_files(proto, base)
+    if output is not None:
+        outs = onnx_external.planned_data_files(proto, output, external)
+        refuse_overwrite({"the input model": model, "the input model's external data": sources}, output, **{"the output's data file": outs})
+    return proto, base, external, sources
+
+
+def _wrote(saved: Any) -> str:
+    data = f" + {', '.join(f.name for f in saved.data_files)}" if saved.data_files else ""
+    return f"wrote {saved.path}{data}"
 
 
 def _size(text: str | None, option: str) -> int | None:
@@ -52,6 +78,7 @@ def _size(text: str | None, option: str) -> int | None:
 @click.option("--num-passes", type=click.IntRange(min=1), default=10, show_default=True, help="Most folding passes.")
 @click.option("--no-fold-shapes", is_flag=True, help="Do not fold Shape nodes (keeps dynamic shapes dynamic).")
 @click.option("--no-shape-inference", is_flag=True, help="Skip ONNX shape inference.")
+@external_data_options()
 @verbosity_options
 def sanitize_cmd(
     model: str,
@@ -64,28 +91,33 @@ def sanitize_cmd(
     num_passes: int,
     no_fold_shapes: bool,
     no_shape_inference: bool,
+    **params: Any,
 ) -> int:
     """Sanitize MODEL and write it to -o OUTPUT, reporting what changed.
 
     \b
       parity surgeon sanitize model.onnx -o folded.onnx --fold-constants
       parity surgeon sanitize model.onnx -o static.onnx --override-input-shapes x:[1,3,224,224] --fold-constants
+      parity surgeon sanitize llm.onnx -o llm_folded.onnx --fold-constants --save-external-data
+    Weights in external data files stay there: only those a foldable node reads are read; the rest are
+    copied file to file into the output's data (--save-external-data, or automatically past 2 GiB).
     """
     # here, not at the top: the command's --help imports this module and never needs these
     from parity_surgeon import graph as g
     from parity_surgeon.sanitizer import sanitize
 
-    _check_model(model, output)
     shapes = parse_shapes(override_input_shapes, "--override-input-shapes")
+    threshold = _size(fold_size_threshold, "--fold-size-threshold")
+    proto, base, external, sources = _open_lazy(model, output, params)
     result, report = sanitize(
-        model, fold_constants, cleanup, toposort, shapes, _size(fold_size_threshold, "--fold-size-threshold"), num_passes, not no_fold_shapes, not no_shape_inference
+        proto, fold_constants, cleanup, toposort, shapes, threshold, num_passes, not no_fold_shapes, not no_shape_inference, base_dir=base
     )
     if not (fold_constants or cleanup or toposort or shapes):
         echo("parity: note: no --fold-constants/--cleanup/--toposort/--override-input-shapes given: only shape inference ran", err=True)
-    g.save(result, output, model, "the sanitized model")
+    saved = g.save(result, output, model, "the sanitized model", base_dir=base, external=external, source_data=sources)
     for line in report.lines():
         echo(line)
-    echo(f"wrote {output}")
+    echo(_wrote(saved))
     return 0
 
 
@@ -100,25 +132,29 @@ def sanitize_cmd(
     help="Subgraph inputs; shape and dtype may be auto: x:auto:auto, x:[1,64]:float32 (default: the model's inputs the subgraph reads).",
 )  # fmt: skip
 @click.option("--outputs", cls=GreedyOption, metavar="NAME:DTYPE", help="Subgraph outputs; dtype may be auto: y:auto or y.")
+@external_data_options()
 @verbosity_options
-def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple[str, ...]) -> int:
+def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple[str, ...], **params: Any) -> int:
     """Extract the subgraph of MODEL that computes --outputs from --inputs.
 
     \b
       parity surgeon extract model.onnx --inputs x:auto:auto --outputs relu_out:auto -o sub.onnx
     Shapes and dtypes written auto come from shape inference, or from running the model once when
-    inference cannot tell."""
+    inference cannot tell. Of a model with external data only the kept nodes' weights are copied into the
+    output (inside it, or in its data file with --save-external-data)."""
     # here, not at the top: the command's --help imports this module and never needs these
     from parity_surgeon import graph as g
     from parity_surgeon.extractor import extract, parse_input_spec, parse_output_spec
 
-    _check_model(model, output)
     if not outputs:
+        _check_model(model, output)
         raise UsageError("--outputs: name at least one output tensor, e.g. --outputs y:auto")
-    result = extract(model, [parse_input_spec(t) for t in inputs], [parse_output_spec(t) for t in outputs])
-    g.save(result, output, model, "the subgraph")
+    in_specs, out_specs = [parse_input_spec(t) for t in inputs], [parse_output_spec(t) for t in outputs]
+    proto, base, external, sources = _open_lazy(model, output, params)
+    result = extract(proto, in_specs, out_specs, base_dir=base)
+    saved = g.save(result, output, model, "the subgraph", base_dir=base, external=external, source_data=sources)
     echo(f"subgraph: {len(result.graph.node)} node(s), inputs {[i.name for i in result.graph.input]}, outputs {[o.name for o in result.graph.output]}")
-    echo(f"wrote {output}")
+    echo(_wrote(saved))
     return 0
 
 
@@ -134,8 +170,11 @@ def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple
 @click.option("--name", default=None, help="Name of the new node [OP_inserted].")
 @click.option("--attrs", cls=GreedyOption, metavar="NAME=VALUE", help="Attributes as Python literals: alpha=0.5 axes=[0,1] mode=linear.")
 @click.option("--domain", default=None, help="Op domain of the new node (added to the opset imports at version 1).")
+@external_data_options()
 @verbosity_options
-def insert_cmd(model: str, output: str, op: str, inputs: tuple[str, ...], outputs: tuple[str, ...], name: str | None, attrs: tuple[str, ...], domain: str | None) -> int:
+def insert_cmd(
+    model: str, output: str, op: str, inputs: tuple[str, ...], outputs: tuple[str, ...], name: str | None, attrs: tuple[str, ...], domain: str | None, **params: Any
+) -> int:
     """Insert one --op node computing --outputs from --inputs, replacing whatever computed them.
 
     \b
@@ -145,12 +184,12 @@ def insert_cmd(model: str, output: str, op: str, inputs: tuple[str, ...], output
     from parity_surgeon import graph as g
     from parity_surgeon.inserter import insert_node, parse_attrs
 
-    _check_model(model, output)
-    before = g.load(model)
-    result = insert_node(before, op, list(inputs), list(outputs), name, parse_attrs(attrs), domain)
-    g.save(result, output, model)
+    parsed = parse_attrs(attrs)
+    before, base, external, sources = _open_lazy(model, output, params)
+    result = insert_node(before, op, list(inputs), list(outputs), name, parsed, domain)
+    saved = g.save(result, output, model, base_dir=base, external=external, source_data=sources)
     echo(f"nodes: {len(before.graph.node)} -> {len(result.graph.node)} (inserted {name or op + '_inserted'} ({op}))")
-    echo(f"wrote {output}")
+    echo(_wrote(saved))
     return 0
 
 
@@ -161,18 +200,28 @@ def insert_cmd(model: str, output: str, op: str, inputs: tuple[str, ...], output
 @click.argument("model")
 @click.option("-o", "--output", "report_path", type=click.Path(), help="Write a JSON report to PATH.")
 @click.option("--no-onnxruntime", is_flag=True, help="Skip the onnxruntime load checks.")
+@external_data_options(write=False, ignore=True)
 @verbosity_options
-def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool) -> int:
+def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool, external_data_dir: str | None, ignore_external_data: bool) -> int:
     """Check MODEL; exit 1 if any error is found (warnings alone pass).
 
     \b
       parity check lint model.onnx -o lint.json
+      parity check lint llm.onnx --ignore-external-data
+    No weight is read: external data files are checked to exist and be long enough, and onnxruntime maps
+    them; with --ignore-external-data they need not exist, and the onnxruntime load is skipped.
     """
     # here, not at the top: the command's --help imports this module and never needs these
     from parity_surgeon.linter import lint
 
     _check_model(model)
-    report = lint(model, model, onnxruntime=not no_onnxruntime)
+    if external_data_dir is not None and ignore_external_data:
+        raise UsageError("--external-data-dir and --ignore-external-data: give one (the second skips the data the first locates)")
+    if report_path:
+        refuse_overwrite(model, **{"-o/--output": report_path})
+    report = lint(model, model, onnxruntime=not no_onnxruntime, external_data_dir=external_data_dir, ignore_external_data=ignore_external_data)
+    for skipped in report.skipped:
+        echo(f"parity: note: skipped {skipped}", err=True)
     for issue in report.issues:
         echo(issue.line())
     counts = report.to_json()["summary"]
@@ -186,21 +235,26 @@ def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool) -> int:
 
 
 def convert_fp16(request: Any) -> None:
+    """``parity convert --fp-to-fp16``: written tensor by tensor (weights read through memory maps, converted
+    as they are written), in the layout the external-data flags ask for (see ``parity_surgeon.fp16.write_fp16``)."""
     # here, not at the top: the command's --help imports this module and never needs these
-    from parity_surgeon.fp16 import convert_to_fp16_bytes
+    from parity_surgeon.fp16 import write_fp16
 
     if not request.get("fp_to_fp16"):
         raise UsageError("writing an .onnx model needs a conversion: add --fp-to-fp16 (or pick --convert-to)")
-    refuse_overwrite(request.model, request.output)
-    data, report = convert_to_fp16_bytes(
+    external = external_data_from_params(request.options)  # a modifier without --save-external-data: exit 2
+    saved, report = write_fp16(
         request.model,
+        request.output,
+        external=external,
+        external_data_dir=request.get("external_data_dir"),
         keep_io_types=request.get("keep_io_types") is not False,
         op_block_list=list(request.get("op_block_list", ())),
         node_block_list=list(request.get("node_block_list", ())),
         check_onnxruntime=not request.get("no_ort_check"),
         keep_out_of_range=not request.get("clamp_out_of_range"),
-    )  # validated: checker full check and an onnxruntime load, or a ModelError (exit 3)
-    write_bytes_atomic(request.output, data)
+    )  # validated on the path before it appears: checker full check and an onnxruntime load, or a ModelError (exit 3)
+    note_external_data(saved)
     for line in report.lines():
         echo(line)
 
@@ -255,6 +309,19 @@ def _localize_html_data(result: Any, details: dict[str, Any], params: dict[str, 
     }
 
 
+def _extract_first(model: str, node: str, path: str, external_data_dir: str | None) -> None:
+    """``--extract-to``: the node alone, cut from the model's graph with its weights read from their files
+    (only this node's) and written with :func:`parity.api.save_model` (validated, atomic)."""
+    from parity.api import onnx_models, save_model  # here: only --extract-to needs them
+    from parity_surgeon.extractor import extract_node  # here: only --extract-to needs it
+
+    proto = onnx_models.load(model, load_external_data=False, external_data_dir=external_data_dir)
+    saved = save_model(extract_node(proto, node), path, base_dir=onnx_models.data_dir(model, external_data_dir), what=f"node '{node}' alone", missing_kernels_ok=True)
+    if saved.automatic:
+        echo(f"parity: note: the weights ({saved.weight_bytes / 2**30:.2f} GiB) are in {saved.data_files[0].name}: one file would pass protobuf's 2 GiB limit", err=True)
+    echo(f"wrote {path} (node '{node}' alone)")
+
+
 LOCALIZE_HELP = """Find the first node of MODEL whose output differs between two runners, and whether it introduces
 the error or only propagates it; or, with --validate and one runner, the first node whose output holds
 NaN or Inf.
@@ -268,7 +335,10 @@ NaN or Inf.
   parity debug localize model.onnx --onnxrt --validate
 
 Tensors are compared in topological order, marked as outputs in batches that fit --memory-budget (default:
-a quarter of available memory, at most 2 GiB); --mode bisect marks one tensor at a time instead. The
+a quarter of available memory, at most 2 GiB); --mode bisect marks one tensor at a time instead. Each
+check runs only the part of the model its tensors need, reading only that part's weights from the
+external data files, one runner after the other: the budget counts those weights as well as the tensors,
+so a model past 2 GiB is searched in less memory than its size. The
 suspect node is then run alone on the first runner with the reference runner's inputs. A quantized (QDQ)
 MODEL is paired with its float --reference-model through its DequantizeLinear outputs, with the SQNR of
 each pair.
@@ -282,7 +352,7 @@ _SKIP_COMPARE = {
 
 
 def make_localize_cmd() -> click.Command:
-    from parity.api import backend_params, compare_options, data_options, model_options, onnx_options, report_file_options
+    from parity.api import backend_params, compare_options, data_options, external_data_read_options, model_options, onnx_options, report_file_options
 
     registry = get_registry()
     params: list[click.Parameter] = [
@@ -306,6 +376,7 @@ def make_localize_cmd() -> click.Command:
         ),
         *model_options(),
         *onnx_options(),
+        *external_data_read_options(),
         *data_options(),
         *[p for p in compare_options(registry) if p.name not in _SKIP_COMPARE],
         *report_file_options("per-node errors of the compared tensors"),
@@ -321,8 +392,6 @@ def make_localize_cmd() -> click.Command:
 def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
     # here, not at the top: the command's --help imports this module and never needs these
     from parity.api import as_feed, cast_runner_settings, check_output_path, make_compare_funcs, make_data_loader
-    from parity_surgeon import graph as g
-    from parity_surgeon.extractor import extract_node
     from parity_surgeon.localizer import localize, runner_specs_from_cli
 
     registry = get_registry()
@@ -370,13 +439,13 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
         progress=lambda msg: echo(f"  {msg}", err=True),
         validate=bool(params.get("validate")),
         observe=observe,
+        external_data_dir=params.get("external_data_dir"),
     )
     for line in result.lines():
         echo(line)
     first = result.first
     if first is not None and params.get("extract_to") and first.node:
-        g.save(extract_node(model, first.node), params["extract_to"], model)
-        echo(f"wrote {params['extract_to']} (node '{first.node}' alone)")
+        _extract_first(model, first.node, params["extract_to"], params.get("external_data_dir"))
     if params.get("report"):
         write_text_atomic(params["report"], json.dumps(result.to_json(), indent=1, default=json_default, allow_nan=False))
     if html_path:

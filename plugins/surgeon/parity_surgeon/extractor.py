@@ -3,12 +3,18 @@
 Shapes and dtypes given as ``auto`` come from ONNX shape inference; where inference cannot tell, the model
 is run once with onnxruntime on random inputs with those tensors marked as outputs, and the observed
 shapes and dtypes are used (the graph's dynamic dims are then fixed to what was seen: say so with a shape).
+
+Models with external data: given a lazily loaded model and its ``base_dir``, the cut keeps the weights of the
+kept nodes as references into their files (written with ``graph.save(..., base_dir=...)``, the output's data
+holds only those) and no weight is read; the fallback run gives onnxruntime the graph-only message plus the
+data's folder.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from parity.api import UsageError, did_you_mean, onnx_models, parse_shape
@@ -78,9 +84,13 @@ def extract(
     inputs: Sequence[TensorSpec | str],
     outputs: Sequence[TensorSpec | str],
     feed: Mapping[str, Any] | None = None,
+    base_dir: str | Path | None = None,
 ) -> Any:
     """Return the subgraph of ``model`` computing ``outputs`` from ``inputs`` (a new ModelProto); with no
-    ``inputs``, from the model's own inputs (those the subgraph reads), as Polygraphy does."""
+    ``inputs``, from the model's own inputs (those the subgraph reads), as Polygraphy does.
+
+    ``base_dir``: the folder of ``model``'s external data when it was loaded lazily; the kept weights stay
+    references into it."""
     import onnx_graphsurgeon as gs
 
     original = g.load(model)
@@ -99,7 +109,7 @@ def extract(
         if spec.name not in known:
             raise UsageError(f"{option}: the model has no tensor '{spec.name}'{did_you_mean(spec.name, known)}")
     missing = [s.name for s in [*ins, *outs] if not _resolved(s, types)]
-    observed = _observe(original, missing, feed) if missing else {}
+    observed = _observe(original, missing, feed, base_dir) if missing else {}
     graph = gs.import_onnx(inferred)
     tensors = graph.tensors()
     graph.inputs = [_boundary(tensors[s.name], s, types, observed, gs, is_input=True) for s in ins]
@@ -153,13 +163,14 @@ def _check_closed(graph: Any, given: set[str]) -> None:
                 raise UsageError(f"the subgraph also needs tensor '{t.name}' (read by node '{node.name}'); add it to --inputs")
 
 
-def _observe(model: Any, names: Sequence[str], feed: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Run the model once with ``names`` marked as outputs (the fallback when shape inference cannot tell)."""
+def _observe(model: Any, names: Sequence[str], feed: Mapping[str, Any] | None, base_dir: str | Path | None = None) -> dict[str, Any]:
+    """Run the model once with ``names`` marked as outputs (the fallback when shape inference cannot tell);
+    external weights are read by onnxruntime from ``base_dir``."""
     from parity_onnxrt.loaders import ModifyOnnxOutputs, SessionFromOnnx
 
     from parity.api import DataLoader
 
-    session = SessionFromOnnx(ModifyOnnxOutputs(lambda: _copy(model), list(names)))()
+    session = SessionFromOnnx(ModifyOnnxOutputs(lambda: _copy(model), list(names)), base_dir=base_dir)()
     data = dict(feed) if feed is not None else DataLoader(onnx_models.graph_inputs(model))[0]
     values = session.run(list(names), data)
     return dict(zip(names, values))
@@ -174,7 +185,7 @@ def _copy(model: Any) -> Any:
 
 
 class ExtractSubgraph:
-    """Lazy loader twin of :func:`extract`."""
+    """Lazy loader twin of :func:`extract` (the model's weights come inside the result)."""
 
     def __init__(self, model: Any, inputs: Sequence[TensorSpec | str], outputs: Sequence[TensorSpec | str]) -> None:
         self.model, self.inputs, self.outputs = model, inputs, outputs

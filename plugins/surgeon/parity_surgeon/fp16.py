@@ -7,13 +7,23 @@ node wants float32 everywhere. A node's float outputs are low where it is conver
 it. A weight (initializer or ``Constant``) is low when some converted node wants it so. Every use whose
 wanted precision differs from the tensor's home reads one shared ``Cast``. Kept fp32: the user's op types
 and node names, custom-domain and unknown ops, op types onnxruntime's CPU provider has no kernel for at
-the low type (found by loading the result), and (by default) the readers of weights beyond the fp16 range.
+the low type (found by loading the graph alone, its large weights as graph inputs), and (by default) the
+readers of weights beyond the fp16 range.
 
 Control flow (``If``, ``Loop``, ``Scan``) is converted inside its bodies by the same rule: body inputs,
 outputs and loop-carried values are low, the node's float inputs and outputs too; a tensor of an outer
 scope read by name inside a body gets its ``Cast`` inside that body when its home differs (recursively,
 for nested bodies). A kept control-flow node keeps its whole body fp32. Names of computed tensors are
 kept, so a layerwise comparison against the fp32 model matches tensors by name.
+
+Models of any size (:func:`write_fp16`, what ``parity convert --fp-to-fp16`` runs): the model is loaded with
+its external weights left in their files, the graph is converted without reading them, and
+``parity.api.save_model`` writes the result tensor by tensor: each external float32 weight is read through a
+memory map and written as float16 (its transform hook), into the data file(s) ``--save-external-data`` asks
+for, inside the model when it fits one file, or into ``<output>.data`` by itself when the fp16 model would
+pass protobuf's 2 GiB limit. Peak memory is about the largest weight, not the model (2.1 GiB of float32
+weights: under 0.3 GB). :func:`convert_to_fp16` and :func:`convert_to_fp16_bytes` give the result in memory,
+for models that fit one protobuf message.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from parity.api import ModelError, UsageError, did_you_mean, onnx_models
+from parity.api import ModelError, UsageError, WeightReader, did_you_mean, onnx_external, onnx_models, refuse_overwrite, save_model
 from parity_surgeon import graph as g
 
 FP16_MAX = 65504.0
@@ -136,8 +146,10 @@ def _array(t: Any) -> Any:
     import numpy as np
     from onnx import numpy_helper
 
-    if t.data_type == FLOAT and t.raw_data and not t.external_data:
-        return np.frombuffer(t.raw_data, dtype=np.float32)
+    if t.data_type == FLOAT and not onnx_external.is_external(t):
+        raw = t.raw_data  # a copy (protobuf): read once
+        if raw:
+            return np.frombuffer(raw, dtype=np.float32)
     return numpy_helper.to_array(t).reshape(-1)
 
 
@@ -185,12 +197,19 @@ def _skeleton(model: Any) -> Any:
 def _bare(t: Any) -> Any:
     import onnx
 
-    if t.data_type != FLOAT or t.ByteSize() <= _SMALL:
+    if t.data_type != FLOAT or onnx_external.is_external(t) or _float_bytes(t) <= _SMALL:
         return t
     out = onnx.TensorProto()
     out.name, out.data_type = t.name, t.data_type
     out.dims.extend(t.dims)
     return out
+
+
+def _float_bytes(t: Any) -> int:
+    """A float32 tensor's data size from its dims (``ByteSize`` would serialize it: protobuf's upb has no cached size)."""
+    import math
+
+    return 4 * math.prod(t.dims)
 
 
 def _types(model: Any) -> dict[str, int]:
@@ -217,204 +236,17 @@ def _types(model: Any) -> dict[str, int]:
     return types
 
 
-def _encode(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _wire(buf: Any, start: int, end: int) -> Iterable[tuple[int, int, int, int, int]]:
-    """Protobuf fields of ``buf[start:end]``: (number, wire type, field start, value start, field end);
-    the value of a length-delimited field is ``buf[value start:field end]``."""
-    pos = start
-    while pos < end:
-        head = pos
-        key, pos = onnx_models.read_varint(buf, pos)
-        wire = key & 7
-        if wire == 0:
-            value = pos
-            _, pos = onnx_models.read_varint(buf, pos)
-        elif wire == 1:
-            value, pos = pos, pos + 8
-        elif wire == 5:
-            value, pos = pos, pos + 4
-        elif wire == 2:
-            length, value = onnx_models.read_varint(buf, pos)
-            pos = value + length
-        else:
-            raise ValueError(f"unsupported protobuf wire type {wire}")
-        yield key >> 3, wire, head, value, pos
-    if pos != end:
-        raise ValueError("truncated protobuf field")
-
-
-# onnx.proto field numbers: ModelProto.graph; GraphProto.initializer; TensorProto data_type, name, raw_data,
-# data_location
-_M_GRAPH, _G_INIT, _T_TYPE, _T_NAME, _T_RAW, _T_LOCATION = 7, 5, 2, 8, 9, 14
-
-
-class _FileWeights:
-    """The raw data of a model file's large float32 main-graph initializers, left in the file.
-
-    :meth:`load` parses the model without it (weights keep name, type and dims), so the fp32 weights are
-    never held by the ModelProto: protobuf (upb) keeps a message's old field data until the whole message
-    is freed, so converting them in place held fp32 and fp16 copies together. :meth:`assemble` writes the
-    converted model's bytes with each weight read back from the file, converted when the build lowered it."""
-
-    def __init__(self, path: Path, spans: dict[str, tuple[int, int]]) -> None:
-        self.path = path
-        self.spans = spans  # initializer name -> (offset, length) of its raw_data in the file
-        self.lowered: set[str] = set()
-
-    @classmethod
-    def load(cls, path: str | Path) -> tuple[Any, _FileWeights] | None:
-        """(model without the stored data, store), or None where the file is anything but a plain model
-        with embedded weights (the caller loads it as usual, with its clean errors)."""
-        import mmap
-
-        import onnx
-
-        p = Path(path)
-        try:
-            if not p.is_file() or p.stat().st_size == 0:
-                return None
-            spans: dict[str, tuple[int, int]] = {}
-            parts: list[bytes] = []
-            with open(p, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-                for number, wire, head, value, end in _wire(buf, 0, len(buf)):
-                    if number != _M_GRAPH or wire != 2:
-                        parts.append(buf[head:end])
-                        continue
-                    graph: list[bytes] = []
-                    for gnum, gwire, ghead, gvalue, gend in _wire(buf, value, end):
-                        kept = cls._strip(buf, gvalue, gend, spans) if gnum == _G_INIT and gwire == 2 else None
-                        if kept is None:
-                            graph.append(buf[ghead:gend])
-                        else:
-                            graph.append(_encode(_G_INIT << 3 | 2) + _encode(len(kept)) + kept)
-                    body = b"".join(graph)
-                    parts.append(_encode(_M_GRAPH << 3 | 2) + _encode(len(body)) + body)
-            if not spans:
-                return None
-            model = onnx.ModelProto.FromString(b"".join(parts))
-        except Exception:  # noqa: BLE001 - anything unusual: the ordinary load and its errors
-            return None
-        if not model.graph.node and not model.graph.output:
-            return None
-        names = [i.name for i in model.graph.initializer]
-        if len(set(names)) != len(names) or any(t.data_location == onnx.TensorProto.EXTERNAL for gr in _walk(model.graph) for _, t in _weight_tensors(gr)):
-            return None
-        return model, cls(p, spans)
-
-    @staticmethod
-    def _strip(buf: Any, start: int, end: int, spans: dict[str, tuple[int, int]]) -> bytes | None:
-        """A TensorProto's bytes without its raw_data when it is a large float32 tensor with one raw_data and
-        a name not seen before (its span recorded in ``spans``); None to keep it as it is."""
-        fields = list(_wire(buf, start, end))
-        raw = [f for f in fields if f[0] == _T_RAW and f[1] == 2]
-        types = [onnx_models.read_varint(buf, f[3])[0] for f in fields if f[0] == _T_TYPE and f[1] == 0]
-        names = [bytes(buf[f[3] : f[4]]) for f in fields if f[0] == _T_NAME and f[1] == 2]
-        location = [f for f in fields if f[0] == _T_LOCATION]
-        if len(raw) != 1 or types[-1:] != [FLOAT] or len(names) != 1 or location or raw[0][4] - raw[0][3] <= _SMALL or (raw[0][4] - raw[0][3]) % 4:
-            return None
-        name = names[0].decode()
-        if name in spans:
-            return None
-        spans[name] = (raw[0][3], raw[0][4] - raw[0][3])
-        return b"".join(buf[f[2] : f[4]] for f in fields if f is not raw[0])
-
-    def holds(self, t: Any) -> bool:
-        """Whether ``t`` (a main-graph initializer of the loaded model) has its data here."""
-        import math
-
-        if t.name not in self.spans or t.raw_data or t.float_data or t.data_type != FLOAT:
-            return False
-        return math.prod(t.dims) * 4 == self.spans[t.name][1]
-
-    def _read(self, name: str, fh: Any) -> Any:
-        import numpy as np
-
-        offset, length = self.spans[name]
-        fh.seek(offset)
-        data = fh.read(length)
-        if len(data) != length:
-            raise ValueError(f"{self.path} changed while it was converted")
-        return np.frombuffer(data, dtype=np.float32)
-
-    def array(self, name: str) -> Any:
-        with open(self.path, "rb") as fh:
-            return self._read(name, fh)
-
-    def assemble(self, light: bytes, low: str, out_of_range: dict[str, int]) -> bytes:
-        """The serialized model: ``light`` (the converted model, serialized without the stored data) with
-        each stored initializer's raw_data put back, converted to ``low`` where the build lowered it (fp16:
-        finite values beyond +-65504 clamped, as :meth:`_Build.lower` does)."""
-        import io
-
-        import numpy as np
-
-        def raw_size(name: str) -> int:
-            return self.spans[name][1] // (2 if name in self.lowered else 1)
-
-        def size(piece: bytes | str) -> int:
-            return len(piece) if isinstance(piece, bytes) else raw_size(piece)
-
-        pieces: list[bytes | str] = []  # bytes, or the name of a weight whose raw_data goes there
-        for number, wire, head, value, end in _wire(light, 0, len(light)):
-            if number != _M_GRAPH or wire != 2:
-                pieces.append(light[head:end])
-                continue
-            graph: list[bytes | str] = []
-            for gnum, gwire, ghead, gvalue, gend in _wire(light, value, end):
-                name = None
-                if gnum == _G_INIT and gwire == 2:
-                    fields = list(_wire(light, gvalue, gend))
-                    names = [light[f[3] : f[4]].decode() for f in fields if f[0] == _T_NAME and f[1] == 2]
-                    name = names[0] if len(names) == 1 and names[0] in self.spans and not any(f[0] == _T_RAW for f in fields) else None
-                if name is None:
-                    graph.append(light[ghead:gend])
-                    continue
-                # the raw_data field goes in field-number order, as protobuf writes it
-                at = next((f[2] for f in fields if f[0] > _T_RAW), gend)
-                head_raw = _encode(_T_RAW << 3 | 2) + _encode(raw_size(name))
-                tensor = (gend - gvalue) + len(head_raw) + raw_size(name)
-                graph += [_encode(_G_INIT << 3 | 2) + _encode(tensor) + light[gvalue:at] + head_raw, name, light[at:gend]]
-            pieces.append(_encode(_M_GRAPH << 3 | 2) + _encode(sum(size(p) for p in graph)))
-            pieces += graph
-        total = sum(size(p) for p in pieces)
-        if total >= 2**31:
-            raise ModelError(f"the fp16 model is over protobuf's 2 GiB limit ({total} bytes) and cannot be written as one file")
-        out = io.BytesIO()
-        with open(self.path, "rb") as fh:
-            for p in pieces:
-                if isinstance(p, bytes):
-                    out.write(p)
-                    continue
-                arr = self._read(p, fh)
-                if p in self.lowered:
-                    if low == "float16":
-                        if p in out_of_range:
-                            arr = np.where(np.isinf(arr), arr, np.clip(arr, -FP16_MAX, FP16_MAX))
-                        arr = arr.astype(np.float16)
-                    else:
-                        import ml_dtypes
-
-                        arr = arr.astype(ml_dtypes.bfloat16)
-                out.write(arr.data)
-                del arr
-        data = out.getvalue()  # the buffer itself (no copy): nothing else refers to it
-        if len(data) != total:
-            raise AssertionError(f"assembled {len(data)} bytes, expected {total}")
-        return data
-
-
 class Fp16Converter:
     """Analyses a model once (types, weights beyond the fp16 range) and builds converted copies with any
-    extra set of nodes kept fp32: ``convert --fp-to-fp16`` builds one, ``debug precision`` one per check."""
+    extra set of nodes kept fp32: ``convert --fp-to-fp16`` builds one, ``debug precision`` one per check.
+
+    Weights are read, never copied whole: a path is loaded with its external tensors left in their files
+    (``base_dir``: their folder, default the model's; read through memory maps, each page released after use),
+    and every build starts from a copy of the model without the data of its large float32 main-graph
+    initializers (:meth:`_stub_copy`); a weight the build lowers gets its float16 data written into that copy
+    from the source, one weight at a time, and the ones kept float32 are copied at the end. So a build holds
+    the source and the converted weights, never the source twice. :meth:`stream_build` leaves the external
+    float32 weights it lowers in their files, for ``save_model``'s transform to convert as it writes them."""
 
     def __init__(
         self,
@@ -424,17 +256,17 @@ class Fp16Converter:
         node_block_list: Iterable[str] = (),
         keep_out_of_range: bool = True,
         low: str = "float16",
-        weights: _FileWeights | None = None,
+        base_dir: str | Path | None = None,
     ) -> None:
-        import numpy as np
-
         if low not in _LOW:
             raise UsageError(f"--precision: expected one of {', '.join(_LOW)}, got '{low}'")
         self.source = model
-        # weights: the model was parsed without the data of its large float32 main-graph initializers, which
-        # stay in the file (see _FileWeights); the build marks them and _FileWeights.assemble writes them
-        self.weights = weights
-        self.model = g.load(model)
+        if isinstance(model, (str, Path)):
+            self.base_dir: Path | None = onnx_models.data_dir(model, base_dir)
+            model = onnx_models.load(model, load_external_data=False, external_data_dir=base_dir)
+        else:
+            self.base_dir = Path(base_dir) if base_dir is not None else None
+        self.model = model
         self.low, self.low_type = low, _LOW[low][1]
         self.keep_io, self.keep_range = keep_io_types, keep_out_of_range
         self.block_ops = set(op_block_list)
@@ -444,48 +276,91 @@ class Fp16Converter:
         if unknown:
             raise UsageError(f"--node-block-list: the model has no node '{unknown[0]}'{did_you_mean(unknown[0], known)}")
         self.opset = next((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), 17)
+        # main-graph float32 initializers whose data a build leaves in self.model (unique names only)
+        inits = list(self.model.graph.initializer)
+        counts: dict[str, int] = {}
+        for init in inits:
+            counts[init.name] = counts.get(init.name, 0) + 1
+        self._sources = {
+            t.name: t for t in inits if counts[t.name] == 1 and t.data_type == FLOAT and not onnx_external.is_external(t) and _float_bytes(t) > _SMALL
+        }
         self.types = _types(self.model)
         self.out_of_range: dict[str, int] = {}
         if low == "float16":
-            for depth, graph in enumerate(_walk(self.model.graph)):
-                for name, t in _weight_tensors(graph):
-                    if t.data_type == FLOAT:
-                        stored = weights is not None and depth == 0 and weights.holds(t)
-                        arr = weights.array(t.name) if stored else _array(t)
-                        if arr.size:
-                            n = int(np.count_nonzero(np.abs(arr) > FP16_MAX))  # inf stays inf: not a clamp
-                            n -= int(np.count_nonzero(np.isinf(arr)))
+            with WeightReader(self.base_dir) as reader:
+                for graph in _walk(self.model.graph):
+                    for name, t in _weight_tensors(graph):
+                        if t.data_type == FLOAT:
+                            n = _beyond_range(reader.array(t) if onnx_external.is_external(t) else _array(t))
+                            reader.release(t)
                             if n > 0:
                                 self.out_of_range[name] = n
         self.auto_ops: list[str] = []
 
-    # which nodes are kept fp32 with a given extra block set (names); decided per graph during the build
-    def build(self, keep_fp32: Iterable[str] = (), in_place: bool = False) -> tuple[Any, Fp16Report]:
-        """A converted model with the nodes named in ``keep_fp32`` also kept fp32. ``in_place`` converts the
-        analysed model itself (no copy: for a single conversion; the converter cannot build again)."""
-        import onnx
+    def build(self, keep_fp32: Iterable[str] = ()) -> tuple[Any, Fp16Report]:
+        """A converted model, weights inside, with the nodes named in ``keep_fp32`` also kept fp32."""
+        model, report, _ = self._build(keep_fp32, "full")
+        return model, report
 
-        if in_place:
-            model = self.model
-        else:
-            model = onnx.ModelProto()
-            model.CopyFrom(self.model)
+    def stream_build(self, keep_fp32: Iterable[str] = ()) -> tuple[Any, Fp16Report, Any]:
+        """``(model, report, transform)``: :meth:`build`, except that the external float32 weights it lowers stay
+        in their files as they are (float32, in a model that expects float16: write it only through
+        ``save_model(model, ..., base_dir=self.base_dir, transform=transform)``, which converts each as it
+        writes it). ``transform`` holds no reference to this converter or its model."""
+        model, report, deferred = self._build(keep_fp32, "stream")
+        return model, report, _LowerAsWritten(deferred, set(self.out_of_range), self.low)
+
+    def _build(self, keep_fp32: Iterable[str], mode: str) -> tuple[Any, Fp16Report, set[tuple[str, str, int]]]:
+        """One build. ``mode``: "full" (every lowered weight inside, in float16), "stream" (see
+        :meth:`stream_build`), "types" (graph and types only: the large main-graph weights get their new type
+        and no data, for :meth:`probe_onnxruntime` and :meth:`planned_bytes`)."""
+        model = self._stub_copy()
         report = Fp16Report(auto_blocked_ops=list(self.auto_ops), clamped=not self.keep_range and bool(self.out_of_range))
         report.out_of_range = dict(self.out_of_range)
         names = {t for graph in _walk(model.graph) for n in graph.node for t in (*n.input, *n.output)}
         names.update(i.name for graph in _walk(model.graph) for i in [*graph.input, *graph.initializer])
-        state = _Build(self, report, names, self.block_names | set(keep_fp32), set(self.block_ops) | set(self.auto_ops))
-        state.graph(model.graph, ChainMap(), main=True, fp32=False)
+        with WeightReader(self.base_dir) as reader:
+            state = _Build(self, report, names, self.block_names | set(keep_fp32), set(self.block_ops) | set(self.auto_ops), mode, reader)
+            state.graph(model.graph, ChainMap(), main=True, fp32=False)
+        if mode != "types":
+            for init in model.graph.initializer:  # the weights kept float32: their data, from the source
+                if self._is_stub(init):
+                    init.CopyFrom(self._sources[init.name])
         report.range_kept_nodes = sorted(set(report.range_kept_nodes))
-        return model, report
+        return model, report, state.deferred
+
+    def _stub_copy(self) -> Any:
+        """A copy of the model whose large float32 main-graph initializers (``self._sources``) have name, type
+        and dims but no data."""
+        import onnx
+
+        model = onnx.ModelProto()
+        _copy_fields(self.model, model, skip="graph")
+        _copy_fields(self.model.graph, model.graph, skip="initializer")
+        for init in self.model.graph.initializer:
+            model.graph.initializer.append(_bare(init) if init.name in self._sources else init)
+        return model
+
+    def _is_stub(self, t: Any) -> bool:
+        return t.name in self._sources and t.data_type == FLOAT and not t.HasField("raw_data") and not t.float_data
+
+    def values(self, t: Any, reader: Any) -> Any:
+        """A float tensor's values (flat): from its file (external, a read-only memory-mapped view), from the
+        source model (a stub) or from the proto."""
+        if onnx_external.is_external(t):
+            return reader.array(t).reshape(-1)
+        if self._is_stub(t):
+            return _array(self._sources[t.name])
+        return _array(t)
 
     def probe_onnxruntime(self) -> None:
         """Keep fp32 the op types onnxruntime's CPU provider has no kernel for at the low type, found by
-        loading default builds (what ``convert_to_fp16`` does), so later builds load."""
+        loading default builds (what ``convert_to_fp16`` does), so later builds load. Each probe is the graph
+        alone: the large weights are graph inputs of their new type, so no weight is read or converted."""
         while True:
-            model, _ = self.build()
+            model, _, _ = self._build((), "types")
             try:
-                onnx_models.validate(model.SerializeToString(), "the fp16 model")
+                onnx_models.validate(self._probe_bytes(model), "the fp16 model")
                 return
             except onnx_models.MissingKernelError as exc:
                 if exc.op_type in self.block_ops or exc.op_type in self.auto_ops:
@@ -494,20 +369,122 @@ class Fp16Converter:
             except Exception:  # other problems surface when the built model is checked or written
                 return
 
+    def _probe_bytes(self, model: Any) -> bytes:
+        """A types-mode build as onnxruntime loads it for the kernel check: its main-graph weights without data
+        (stubs and external ones) become graph inputs; other external tensors (rare) are read in."""
+        from onnx import helper
+
+        graph = model.graph
+        listed = {vi.name for vi in graph.input}
+        for k in reversed(range(len(graph.initializer))):
+            init = graph.initializer[k]
+            if onnx_external.is_external(init) or (init.name in self._sources and not init.HasField("raw_data")):
+                if init.name not in listed:
+                    graph.input.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+                del graph.initializer[k]
+        rest = [t.name for t in onnx_external.tensors(model) if onnx_external.is_external(t)]
+        if rest:
+            onnx_external.load_values(model, rest, self.base_dir)
+        return onnx_external.serialize(model, "the fp16 model")
+
+    def planned_bytes(self) -> int:
+        """About how many bytes the converted model takes as one protobuf message (no weight is read)."""
+        import math
+
+        model, _, _ = self._build((), "types")
+        size = model.ByteSize()
+        for init in model.graph.initializer:
+            if onnx_external.is_external(init) or (init.name in self._sources and not init.HasField("raw_data")):
+                dtype = onnx_models.dtype_of(init.data_type)
+                size += math.prod(init.dims) * (dtype.itemsize if dtype is not None else 4)
+        return size
+
     def candidates(self) -> list[str]:
         """Names of the nodes a default build converts (the search space of ``debug precision``)."""
-        model, report = self.build()
+        model, report, _ = self._build((), "types")
         kept = set(report.blocked_nodes)
         floats = {t for t, ty in self.types.items() if ty == FLOAT}
         return [n.name for n in model.graph.node if n.name and n.name not in kept and not n.name.endswith("__cast") and any(t in floats for t in (*n.input, *n.output))]
 
 
+class _LowerAsWritten:
+    """``save_model``'s transform for :meth:`Fp16Converter.stream_build`: the external float32 weights the
+    build lowered (by name and place in their file) are converted as they are written; others pass."""
+
+    def __init__(self, deferred: set[tuple[str, str, int]], out_of_range: set[str], low: str) -> None:
+        self.deferred, self.out_of_range, self.low = deferred, out_of_range, low
+
+    def __call__(self, tensor: Any, values: Any) -> Any:
+        if tensor.data_type != FLOAT or _key(tensor) not in self.deferred:
+            return None
+        return _lowered(values, tensor.name in self.out_of_range, self.low)
+
+
+def _key(t: Any) -> tuple[str, str, int]:
+    location, offset, _ = onnx_external.external_info(t)
+    return t.name, location, offset
+
+
+_CHUNK = 1 << 22  # elements: float32 values are range-checked and converted this many at a time
+
+
+def _beyond_range(values: Any) -> int:
+    """Finite values beyond +-65504 (inf stays inf: not a clamp), counted a chunk at a time."""
+    import numpy as np
+
+    flat = values.reshape(-1)
+    n = 0
+    for start in range(0, flat.size, _CHUNK):
+        part = flat[start : start + _CHUNK]
+        n += int(np.count_nonzero(np.abs(part) > FP16_MAX)) - int(np.count_nonzero(np.isinf(part)))
+    return n
+
+
+def _lowered(values: Any, clamp: bool, low: str) -> Any:
+    """float32 ``values`` in the low type (fp16 with ``clamp``: finite values beyond +-65504 clamped), converted
+    a chunk at a time into one new array of the same shape."""
+    import numpy as np
+
+    if low == "float16":
+        target: Any = np.float16
+    else:
+        import ml_dtypes
+
+        target = ml_dtypes.bfloat16
+    flat = values.reshape(-1)
+    out = np.empty(flat.shape, target)
+    for start in range(0, flat.size, _CHUNK):
+        part = flat[start : start + _CHUNK]
+        if clamp and low == "float16":
+            part = np.where(np.isinf(part), part, np.clip(part, -FP16_MAX, FP16_MAX))
+        out[start : start + _CHUNK] = part
+    return out.reshape(values.shape)
+
+
+def _copy_fields(src: Any, dst: Any, skip: str) -> None:
+    """Copy every set field of message ``src`` into ``dst`` except ``skip``."""
+    for descriptor, value in src.ListFields():
+        if descriptor.name == skip:
+            continue
+        target = getattr(dst, descriptor.name)
+        if hasattr(target, "extend"):  # repeated
+            target.extend(value)
+        elif hasattr(value, "MergeFrom"):  # a message
+            target.CopyFrom(value)
+        else:
+            setattr(dst, descriptor.name, value)
+
+
 class _Build:
     """One conversion pass over a model copy (recursive over control-flow bodies)."""
 
-    def __init__(self, conv: Fp16Converter, report: Fp16Report, taken: set[str], block_names: set[str], block_ops: set[str]) -> None:
+    def __init__(
+        self, conv: Fp16Converter, report: Fp16Report, taken: set[str], block_names: set[str], block_ops: set[str], mode: str, reader: Any
+    ) -> None:
         self.c, self.report, self.taken = conv, report, taken
         self.block_names, self.block_ops = block_names, block_ops
+        self.mode, self.reader = mode, reader  # see Fp16Converter._build; reader: a WeightReader of c.base_dir
+        self.deferred: set[tuple[str, str, int]] = set()  # stream mode: external weights save_model converts
 
     def unique(self, base: str) -> str:
         name, k = base, 0
@@ -602,9 +579,10 @@ class _Build:
         # --- weights and attributes
         for init in graph.initializer:
             if home.get(init.name):
-                if main and c.weights is not None and c.weights.holds(init):
-                    c.weights.lowered.add(init.name)  # converted as it is written (_FileWeights.assemble)
-                    init.data_type = low
+                if main and self.mode == "stream" and onnx_external.is_external(init) and init.data_type == FLOAT:
+                    self.deferred.add(_key(init))  # converted as it is written (_LowerAsWritten)
+                elif main and self.mode == "types" and (onnx_external.is_external(init) or c._is_stub(init)):
+                    init.data_type = low  # no data: a graph input of the probe
                 else:
                     self.lower(init)
         for i, node in enumerate(nodes):
@@ -687,20 +665,15 @@ class _Build:
         return ("fp16" if self.c.low == "float16" else "bf16") if low else "fp32"
 
     def lower(self, t: Any, name: str = "") -> None:
-        """Convert a float32 TensorProto to the low type in place (fp16: finite values beyond +-65504
-        clamped, which only happens for weights kept in range or under --clamp-out-of-range)."""
-        import numpy as np
-
-        arr = _array(t)
-        if self.c.low == "float16":
-            if (name or t.name) in self.c.out_of_range:
-                arr = np.where(np.isinf(arr), arr, np.clip(arr, -FP16_MAX, FP16_MAX))
-            data = arr.astype(np.float16)
-        else:
-            import ml_dtypes
-
-            data = arr.astype(ml_dtypes.bfloat16)
+        """Convert a float32 TensorProto to the low type in place, its data inside (fp16: finite values beyond
+        +-65504 clamped, which only happens for weights kept in range or under --clamp-out-of-range). The
+        values come from its file, or from the source model for a stub (:meth:`Fp16Converter.values`)."""
+        data = _lowered(self.c.values(t, self.reader), (name or t.name) in self.c.out_of_range, self.c.low)
+        self.reader.release(t)
         t.ClearField("float_data")
+        if onnx_external.is_external(t):
+            del t.external_data[:]
+            t.data_location = 0  # DEFAULT, as onnx_external writes a tensor it brings inside
         t.data_type = self.c.low_type
         t.raw_data = data.tobytes()
 
@@ -737,20 +710,19 @@ def convert_to_fp16(
     validate: bool = True,
 ) -> tuple[Any, Fp16Report]:
     """Return an fp16 model (from a path or ModelProto; a given ModelProto is not modified) and a report.
+    The result holds its weights inside: for models that fit one protobuf message; write larger ones with
+    :func:`write_fp16`.
 
     With ``check_onnxruntime``, op types onnxruntime's CPU provider has no kernel for at fp16 are kept fp32
     (found by loading the result). With ``validate`` the result must pass ``onnx.checker`` (full check) and
     load in onnxruntime, or a one-line :class:`parity.errors.ModelError` says why."""
-
-    converted, report = _convert_validated(model, keep_io_types, op_block_list, node_block_list, check_onnxruntime, keep_out_of_range, validate, keep_model=True)
-    return converted, report
+    return _convert_validated(model, keep_io_types, op_block_list, node_block_list, check_onnxruntime, keep_out_of_range, validate, keep_model=True)
 
 
 def convert_to_fp16_bytes(model: str | Path, **options: Any) -> tuple[bytes, Fp16Report]:
-    """:func:`convert_to_fp16` for a model file, returning the validated serialized model. The file is parsed
-    without the data of its large float32 weights (:class:`_FileWeights`), each weight is read back and
-    converted as the bytes are written, and the converted ModelProto is freed before validation: the fp32
-    weights are never held whole, and never beside their fp16 copies."""
+    """:func:`convert_to_fp16` for a model file, returning the validated serialized model. A model whose fp16
+    copy would pass protobuf's 2 GiB limit is refused in one line before any weight is read (write it with
+    :func:`write_fp16`: ``parity convert --fp-to-fp16 ... --save-external-data``)."""
     options.setdefault("validate", True)
     options.setdefault("check_onnxruntime", True)
     _, report = _convert_validated(model, keep_model=False, **options)
@@ -768,40 +740,84 @@ def _convert_validated(
     validate: bool = True,
     keep_model: bool = True,
 ) -> tuple[Any, Fp16Report]:
-    path = isinstance(model, (str, Path))
-    auto: list[str] = []
+    conv = Fp16Converter(model, keep_io_types, op_block_list, node_block_list, keep_out_of_range)
+    if check_onnxruntime:
+        conv.probe_onnxruntime()
+    if not keep_model and (size := conv.planned_bytes()) > onnx_external.PROTOBUF_LIMIT:
+        raise ModelError(
+            f"the fp16 model of {model} would be {size / 2**30:.2f} GiB, past protobuf's 2 GiB limit for one message: "
+            "write it to a file with its weights beside it (parity_surgeon.fp16.write_fp16, or parity convert --fp-to-fp16 --save-external-data)"
+        )
     while True:
-        # bytes only, from a file: parse it without its large weights, which are converted as they are written
-        light = _FileWeights.load(model) if path and not keep_model and (validate or check_onnxruntime) else None
-        weights = light[1] if light else None
-        conv = Fp16Converter(light[0] if light else model, keep_io_types, op_block_list, node_block_list, keep_out_of_range, weights=weights)
-        del light
-        conv.auto_ops = list(auto)
-        converted, report = conv.build(in_place=path)
+        converted, report = conv.build()
         if not validate and not check_onnxruntime:
             return converted, report
-        try:
-            data = converted.SerializeToString()
-        except ValueError as exc:  # protobuf's 2 GiB limit
-            raise ModelError(f"the fp16 model is over protobuf's 2 GiB limit and cannot be written as one file ({exc})") from None
+        data = onnx_external.serialize(converted, "the fp16 model")
         if not keep_model:
-            out_of_range = conv.out_of_range
-            del conv, converted
             converted = None
-            if weights is not None:
-                data = weights.assemble(data, "float16", out_of_range)
         try:
             onnx_models.validate(data, "the fp16 model", missing_kernels_ok=not check_onnxruntime)
         except onnx_models.MissingKernelError as exc:
-            if exc.op_type in set(op_block_list) or exc.op_type in auto:
+            if exc.op_type in set(op_block_list) or exc.op_type in conv.auto_ops:
                 raise
-            auto.append(exc.op_type)
+            conv.auto_ops.append(exc.op_type)
             continue
         except ModelError:
             if validate:
                 raise
         report.serialized = data  # what was validated: write these bytes, do not serialize again
         return converted, report
+
+
+def write_fp16(
+    model: str | Path,
+    output: str | Path,
+    *,
+    external: Any = None,
+    external_data_dir: str | Path | None = None,
+    keep_io_types: bool = True,
+    op_block_list: Iterable[str] = (),
+    node_block_list: Iterable[str] = (),
+    check_onnxruntime: bool = True,
+    keep_out_of_range: bool = True,
+) -> tuple[Any, Fp16Report]:
+    """``parity convert --fp-to-fp16``: convert the model file ``model`` and write it to ``output``, in bounded
+    memory at any size. Returns ``(parity.api.SavedModel, report)``.
+
+    The model is loaded with its external weights left in their files (``external_data_dir``, default its
+    folder); the graph is converted without reading them; then ``save_model`` writes the result tensor by
+    tensor, each external float32 weight read through a memory map and written as float16 (:class:`_LowerAsWritten`),
+    and validates it on the path (``onnx.checker`` full check, an onnxruntime load) before it appears.
+    ``external`` (a ``parity.api.ExternalData``: ``--save-external-data`` and its modifiers) says where the
+    weights go; without it they go inside the model, or into ``<output>.data`` when the fp16 model would pass
+    2 GiB as one file (``SavedModel.automatic``: the caller tells the user). The output may not land on the
+    input or on any of its data files (a one-line usage error before any work)."""
+    base = onnx_models.data_dir(model, external_data_dir)
+    auto: list[str] = []
+    first = True
+    while True:
+        conv = Fp16Converter(model, keep_io_types, op_block_list, node_block_list, keep_out_of_range, base_dir=base)
+        if first:
+            outs = onnx_external.planned_data_files(conv.model, output, external)
+            sources = g.data_files(conv.model, base)
+            refuse_overwrite({"the input model": model, "the input model's external data": sources}, output, **{"the output's data file": outs})
+            first = False
+        conv.auto_ops = list(auto)
+        if check_onnxruntime:
+            conv.probe_onnxruntime()
+        built, report, transform = conv.stream_build()
+        auto = list(conv.auto_ops)
+        del conv  # the source model goes before the write: a model with its weights inside is not held twice
+        try:
+            saved = save_model(
+                built, output, base_dir=base, external=external, what="the fp16 model", transform=transform, missing_kernels_ok=not check_onnxruntime
+            )
+        except onnx_models.MissingKernelError as exc:  # the graph-only probe missed it: keep that op type fp32 and write again
+            if not check_onnxruntime or exc.op_type in set(op_block_list) or exc.op_type in auto:
+                raise
+            auto.append(exc.op_type)
+            continue
+        return saved, report
 
 
 class Fp16FromOnnx:

@@ -2,40 +2,110 @@
 
 Works on ``onnx.ModelProto`` directly (no graphsurgeon import) so that layerwise debugging of big models
 does not pay for building a second in-memory graph.
+
+Models past 2 GiB: :func:`load` with ``lazy=True`` keeps external weights in their files (``base_dir`` says
+where they are: :func:`parity.onnx_models.data_dir`); :func:`save` given that ``base_dir`` streams them into
+the output's data files (``parity.onnx_external.save_model``), so no weight is held twice and no protobuf
+past 2 GiB is ever serialized. :func:`external_values` lets onnx-graphsurgeon read an external constant's
+values from ``base_dir`` (its own ``LazyValues`` resolves them against the current directory).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from parity.api import ModelError, UsageError, did_you_mean, first_line, onnx_models, refuse_overwrite, write_bytes_atomic
+from parity.api import ModelError, UsageError, did_you_mean, first_line, note_external_data, onnx_external, onnx_models, refuse_overwrite
 
 IR_VERSION_FALLBACK = 10  # what onnxruntime loads; onnx.helper writes newer versions it cannot
 
 
-def load(model: Any) -> Any:
-    """A path or a ModelProto -> ModelProto (paths get one-line errors)."""
+def load(model: Any, *, lazy: bool = False, external_data_dir: str | Path | None = None, ignore_external_data: bool = False) -> Any:
+    """A path or a ModelProto -> ModelProto (paths get one-line errors).
+
+    ``lazy``: external tensors stay references into their files (checked to exist, in ``external_data_dir`` or
+    the model's folder); pass :func:`base_dir` of the same arguments to :func:`save`. Without it a path's
+    external data is read into the proto (fine for small models only). ``ignore_external_data``: the
+    structure alone; the data files need not exist."""
     if isinstance(model, (str, Path)):
-        return onnx_models.load(model)
+        if ignore_external_data:
+            return onnx_models.load(model, load_external_data=False, ignore_external_data=True)
+        return onnx_models.load(model, load_external_data=not lazy, external_data_dir=external_data_dir)
     return model
 
 
-def save(model: Any, path: str | Path, source: str | Path | None = None, what: str = "the model") -> None:
-    """Write ``model`` atomically, only after it passes the full checker and loads in onnxruntime (a missing
-    CPU kernel is allowed: the model may be meant for another backend); refuse to overwrite ``source``."""
-    if source is not None:
-        refuse_overwrite(source, path)
-    data = serialize(model)
-    onnx_models.validate(data, f"{what} (not written to {path})", missing_kernels_ok=True)
-    write_bytes_atomic(path, data)
+def base_dir(path: str | Path, external_data_dir: str | Path | None = None) -> Path:
+    """The folder a model's external data references are relative to (``--external-data-dir`` or its folder)."""
+    return onnx_models.data_dir(path, external_data_dir)
+
+
+def save(
+    model: Any,
+    path: str | Path,
+    source: str | Path | None = None,
+    what: str = "the model",
+    *,
+    base_dir: str | Path | None = None,
+    external: Any = None,
+    source_data: Iterable[str | Path] = (),
+    note: bool = True,
+) -> Any:
+    """Write ``model`` (with its data files, if any) only after it passes the full checker on the path and
+    loads in onnxruntime (a missing CPU kernel is allowed: the model may be meant for another backend);
+    refuse to overwrite ``source`` or any of ``source_data`` (the input's data files, see :func:`data_files`).
+
+    ``base_dir``: where the model's still-external tensors are read from (they are streamed, never held);
+    ``external``: a ``parity.api.ExternalData`` (the ``--save-external-data`` flags), default weights inside.
+    A model that would pass 2 GiB as one file gets ``<output>.data`` anyway; with ``note`` one line on stderr
+    says so. Returns the ``SavedModel``."""
+    external = external or onnx_external.ExternalData()
+    outputs = {"the output's data file": onnx_external.planned_data_files(model, path, external)}
+    refuse_overwrite({"the input model": source, "the input model's external data": list(source_data)}, path, **outputs)
+    saved = onnx_external.save_model(model, path, base_dir=base_dir, external=external, what=what, missing_kernels_ok=True)
+    if note and saved.automatic:
+        note_external_data(saved)
+    return saved
+
+
+def data_files(model: Any, base_dir: str | Path) -> list[Path]:
+    """The external data files a (lazily loaded) model reads, in ``base_dir``."""
+    names = dict.fromkeys(onnx_external.external_info(t)[0] for t in onnx_external.tensors(model) if onnx_external.is_external(t))
+    return [Path(base_dir) / name for name in names if name]
+
+
+def external_values(graph: Any, base_dir: str | Path | None) -> int:
+    """Give each external constant of an onnx-graphsurgeon graph values read from ``base_dir`` (a memory map,
+    copied only when graphsurgeon asks for them); the export still writes the original reference, so weights
+    nobody reads stay in their file. Returns how many constants it changed."""
+    if base_dir is None:
+        return 0
+    import onnx_graphsurgeon as gs
+    from onnx_graphsurgeon.ir.tensor import LazyValues
+
+    class ExternalValues(LazyValues):
+        def load(self) -> Any:
+            import numpy as np
+
+            with onnx_external.WeightReader(folder) as reader:
+                return np.array(reader.array(self.tensor))
+
+    folder = Path(base_dir)
+    changed = 0
+    for tensor in graph.tensors().values():
+        values = getattr(tensor, "_values", None) if isinstance(tensor, gs.Constant) else None
+        if type(values) is LazyValues and onnx_external.is_external(values.tensor):
+            tensor._values = ExternalValues(values.tensor)
+            changed += 1
+    return changed
 
 
 def serialize(model: Any) -> bytes:
+    """``model.SerializeToString()``, or a one-line ModelError past protobuf's 2 GiB limit."""
     try:
-        return model.SerializeToString()
-    except ValueError as exc:  # protobuf's 2 GiB limit
+        return onnx_external.serialize(model, "the model")
+    except ValueError as exc:  # protobuf's own refusal
         raise ModelError(f"the model is over protobuf's 2 GiB limit and cannot be written as one file ({exc})") from None
 
 

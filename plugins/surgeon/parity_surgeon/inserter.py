@@ -3,6 +3,9 @@
 The new node reads ``inputs`` and produces ``outputs`` (existing tensor names, so every consumer now reads
 the new node); the nodes that used to compute ``outputs`` and feed nothing else become dead and are removed
 by graphsurgeon's cleanup. Used while debugging to swap a suspect block for a plugin or a reference op.
+
+Models with external data: a lazily loaded model's weights stay references (the result is written with
+``graph.save(..., base_dir=...)``); no weight is read.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ def insert_node(
     attrs: Mapping[str, Any] | None = None,
     domain: str | None = None,
 ) -> Any:
-    """Return a copy of ``model`` where one ``op`` node computes ``outputs`` from ``inputs``."""
+    """Return a copy of ``model`` where one ``op`` node computes ``outputs`` from ``inputs``; external weights
+    of a lazily loaded ``model`` stay references (the removed nodes' weights are dropped)."""
     import onnx_graphsurgeon as gs
 
     original = g.load(model)

@@ -7,14 +7,23 @@ nothing produces), ``duplicate-tensor`` (two producers of one name), ``duplicate
 ``unsorted`` (nodes out of topological order), ``opset`` / ``ir-version`` (beyond what the installed
 onnxruntime loads: probed by loading an empty model with the same header), ``onnxruntime`` (the model
 fails to load in onnxruntime for another reason, e.g. an op it does not implement).
+
+No weight byte is read: external tensors stay references (their files are checked to exist and be long
+enough, in ``external_data_dir`` or the model's folder); the checker runs on the model's path, or on a
+graph-only copy beside sparse stand-ins for the data files when the data is elsewhere or ignored; the
+onnxruntime load gets the path or the graph-only message plus the data's folder. ``ignore_external_data``:
+the structure alone (the data files need not exist); the onnxruntime load, which needs the weights, is
+skipped and :attr:`LintReport.skipped` says so.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-from parity.api import module_available, onnx_models
+from parity.api import module_available, onnx_external, onnx_models
 from parity_surgeon import graph as g
 
 ERROR, WARNING = "error", "warning"
@@ -37,6 +46,7 @@ class LintIssue:
 class LintReport:
     model: str
     issues: list[LintIssue] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # checks not run, and why (one line each)
 
     @property
     def passed(self) -> bool:
@@ -47,7 +57,10 @@ class LintReport:
 
     def to_json(self) -> dict[str, Any]:
         counts = {lvl: sum(1 for i in self.issues if i.level == lvl) for lvl in (ERROR, WARNING)}
-        return {"format": "parity-lint", "version": 1, "model": self.model, "passed": self.passed, "summary": counts, "issues": [asdict(i) for i in self.issues]}
+        data = {"format": "parity-lint", "version": 1, "model": self.model, "passed": self.passed, "summary": counts, "issues": [asdict(i) for i in self.issues]}
+        if self.skipped:
+            data["skipped"] = list(self.skipped)
+        return data
 
 
 def _first_line(exc: BaseException) -> str:
@@ -56,14 +69,24 @@ def _first_line(exc: BaseException) -> str:
     return text[:300] or type(exc).__name__
 
 
-def lint(model: Any, label: str | None = None, onnxruntime: bool = True) -> LintReport:
-    """Lint ``model`` (a path or ModelProto)."""
+def lint(
+    model: Any,
+    label: str | None = None,
+    onnxruntime: bool = True,
+    *,
+    external_data_dir: str | Path | None = None,
+    ignore_external_data: bool = False,
+) -> LintReport:
+    """Lint ``model`` (a path or ModelProto) without reading its weights. ``external_data_dir``: the folder of
+    a path's external data (default its folder); ``ignore_external_data``: structure only (see the module)."""
     import onnx
 
-    proto = g.load(model)
-    report = LintReport(label or (str(model) if isinstance(model, str) else "<model>"))
+    path = Path(model) if isinstance(model, (str, Path)) else None
+    proto = g.load(model, lazy=True, external_data_dir=external_data_dir, ignore_external_data=ignore_external_data)
+    base = None if path is None or ignore_external_data else g.base_dir(path, external_data_dir)
+    report = LintReport(label or (str(model) if path is not None else "<model>"))
     try:
-        onnx.checker.check_model(proto)
+        _check(proto, path, base)
     except Exception as exc:  # ValidationError, or protobuf errors on malformed files
         report.add(ERROR, "checker", _first_line(exc))
     try:
@@ -72,8 +95,45 @@ def lint(model: Any, label: str | None = None, onnxruntime: bool = True) -> Lint
         report.add(ERROR, "shape-inference", _first_line(exc))
     _structure(proto, report)
     if onnxruntime and module_available("onnxruntime"):
-        _onnxruntime(proto, report)
+        if ignore_external_data and any(onnx_external.is_external(t) for t in onnx_external.tensors(proto)):
+            report.skipped.append("the onnxruntime load (it needs the weights; --ignore-external-data)")
+        else:
+            _onnxruntime(proto, report, path, base)
     return report
+
+
+def _check(proto: Any, path: Path | None, base: Path | None) -> None:
+    """``onnx.checker.check_model`` without reading a weight: on the path when the external data is beside the
+    model (the checker only looks at the data files' existence), else on a graph-only copy in a temporary
+    folder beside sparse stand-ins of the data files (holes, no bytes), so the checker's own rules about
+    locations still apply."""
+    import tempfile
+
+    import onnx
+
+    external = [t for t in onnx_external.tensors(proto) if onnx_external.is_external(t)]
+    if not external:
+        onnx.checker.check_model(proto)
+        return
+    if path is not None and base is not None and os.path.realpath(base) == os.path.realpath(path.parent):
+        onnx.checker.check_model(str(path))
+        return
+    with tempfile.TemporaryDirectory(prefix="parity-lint-") as folder:
+        sizes: dict[str, int] = {}
+        for t in external:
+            location, offset, length = onnx_external.external_info(t)
+            end = offset + (length if length is not None else onnx_external.nbytes(t))
+            sizes[location] = max(sizes.get(location, 0), end)
+        for location, size in sizes.items():
+            if not location or os.path.isabs(location) or ".." in Path(location).parts:
+                continue  # the checker reports such a location itself
+            stand_in = Path(folder, location)
+            stand_in.parent.mkdir(parents=True, exist_ok=True)
+            with open(stand_in, "wb") as handle:
+                handle.truncate(size)  # a hole: no disk blocks, no weight bytes
+        copy = Path(folder, "model.onnx")
+        copy.write_bytes(onnx_external.serialize(proto, "the model"))
+        onnx.checker.check_model(str(copy))
 
 
 def _subgraph_reads(node: Any) -> set[str]:
@@ -196,7 +256,9 @@ def _probe_header(model: Any) -> tuple[str, str] | None:
     return rule, problem
 
 
-def _onnxruntime(model: Any, report: LintReport) -> None:
+def _onnxruntime(model: Any, report: LintReport, path: Path | None = None, base: Path | None = None) -> None:
+    """Load the model in onnxruntime's CPU provider: from the path when its data is beside it, else from the
+    graph-only message plus the data's folder (never from a message holding the weights)."""
     import onnxruntime as ort
 
     header = _probe_header(model)
@@ -208,8 +270,17 @@ def _onnxruntime(model: Any, report: LintReport) -> None:
     options = ort.SessionOptions()
     options.log_severity_level = 4
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    # no pre-packing: MatMul kernels would copy every weight into packed buffers (as much memory as the
+    # weights); loading is the check, running is not
+    options.add_session_config_entry("session.disable_prepacking", "1")
     try:
-        ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"])
+        if path is not None and base is not None and os.path.realpath(base) == os.path.realpath(path.parent):
+            source: Any = str(path)
+        else:
+            source, entries = onnx_external.runtime_bytes(model, base)
+            for key, value in entries.items():
+                options.add_session_config_entry(key, value)
+        ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:
         if not any(i.level == ERROR and i.rule != "onnxruntime" for i in report.issues):
             report.add(ERROR, "onnxruntime", f"onnxruntime {ort.__version__} cannot load the model: {_first_line(exc)}")

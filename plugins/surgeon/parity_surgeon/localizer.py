@@ -13,6 +13,13 @@ order (Kahn's algorithm) whose comparison fails, every node output (``Constant``
   Where the assumption does not hold (an error that appears and then disappears: a failing tensor before
   the boundary, or failing tensors while the model outputs pass), the verified scan gives the answer.
 
+Memory: every check runs the part of the model its marked tensors need, cut from the model's graph with
+its weights left in their files (a graph-only model in a private temporary folder plus the folder of the
+weights: onnxruntime reads only that part's weights, never a message holding them all), one runner after
+the other. The budget counts the weights each check's part needs (the larger side's, as the two runners
+run in turn) as well as the marked tensors both sides hold, so a model of any size, past 2 GiB included,
+is searched within a budget below its size as long as the part before the divergence fits.
+
 Then it separates error a node *introduces* from error it only *propagates*: the suspect node (or every
 node, on request) is cut out as a one-node model, run on the first runner's backend with the reference
 runner's values of its inputs, and compared with the reference's value of its output.
@@ -55,6 +62,7 @@ from parity.api import (
     first_nonfinite,
     get_registry,
     is_scanned,
+    onnx_external,
     onnx_models,
     parse_size,
     tensor_error,
@@ -65,6 +73,14 @@ from parity_surgeon.qdq import DQ, Pairing, Q, dequantize, pair_models, sqnr_db
 
 DEFAULT_BUDGET_CAP = 2 << 30  # bytes
 RUNTIME_OVERHEAD = 200 << 20  # interpreter, onnxruntime and numpy themselves
+# what a check's session holds per weight byte it needs: weights in external data files are read once by the
+# session (a memory map); weights inside the model are also in the cut model's message and its bytes
+EXTERNAL_WEIGHT_FACTOR = 1
+INLINE_WEIGHT_FACTOR = 3
+# a tensor whose part of the model alone does not fit the budget is checked anyway, in a batch of its own that
+# takes the next tensors while its cost stays within this fraction above the first one's (few runs, each near
+# the least memory its tensors can be checked in)
+OVER_BUDGET_GROWTH = 0.25
 
 
 BUDGET_ERROR = "{option}: cannot read '{text}'; write a size such as 512M, 2G or 1.5GiB"
@@ -305,9 +321,8 @@ class _Session:
         progress: Callable[[str], None] | None,
         scan: bool = False,
         observe: Callable[[str, Any, Any, Sequence[Any]], None] | None = None,
+        external_data_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        import onnx
-
         self.model = model
         self.observe = observe
         self.specs = [RunnerSpec(r.backend, dict(r.options), r.model or model) for r in runners]
@@ -319,10 +334,11 @@ class _Session:
         self.sides = 1 if scan else 2  # runners holding a batch at once
         self.fail_text = "holds NaN or Inf" if scan else "is out of tolerance"
         self.ok_text = "no NaN or Inf" if scan else "all within tolerance"
-        proto = onnx_models.load(model)
+        # the graphs only: weights stay in their files (read by each check's session, or by WeightReader)
+        self.bases = [str(onnx_models.data_dir(s.model, external_data_dir if s.model == model else None)) for s in self.specs]
+        proto = onnx_models.load(model, load_external_data=False, external_data_dir=self.bases[0])
         self.info = GraphInfo.from_onnx(proto)
         self.rank = {t: i for i, t in enumerate(self.info.order)}
-        self.weights = sum(_init_bytes(i) for i in proto.graph.initializer)
         self.sizes = _tensor_bytes(proto, self.feed)
         self.types = g.value_types(g.infer_shapes(_light(proto), data_prop=False)[0])
         self.node_index = {n.name or f"{n.op_type}_{i}": n for i, n in enumerate(g.topo_nodes(proto.graph))}
@@ -330,17 +346,30 @@ class _Session:
         self.ref_inputs: set[str] = set()
         self._ref_graph: Any = None
         ref_model = self.specs[1].model if len(self.specs) > 1 else model
+        ref = proto
         if ref_model != model:
-            ref = onnx.load(ref_model, load_external_data=False)
+            ref = onnx_models.load(ref_model, load_external_data=False, external_data_dir=self.bases[1])
             self.pairing = pair_models(proto, ref)
             self.ref_inputs = {i.name for i in ref.graph.input} - {i.name for i in ref.graph.initializer}
             self._ref_graph = ref if self.pairing.quantized else None  # weights are compared from it
-            del ref
-        self.proto = proto  # kept for cutting single nodes out; weights are shared with nothing else
-        self._ref_proto: Any = None  # the reference model, loaded when a node's inputs had to be rounded
+        self.proto = proto  # the graph, for cutting out each check's part and single nodes
+        self._ref_proto: Any = ref  # the reference's graph (the same proto when both sides run one model)
+        self.graphs = [_Graph(proto), *([_Graph(ref) if ref is not proto else None] if len(self.specs) > 1 else [])]
+        if len(self.graphs) > 1 and self.graphs[1] is None:
+            self.graphs[1] = self.graphs[0]
+        # held for the whole search: weights inside the model(s) (the proto holds them), not those in files
+        self.resident = sum(gr.inline_bytes for gr in dict.fromkeys(self.graphs))
+        self._tmp = tempfile.mkdtemp(prefix="parity-localize-")
+        self._cut = 0
+        self.over_budget: list[str] = []
         self.own_sqnr: dict[str, float | None] = {}  # dequantized tensor -> SQNR against its value before quantization
         self.cosines: dict[str, float | None] = {}
         self.kept: tuple[str, dict[str, Any]] | None = None  # scan: the first NaN/Inf tensor so far, with its node's values
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(self._tmp, ignore_errors=True)
 
     @property
     def quantized(self) -> bool:
@@ -348,18 +377,38 @@ class _Session:
 
     # --- runners --------------------------------------------------------------------------------------
     def _runner(self, side: int, outputs: Sequence[str], model: str | None = None) -> Any:
+        """A runner of ``model`` (a cut model already written), or of the part of this side's model that
+        computes ``outputs`` (cut now): a graph-only model in the private folder, its weights read from the
+        side's data folder (``external_data_dir``), its graph outputs ``outputs``; nothing else marked."""
         spec = self.specs[side]
         backend = get_registry().backend(spec.backend)
-        marked = list(outputs)
-        options = {**spec.options, "onnx_outputs": marked, "trt_outputs": marked, "onnx_exclude_outputs": ()}
-        runner = backend.make_runner(RunnerRequest(model or spec.model, options, side, "onnx"))
+        if model is None:
+            model = self._write(self.graphs[side].cut(outputs), f"side{side}")
+        options = {**spec.options, "onnx_outputs": [], "trt_outputs": [], "onnx_exclude_outputs": (), "external_data_dir": self.bases[side]}
+        runner = backend.make_runner(RunnerRequest(model, options, side, "onnx"))
         runner.name = f"{spec.backend}-{side}"
         return runner
 
+    def _write(self, model: Any, stem: str) -> str:
+        """Write a cut model graph-only (its weights stay references into the side's data folder)."""
+        self._cut += 1
+        path = Path(self._tmp) / f"{stem}-{self._cut}.onnx"
+        path.write_bytes(onnx_external.serialize(model, "the part of the model a check runs"))
+        return str(path)
+
     def infer(self, side: int, outputs: Sequence[str], feed: Mapping[str, Any] | None = None, model: str | None = None) -> dict[str, Any]:
-        with self._runner(side, outputs, model) as runner:
-            data = _fit(feed if feed is not None else self.feed, runner.get_input_metadata())
-            return runner.infer(data)
+        try:
+            with self._runner(side, outputs, model) as runner:
+                data = _fit(feed if feed is not None else self.feed, runner.get_input_metadata())
+                return runner.infer(data)
+        finally:
+            import gc
+
+            gc.collect()  # the session goes before the other side's loads
+
+    def cost(self) -> _Cost:
+        """An empty batch's memory account (see :class:`_Cost`)."""
+        return _Cost(self.graphs[: self.sides], self.ref_name if self.sides > 1 else None, self._in_reference)
 
     def check(self, names: Sequence[str]) -> dict[str, Any]:
         """One batch: compared tensors (two runners) or scanned ones (``scan``), by name."""
@@ -427,7 +476,7 @@ class _Session:
         the model's constants, and one more run for inputs scanned in earlier batches."""
         got = dict(self.kept[1]) if self.kept is not None and self.kept[0] == names[0] else {}
         got.update({t: self.feed[t] for t in names if t in self.feed and t not in got})
-        got.update(constant_values(self.proto, [t for t in names if t not in got and t in self.info.constants]))
+        got.update(constant_values(self.proto, [t for t in names if t not in got and t in self.info.constants], self.bases[0]))
         rest = [t for t in names if t not in got and t in self.rank]
         if rest:
             self.pair_runs += 1
@@ -448,11 +497,9 @@ class _Session:
 
     def weight_rows(self) -> list[QuantRow]:
         """Every paired weight, dequantized with NumPy and compared with the float initializer."""
-        from onnx import numpy_helper
-
         if not self.quantized or self._ref_graph is None:
             return []
-        base = str(Path(self.specs[1].model or self.model).parent)
+        base = self.bases[1]
         ref_inits = {i.name: i for i in self._ref_graph.graph.initializer}
         ref_consts = {n.output[0]: n for n in self._ref_graph.graph.node if n.op_type == "Constant" and n.output}
         dq_nodes = {n.output[0]: n for n in self.proto.graph.node if n.op_type == DQ and n.output}
@@ -462,12 +509,12 @@ class _Session:
             if node is None:
                 continue
             try:
-                values = constant_values(self.proto, [t for t in node.input if t])
+                values = constant_values(self.proto, [t for t in node.input if t], self.bases[0])
                 deq = dequantize(node, values)
                 if w.reference in ref_inits:
-                    ref = numpy_helper.to_array(ref_inits[w.reference], base_dir=base)
+                    ref = constant_values(self._ref_graph, [w.reference], base)[w.reference]
                 else:
-                    ref = constant_values(self._ref_graph, [w.reference]).get(w.reference) if w.reference in ref_consts else None
+                    ref = constant_values(self._ref_graph, [w.reference], base).get(w.reference) if w.reference in ref_consts else None
             except Exception as exc:  # noqa: BLE001 - an unreadable weight is left out, said once
                 self.progress(f"weight '{w.reference}' not compared: {exc}")
                 continue
@@ -497,7 +544,7 @@ class _Session:
             self.single_runs += 1
             ref = self.reference_values(names) if names else {}
             ref.update({k: v for k, v in self.feed.items()})
-            with tempfile.TemporaryDirectory(prefix="parity-localize-") as tmp:
+            with tempfile.TemporaryDirectory(prefix="node-", dir=self._tmp) as tmp:
                 for node_name in batch:
                     node = self.node_index[node_name]
                     outs = [t for t in node.output if t]
@@ -508,7 +555,7 @@ class _Session:
                     feed = {t: ref[t] for t in inputs}
                     types = {t: (self._dtype(t, ref[t]), tuple(ref[t].shape)) for t in inputs}
                     path = Path(tmp) / "node.onnx"
-                    g.save(extract_node(self.proto, node_name, types), path)
+                    path.write_bytes(onnx_external.serialize(extract_node(self.proto, node_name, types), f"node '{node_name}' alone"))
                     self.single_runs += 1
                     cast, overflowed = _cast_inputs(feed, {t: types[t][0] for t in inputs})
                     got = self.infer(0, [], feed=cast, model=str(path))
@@ -525,14 +572,12 @@ class _Session:
     def _reference_on(self, node_name: str, feed: Mapping[str, Any], cast: Mapping[str, Any], tmp: Path) -> dict[str, Any] | None:
         """The reference runner's node alone on the values the actual node got (rounded to its dtype, then
         back to the reference's): "with exact inputs" means both sides compute from the same numbers."""
-        if self._ref_proto is None:
-            ref_model = self.specs[1].model
-            self._ref_proto = self.proto if ref_model == self.model else onnx_models.load(ref_model)
         if node_name not in {n.name for n in self._ref_proto.graph.node}:
             return None
         values = {t: cast[t].astype(feed[t].dtype, copy=False) for t in feed}
         path = tmp / "reference_node.onnx"
-        g.save(extract_node(self._ref_proto, node_name, {t: (v.dtype, tuple(v.shape)) for t, v in values.items()}), path)
+        cut = extract_node(self._ref_proto, node_name, {t: (v.dtype, tuple(v.shape)) for t, v in values.items()})
+        path.write_bytes(onnx_external.serialize(cut, f"node '{node_name}' of the reference alone"))
         self.single_runs += 1
         return self.infer(1, [], feed=values, model=str(path))
 
@@ -542,6 +587,131 @@ class _Session:
     def _dtype(self, t: str, value: Any) -> Any:
         elem = self.types.get(t, (0, None))[0]
         return (onnx_models.dtype_of(elem) if elem else None) or value.dtype
+
+
+def _held(tensor: Any) -> int:
+    """Bytes a check's session holds for one weight it needs (see the factors at the top)."""
+    external = onnx_external.is_external(tensor)
+    return onnx_external.nbytes(tensor) * (EXTERNAL_WEIGHT_FACTOR if external else INLINE_WEIGHT_FACTOR)
+
+
+def _attribute_tensors(node: Any) -> Any:
+    """Tensors inside a node's attributes (a Constant's value, subgraphs' initializers and constants)."""
+    import onnx
+
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.TENSOR:
+            yield attr.t
+        elif attr.type == onnx.AttributeProto.TENSORS:
+            yield from attr.tensors
+        elif attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                yield from sub.initializer
+                for inner in sub.node:
+                    yield from _attribute_tensors(inner)
+
+
+class _Graph:
+    """One side's graph, indexed for cutting out the part that computes given tensors: which node makes each
+    tensor, what each node reads, and the weight bytes a session running a part holds."""
+
+    def __init__(self, proto: Any) -> None:
+        self.proto = proto
+        graph = proto.graph
+        self.nodes = list(graph.node)
+        self.producer = {o: i for i, n in enumerate(self.nodes) for o in n.output if o}
+        self.reads = [onnx_models.node_inputs(n) for n in self.nodes]
+        self.weight_cost = {t.name: _held(t) for t in graph.initializer}
+        self.weight_cost.update({sp.values.name: _held(sp.values) + _held(sp.indices) for sp in graph.sparse_initializer})
+        self.node_cost = [sum(_held(t) for t in _attribute_tensors(n)) for n in self.nodes]
+        self.inline_bytes = sum(onnx_external.nbytes(t) for t in onnx_external.tensors(proto) if not onnx_external.is_external(t))
+
+    def walk(self, names: Sequence[str], nodes: set[int], weights: set[str]) -> tuple[set[int], set[str], int]:
+        """The nodes computing ``names`` that are not in ``nodes`` yet, the weights they read that are not in
+        ``weights``, and those weights' bytes (what adding ``names`` to a part costs)."""
+        new_nodes: set[int] = set()
+        new_weights: set[str] = set()
+        cost = 0
+        stack = [self.producer[n] for n in names if n in self.producer]
+        while stack:
+            i = stack.pop()
+            if i in nodes or i in new_nodes:
+                continue
+            new_nodes.add(i)
+            cost += self.node_cost[i]
+            for t in self.reads[i]:
+                if t in self.weight_cost:
+                    if t not in weights and t not in new_weights:
+                        new_weights.add(t)
+                        cost += self.weight_cost[t]
+                elif t in self.producer:
+                    stack.append(self.producer[t])
+        return new_nodes, new_weights, cost
+
+    def cut(self, outputs: Sequence[str]) -> Any:
+        """The part of the model that computes ``outputs``, as a model whose graph outputs they are: the nodes
+        they depend on (in the model's order), the weights those read (external ones stay references), every
+        real graph input (a feed holds them all)."""
+        import onnx
+        from onnx import helper
+
+        wanted = list(dict.fromkeys(outputs))
+        needed, used, _ = self.walk(wanted, set(), set())
+        source = self.proto
+        model = onnx.ModelProto()
+        for key in ("ir_version", "producer_name", "producer_version", "domain", "model_version"):
+            setattr(model, key, getattr(source, key))
+        model.opset_import.extend(source.opset_import)
+        model.functions.extend(source.functions)
+        graph, original = model.graph, source.graph
+        graph.name = original.name
+        graph.node.extend(self.nodes[i] for i in sorted(needed))
+        reads = {t for i in needed for t in self.reads[i]}
+        weights = set(self.weight_cost)
+        graph.initializer.extend(t for t in original.initializer if t.name in reads)
+        graph.sparse_initializer.extend(sp for sp in original.sparse_initializer if sp.values.name in reads)
+        graph.input.extend(vi for vi in original.input if vi.name not in weights or vi.name in reads)
+        made = {o for i in needed for o in self.nodes[i].output if o}
+        graph.value_info.extend(vi for vi in original.value_info if vi.name in made and vi.name not in wanted)
+        infos = {vi.name: vi for vi in [*original.value_info, *original.output, *original.input]}
+        graph.output.extend(infos.get(n) or helper.make_empty_tensor_value_info(n) for n in wanted)
+        return model
+
+
+class _Cost:
+    """The memory account of one batch of marked tensors: for each side, the weights of the part of its model
+    that computes them (the sides run in turn, so the larger counts), plus the marked tensors, which every
+    side holds (the first side's outputs wait while the second runs)."""
+
+    def __init__(self, graphs: Sequence[_Graph], ref_name: Callable[[str], str] | None, in_reference: Callable[[str], bool]) -> None:
+        self.graphs = list(graphs)
+        self.ref_name = ref_name
+        self.in_reference = in_reference
+        self.nodes: list[set[int]] = [set() for _ in self.graphs]
+        self.weights: list[set[str]] = [set() for _ in self.graphs]
+        self.weight_bytes = [0 for _ in self.graphs]
+        self.tensor_bytes = 0
+
+    def _name(self, side: int, t: str) -> str | None:
+        if side == 0:
+            return t
+        return self.ref_name(t) if self.ref_name is not None and self.in_reference(t) else None
+
+    def grow(self, t: str, size: int) -> tuple[int, list[tuple[set[int], set[str], int]]]:
+        """``(cost of the batch with t added, what to commit)``."""
+        deltas = []
+        for side, graph in enumerate(self.graphs):
+            name = self._name(side, t)
+            deltas.append(graph.walk([name], self.nodes[side], self.weights[side]) if name is not None else (set(), set(), 0))
+        weights = max(held + d[2] for held, d in zip(self.weight_bytes, deltas))
+        return weights + len(self.graphs) * (self.tensor_bytes + size), deltas
+
+    def commit(self, deltas: Sequence[tuple[set[int], set[str], int]], size: int) -> None:
+        for side, (nodes, weights, cost) in enumerate(deltas):
+            self.nodes[side] |= nodes
+            self.weights[side] |= weights
+            self.weight_bytes[side] += cost
+        self.tensor_bytes += size
 
 
 def _cast_inputs(feed: Mapping[str, Any], dtypes: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -604,7 +774,7 @@ def _light(model: Any) -> Any:
     gr.value_info.extend(model.graph.value_info)
     have = {i.name for i in model.graph.input}
     for init in model.graph.initializer:
-        if _init_bytes(init) <= 4096:
+        if _init_bytes(init) <= 4096 and not onnx_external.is_external(init):
             gr.initializer.append(init)  # small ones may be shapes that inference propagates
         elif init.name not in have:
             gr.input.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
@@ -645,6 +815,7 @@ def localize(
     progress: Callable[[str], None] | None = None,
     validate: bool = False,
     observe: Callable[[str, Any, Any, Sequence[Any]], None] | None = None,
+    external_data_dir: str | os.PathLike[str] | None = None,
 ) -> LocalizeResult:
     """Find the first tensor of ``model`` whose value differs between ``runners[0]`` and ``runners[1]``.
 
@@ -653,7 +824,13 @@ def localize(
     ``validate`` (one runner, no reference): find the first tensor holding NaN or Inf instead
     (``result.nonfinite``), with summaries of its node's inputs. ``observe(name, actual, reference, checks)``
     sees each compared tensor of the whole model while both arrays are in memory (``--save-report-html``
-    samples them).
+    samples them). ``external_data_dir``: the folder of ``model``'s external data files (default: its
+    folder; a reference model's are beside it).
+
+    ``memory_budget`` is the peak to aim for: Parity's own memory, weights held inside the model(s), the
+    inputs and a few activations are set aside, and the rest takes each batch's weights (the part of the
+    model its tensors need) and marked tensors. A tensor whose part alone does not fit is checked alone,
+    with a note.
     """
     from parity.api import DataLoader, resolve_compare_funcs
 
@@ -679,14 +856,36 @@ def localize(
     if feed is None:
         feed = DataLoader(onnx_models.read_inputs(model))[0]
     budget = (parse_size(memory_budget, "--memory-budget", BUDGET_ERROR) if memory_budget is not None else 0) or default_budget()
-    session = _Session(model, specs, feed, [] if validate else resolve_compare_funcs(compare_func), progress, scan=validate, observe=observe)
+    funcs = [] if validate else resolve_compare_funcs(compare_func)
+    session = _Session(model, specs, feed, funcs, progress, scan=validate, observe=observe, external_data_dir=external_data_dir)
+    try:
+        return _localize(session, model, specs, reference_model, budget, mode, isolate, stop_at_first, tensors, exclude, validate, started)
+    finally:
+        session.close()
+
+
+def _localize(
+    session: _Session,
+    model: str,
+    specs: Sequence[RunnerSpec],
+    reference_model: str | None,
+    budget: int,
+    mode: str,
+    isolate: str,
+    stop_at_first: bool,
+    tensors: Sequence[str] | None,
+    exclude: Sequence[str],
+    validate: bool,
+    started: float,
+) -> LocalizeResult:
     candidates = _candidates(session, tensors, exclude)
     feed_bytes = sum(getattr(v, "nbytes", 0) for v in session.feed.values())
     known = [s for s in session.sizes.values() if s]
     largest = max(known, default=0)
-    # what one paired run holds besides the marked outputs: three copies of the weights (our graph, the
-    # runner's ModelProto, the session), the inputs, a few live activations and the comparison scratch
-    baseline = 3 * session.weights + 2 * feed_bytes + 4 * largest + RUNTIME_OVERHEAD
+    # what the search holds besides each batch's weights and marked outputs (counted per batch, :class:`_Cost`):
+    # weights inside the model files (the graphs hold them), the inputs, a few live activations and the
+    # comparison scratch, and Parity itself
+    baseline = session.resident + 2 * feed_bytes + 4 * largest + RUNTIME_OVERHEAD
     usable = budget - baseline
     if usable < session.sides * largest:
         session.progress(f"memory budget {_mib(budget)} is below this model's baseline ({_mib(baseline)}); comparing one tensor at a time")
@@ -699,6 +898,14 @@ def localize(
         result.largest_batch = _batches(session, candidates, sizes, usable, found, stop_at_first)
     else:
         result.largest_batch = _bisect(session, candidates, sizes, usable, found, result.notes)
+    if session.over_budget and usable > 0:
+        t, need = session.over_budget[0]
+        more = f" (and {len(session.over_budget) - 1} more)" if len(session.over_budget) > 1 else ""
+        result.notes.append(
+            f"'{t}'{more} needs {_mib(need)} (the weights of the part of the model computing it, and the tensor), above the "
+            f"{_mib(usable)} the memory budget leaves after Parity and the inputs; such tensors were checked past the budget, in batches"
+            f" at most {OVER_BUDGET_GROWTH:.0%} above what their first tensor needs"
+        )
     ordered = sorted(found.values(), key=lambda t: t.position)
     if validate:
         scan = NonFiniteReport(labels[0], 0, ordered, model)
@@ -761,24 +968,35 @@ def _candidates(session: _Session, tensors: Sequence[str] | None, exclude: Seque
 
 
 def _batches(session: _Session, order: list[str], sizes: Mapping[str, int], usable: int, found: dict[str, Any], stop: bool) -> int:
-    """Greedy packing in topological order; two runners hold a batch each, hence 2x (one runner: 1x)."""
-    sides = session.sides
+    """Greedy packing in topological order: a batch grows while its cost (:class:`_Cost`: the weights its
+    part of the model needs, and its tensors held by each side) fits ``usable``. Returns the largest cost."""
     batches: list[list[str]] = [[]]
-    cost = 0
+    costs = [0]
+    account = session.cost()
+    start = 0  # the cost of the batch's first tensor: a batch past the budget grows to OVER_BUDGET_GROWTH above it
     for t in order:
-        if batches[-1] and cost + sides * sizes[t] > usable:
+        cost, deltas = account.grow(t, sizes[t])
+        # (a budget below the baseline, usable 0, means one tensor at a time, as said then)
+        fits = cost <= usable or (0 < usable < start and cost <= start * (1 + OVER_BUDGET_GROWTH))
+        if batches[-1] and not fits:
             batches.append([])
-            cost = 0
+            costs.append(0)
+            account = session.cost()
+            cost, deltas = account.grow(t, sizes[t])
+        if not batches[-1]:
+            start = cost
+        account.commit(deltas, sizes[t])
         batches[-1].append(t)
-        cost += sides * sizes[t]
+        costs[-1] = cost
     largest = 0
     for i, batch in enumerate(batches):
-        size = sum(sizes[t] for t in batch)
-        largest = max(largest, sides * size)
+        largest = max(largest, costs[i])
+        if costs[i] > usable:  # one tensor whose part alone does not fit
+            session.over_budget.append((batch[0], costs[i]))
         result = session.check(batch)
         found.update(result)
         bad = [t for t in batch if t in result and not result[t].passed]
-        session.progress(f"batch {i + 1}/{len(batches)}: {len(batch)} tensor(s), {_mib(sides * size)}: " + (f"first failing '{bad[0]}'" if bad else session.ok_text))
+        session.progress(f"batch {i + 1}/{len(batches)}: {len(batch)} tensor(s), {_mib(costs[i])}: " + (f"first failing '{bad[0]}'" if bad else session.ok_text))
         if bad and stop:
             break
     return largest
@@ -794,7 +1012,13 @@ def _bisect(session: _Session, order: list[str], sizes: Mapping[str, int], usabl
         nonlocal largest
         todo = [t for t in names if t not in found]
         if todo:
-            largest = max(largest, session.sides * sum(sizes.get(t, 0) for t in todo))
+            account = session.cost()
+            for t in todo:
+                cost, deltas = account.grow(t, sizes.get(t, 0))
+                account.commit(deltas, sizes.get(t, 0))
+            if cost > usable:
+                session.over_budget.append((todo[0], cost))
+            largest = max(largest, cost)
             found.update(session.check(todo))
 
     def fails(t: str) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from parity.api import RunnerRequest, TensorMeta, UsageError, parse_shapes, parse_val_ranges
@@ -47,14 +48,21 @@ def check_options(options: Mapping[str, Any]) -> None:
 
 
 def network_loader(model: str, options: Mapping[str, Any]) -> Any:
-    from parity_trt.network import ModifyNetwork, NetworkFromOnnxPath, NetworkFromScript
+    from parity.api import BytesFromPath  # here: it imports numpy, which building the command line never needs
+    from parity_trt.network import ModifyNetwork, NetworkFromOnnxBytes, NetworkFromOnnxPath, NetworkFromScript
     from parity_trt.script import load_function
 
     func = options.get("trt_network_func")
+    typed, plugins = bool(options.get("strongly_typed")), _as_list(options.get("trt_plugins"))
+    data_dir = options.get("external_data_dir")
     if func or model.endswith(".py"):
         network: Any = NetworkFromScript(model if not func or ":" in model else f"{model}:{func}")
+    elif data_dir and Path(data_dir).resolve() != Path(model).resolve().parent:
+        # --external-data-dir: the parser finds external data beside the path it is given, so it gets the model's
+        # bytes (the graph, small) with a path in the data folder
+        network = NetworkFromOnnxBytes(BytesFromPath(model), path=str(Path(data_dir) / Path(model).name), strongly_typed=typed, plugins=plugins)
     else:
-        network = NetworkFromOnnxPath(model, strongly_typed=bool(options.get("strongly_typed")), plugins=_as_list(options.get("trt_plugins")))
+        network = NetworkFromOnnxPath(model, strongly_typed=typed, plugins=plugins)
     npps = options.get("trt_network_postprocess_script")
     post = [load_function(npps, "postprocess", "--trt-network-postprocess-script")] if npps else []
     return ModifyNetwork(

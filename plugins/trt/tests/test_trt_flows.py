@@ -232,3 +232,21 @@ def test_files_the_build_writes_never_replace_the_model(trt_backend, tmp_path, o
     assert parity("run", model, "--trt", "--load-timing-cache", cache, "--save-timing-cache", cache).exit_code == 0
     converted = parity("convert", model, "-o", tmp_path / "m.engine", "--save-timing-cache", model)
     assert converted.exit_code == 2 and model.read_bytes() == before, converted
+
+
+def test_external_data_in_another_folder_reaches_the_parser(trt_backend, tmp_path):
+    """--external-data-dir: TensorRT's parser gets the graph's bytes and a path in the data folder, so it finds
+    the weights there (the same answer as onnxruntime, which reads them through the same option)."""
+    import onnx
+
+    from parity.testing import mlp
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "data").mkdir()
+    proto = onnx.load(str(mlp(tmp_path / "src.onnx")))
+    onnx.save_model(proto, str(tmp_path / "data" / "model.onnx"), save_as_external_data=True, location="model.onnx.data", size_threshold=0)
+    moved = (tmp_path / "data" / "model.onnx").rename(tmp_path / "m" / "model.onnx")
+    alone = parity("run", moved, "--trt")
+    assert alone.exit_code == 3 and "model.onnx.data" in alone.stderr, alone
+    both = parity("run", moved, "--trt", "--onnxrt", "--external-data-dir", tmp_path / "data")
+    assert both.exit_code == 0 and "PASSED" in both.stdout, both
