@@ -110,12 +110,14 @@ def main() -> None:
         print(f"(fp16 twin for localize: exit {made['code']}, {made['wall']:.1f} s)")
         print("| command | parity s | parity peak RSS (x weights) | exit | polygraphy s | polygraphy peak RSS | exit | time ratio |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        notes = []
         for name, (ours, theirs) in commands(folder / "model.onnx", fp16, folder / "out", weights).items():
             if args.only and not any(part in name for part in args.only.split(",")):
                 continue
             row = [name]
             results = []
-            for argv in (ours, None if args.no_polygraphy else theirs):
+            for argv, completed in ((ours, (0, 1)), (None if args.no_polygraphy else theirs, (0,))):
+                # Parity's exit 1 is a verdict (a divergence found); Polygraphy exits 1 on errors too, so only 0 counts
                 if argv is None:
                     row += ["-", "-", "-"]
                     results.append(None)
@@ -124,17 +126,20 @@ def main() -> None:
                 shutil.rmtree(out, ignore_errors=True)
                 out.mkdir()
                 r = measure(argv, folder, args.timeout)
+                r["ok"] = r["code"] in completed
                 results.append(r)
                 row += [f"{r['wall']:.1f}", f"{r['rss'] / 2**30:.2f} GiB ({r['rss'] / weights:.2f}x)", str(r["code"])]
-                if r["code"] not in (0, 1):
-                    print(f"  {argv[0]} {name}: {r['last']}", file=sys.stderr)
+                if not r["ok"]:
+                    notes.append(f"{argv[0]} {name}: exit {r['code']}: {r['last']}")
                 shutil.rmtree(out, ignore_errors=True)
             ours_r, theirs_r = results
             ratio = "-"
-            if ours_r and theirs_r and theirs_r["code"] in (0, 1) and ours_r["code"] in (0, 1):
+            if ours_r and theirs_r and theirs_r["ok"] and ours_r["ok"]:
                 ratio = f"{ours_r['wall'] / theirs_r['wall']:.2f}x"
             row.append(ratio)
             print("| " + " | ".join(row) + " |", flush=True)
+        for note in notes:
+            print(f"- {note}")
         shutil.rmtree(folder, ignore_errors=True)
 
 

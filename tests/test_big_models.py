@@ -97,5 +97,5 @@ def test_localize_within_a_quarter_of_the_weights(big, tmp_path):
     # fp16 rounding of random tokens is far below 1; the overflow planted in block 3 is inf
     loose = ["--atol", "1", "--rtol", "1"]
     result = parity(tmp_path, "debug", "localize", fp16, "--onnxrt", "--reference-model", model, *loose, "--memory-budget", str(weights // 4), *VALS)
-    check(result, codes=(1,), memory=0.3, weights=weights)
+    check(result, codes=(1,), memory=0.25, weights=weights)
     assert "block3/mlp/" in result["out"], result["out"][-2000:]

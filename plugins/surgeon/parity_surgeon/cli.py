@@ -336,9 +336,10 @@ NaN or Inf.
 
 Tensors are compared in topological order, marked as outputs in batches that fit --memory-budget (default:
 a quarter of available memory, at most 2 GiB); --mode bisect marks one tensor at a time instead. Each
-check runs only the part of the model its tensors need, reading only that part's weights from the
-external data files, one runner after the other: the budget counts those weights as well as the tensors,
-so a model past 2 GiB is searched in less memory than its size. The
+batch runs as a segment of each runner's model, one runner after the other: the nodes its tensors need
+that earlier segments did not run, reading only their weights from the external data files, fed the
+tensors earlier segments of that runner computed; the budget counts those weights, the tensors and the
+ones kept between segments, so a model past 2 GiB is searched in a fraction of its size. The
 suspect node is then run alone on the first runner with the reference runner's inputs. A quantized (QDQ)
 MODEL is paired with its float --reference-model through its DequantizeLinear outputs, with the SQNR of
 each pair.

@@ -13,12 +13,25 @@ order (Kahn's algorithm) whose comparison fails, every node output (``Constant``
   Where the assumption does not hold (an error that appears and then disappears: a failing tensor before
   the boundary, or failing tensors while the model outputs pass), the verified scan gives the answer.
 
-Memory: every check runs the part of the model its marked tensors need, cut from the model's graph with
-its weights left in their files (a graph-only model in a private temporary folder plus the folder of the
-weights: onnxruntime reads only that part's weights, never a message holding them all), one runner after
-the other. The budget counts the weights each check's part needs (the larger side's, as the two runners
-run in turn) as well as the marked tensors both sides hold, so a model of any size, past 2 GiB included,
-is searched within a budget below its size as long as the part before the divergence fits.
+Memory: segmented execution. Each side's model runs as a chain of segments in topological order, one per
+batch: a segment is the nodes computing its batch's tensors that earlier segments of that side did not run,
+cut from the model's graph with its weights left in their files (a graph-only model in a private temporary
+folder plus the folder of the weights: onnxruntime reads only that segment's weights, never a message holding
+them all). It is fed the model's inputs and the boundary tensors it reads: values earlier segments of the same
+side computed and kept (marked as their outputs; held in memory, as copies) because a node not run yet reads
+them. Nodes computing from weights alone (a ``Constant``, a ``Cast`` of a weight) run again in each segment
+that reads them, so their values stay constants there. The runners run one after the other, each session
+released before the next loads. The budget (:class:`_Cost`) counts, per segment: its weights (the larger
+side's; external data x1, weights inside the model x3, 16-bit float ones +2 for the float32 copy a CPU backend
+makes), and on every side the boundary tensors held on entry, the marked tensors and the new boundary tensors
+it returns. So a model of any size, past 2 GiB included, is searched within a budget below its size; a node
+whose weights alone do not fit is still checked, in a batch of its own, with a note. Boundaries hold each
+side's own values (an fp16 model's stay fp16), so the search compares what the whole model computes; a backend
+that computes fp16 nodes at higher precision and, in one run, passes unrounded values from node to node
+(onnxruntime on CPU) gives errors that differ at fp16's rounding after a boundary. ``--mode bisect``'s
+one-tensor probes run from the model's inputs (the part each probed tensor needs); its verification scan and
+``--validate`` run segments. The isolation of the suspect takes the reference's values of its node from the
+failing segment; ``isolate='all'`` runs the reference from the model's inputs for the other nodes.
 
 Then it separates error a node *introduces* from error it only *propagates*: the suspect node (or every
 node, on request) is cut out as a one-node model, run on the first runner's backend with the reference
@@ -40,7 +53,7 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,10 +90,19 @@ RUNTIME_OVERHEAD = 200 << 20  # interpreter, onnxruntime and numpy themselves
 # session (a memory map); weights inside the model are also in the cut model's message and its bytes
 EXTERNAL_WEIGHT_FACTOR = 1
 INLINE_WEIGHT_FACTOR = 3
-# a tensor whose part of the model alone does not fit the budget is checked anyway, in a batch of its own that
+# a 16-bit float weight that a computing op reads also has a float32 copy (twice its bytes): onnxruntime's CPU
+# kernels compute most fp16 ops in float32 and fold the Cast it inserts (measured: 2.9x the fp16 weights of a
+# decoder's segment); ops that only move data keep the dtype
+HALF_WEIGHT_EXTRA = 2
+HALF_TYPES = frozenset({10, 16})  # TensorProto.FLOAT16, BFLOAT16
+MOVE_OPS = frozenset({"Gather", "GatherElements", "GatherND", "Reshape", "Transpose", "Concat", "Slice", "Split", "Squeeze", "Unsqueeze"})
+MOVE_OPS |= {"Identity", "Expand", "Flatten", "Tile", "Shape", "Size"}
+# a tensor whose segment alone does not fit the budget is checked anyway, in a batch of its own that
 # takes the next tensors while its cost stays within this fraction above the first one's (few runs, each near
 # the least memory its tensors can be checked in)
 OVER_BUDGET_GROWTH = 0.25
+# nodes whose value differs between runs: never run again in a later segment
+RANDOM_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"})
 
 
 BUDGET_ERROR = "{option}: cannot read '{text}'; write a size such as 512M, 2G or 1.5GiB"
@@ -357,6 +379,11 @@ class _Session:
         self.graphs = [_Graph(proto), *([_Graph(ref) if ref is not proto else None] if len(self.specs) > 1 else [])]
         if len(self.graphs) > 1 and self.graphs[1] is None:
             self.graphs[1] = self.graphs[0]
+        # bytes of each side's tensors for this feed (a reference model's may differ: fp32 against fp16)
+        self.side_sizes = [self.sizes, *([self.sizes if ref is proto else _tensor_bytes(ref, self.feed)] if len(self.specs) > 1 else [])]
+        self.largest = max((s for s in self.sizes.values() if s), default=0)
+        self.chain: _Chain | None = None  # set while :func:`_batches` runs the segments
+        self.ref_cache: dict[str, Any] = {}  # the reference's values around the first failing tensor (isolation)
         # held for the whole search: weights inside the model(s) (the proto holds them), not those in files
         self.resident = sum(gr.inline_bytes for gr in dict.fromkeys(self.graphs))
         self._tmp = tempfile.mkdtemp(prefix="parity-localize-")
@@ -397,18 +424,55 @@ class _Session:
         return str(path)
 
     def infer(self, side: int, outputs: Sequence[str], feed: Mapping[str, Any] | None = None, model: str | None = None) -> dict[str, Any]:
+        if model is None and feed is None and self.chain is not None:
+            return self._segment(side, outputs)
+        import gc
+
+        import numpy as np
+
         try:
             with self._runner(side, outputs, model) as runner:
                 data = _fit(feed if feed is not None else self.feed, runner.get_input_metadata())
-                return runner.infer(data)
+                got = runner.infer(data)
         finally:
-            import gc
-
             gc.collect()  # the session goes before the other side's loads
+        # copies: an output of onnxruntime keeps the memory arena of the session that made it alive (all of its
+        # activations); copied once the session is gone, the arena goes before the other side's run loads
+        out = {t: np.array(v) if isinstance(v, np.ndarray) else v for t, v in got.items()}
+        del got
+        _release_freed()
+        return out
 
-    def cost(self) -> _Cost:
-        """An empty batch's memory account (see :class:`_Cost`)."""
-        return _Cost(self.graphs[: self.sides], self.ref_name if self.sides > 1 else None, self._in_reference)
+    def _segment(self, side: int, outputs: Sequence[str]) -> dict[str, Any]:
+        """Run the next segment of this side's chain: the nodes computing ``outputs`` that earlier segments did
+        not run, fed the model's inputs and the boundary tensors those kept. Returns ``outputs``' values; keeps
+        the tensors it computed that nodes not run yet read, and drops those no node still needs."""
+
+        chain = self.chain
+        assert chain is not None
+        graph, kept = self.graphs[side], chain.kept[side]
+        ready = {t: v for t, v in kept.items() if _feedable(v)}  # a sequence, map or string tensor is recomputed
+        want = [t for t in dict.fromkeys(outputs) if t not in ready]
+        nodes = graph.part(want, ready)
+        done = chain.done[side] | nodes
+        keep = [o for i in sorted(nodes) if i not in graph.constant for o in graph.outputs[i] if graph.alive(o, done)]
+        fed = {t: ready[t] for t in dict.fromkeys(t for i in sorted(nodes) for t in graph.reads[i]) if t in ready}
+        got: dict[str, Any] = {}
+        marks = list(dict.fromkeys([*want, *keep]))
+        if marks:
+            model = self._write(graph.cut(marks, fed, nodes), f"side{side}")
+            got = self.infer(side, [], feed={**self.feed, **fed}, model=model)
+        chain.done[side], chain.fed[side] = done, fed
+        chain.kept[side] = {t: v for t, v in [*kept.items(), *((t, got[t]) for t in keep if t in got)] if graph.alive(t, done)}
+        return {t: got[t] if t in got else ready[t] for t in outputs if t in got or t in ready}
+
+    def cost(self, plan: _Plan | None = None) -> _Cost:
+        """An empty batch's memory account (see :class:`_Cost`); ``plan``: segmented execution."""
+        return _Cost(self.graphs[: self.sides], self.ref_name if self.sides > 1 else None, self._in_reference, plan)
+
+    def plan(self) -> _Plan:
+        """The plan of a segmented scan, each side's tensors sized for this feed (unknown: the largest)."""
+        return _Plan(self.graphs[: self.sides], [lambda t, s=s: s.get(t) or self.largest for s in self.side_sizes[: self.sides]])
 
     def check(self, names: Sequence[str]) -> dict[str, Any]:
         """One batch: compared tensors (two runners) or scanned ones (``scan``), by name."""
@@ -420,9 +484,10 @@ class _Session:
     def reference_values(self, names: Sequence[str]) -> dict[str, Any]:
         """The reference runner's values of the counterparts of ``names`` (one run), keyed by ``names``;
         a counterpart that is a graph input of the reference comes from the feed."""
+        cached = {n: self.ref_cache[n] for n in names if n in self.ref_cache}
         wanted: dict[str, list[str]] = {}
         for n in names:
-            if self._in_reference(n):
+            if n not in cached and self._in_reference(n):
                 wanted.setdefault(self.ref_name(n), []).append(n)
         computed = [r for r in wanted if r not in self.ref_inputs]
         got = self.infer(1, computed) if computed else {}
@@ -431,7 +496,7 @@ class _Session:
             value = got.get(r) if r in got else self.feed.get(r) if r in self.ref_inputs else None
             if value is not None:
                 out.update({n: value for n in ns})
-        return out
+        return {**out, **cached}
 
     def compare(self, names: Sequence[str]) -> dict[str, TensorError]:
         """Run both sides with ``names`` (or their counterparts) marked; compare tensor by tensor."""
@@ -454,6 +519,24 @@ class _Session:
             before = actual.get(pre[name], self.feed.get(pre[name])) if name in pre else None
             if before is not None:
                 self.own_sqnr[name] = sqnr_db(before, a)
+        bad = next((t for t in names if t in out and not out[t].passed), None)
+        if bad is not None and self.chain is not None and not self.ref_cache:
+            self.ref_cache = self._around(bad, reference)
+        return out
+
+    def _around(self, name: str, reference: Mapping[str, Any]) -> dict[str, Any]:
+        """The reference's values of the inputs and outputs of the node computing ``name``, from this segment's
+        run (marked, or boundary tensors it was fed), so isolating it needs no run from the model's inputs."""
+        producer = self.info.producers.get(name)
+        node = self.node_index.get(producer.node) if producer is not None else None
+        if node is None or self.chain is None:
+            return {}
+        fed = self.chain.fed[1]
+        out = {}
+        for t in [*onnx_models.node_inputs(node), *node.output]:
+            value = reference.get(t) if t in reference else fed.get(self.ref_name(t)) if self._in_reference(t) else None
+            if value is not None:
+                out[t] = value
         return out
 
     def scan(self, names: Sequence[str]) -> dict[str, FiniteRow]:
@@ -468,7 +551,8 @@ class _Session:
                 rows[name] = finite_row(name, np.asarray(values[name]), self.rank.get(name, -1), self.info.producers.get(name))
         bad = first_nonfinite(rows.values())
         if bad is not None and (self.kept is None or self.rank.get(bad.name, -1) < self.rank.get(self.kept[0], -1)):
-            self.kept = (bad.name, {t: values[t] for t in [bad.name, *bad.inputs] if t in values})  # its node's values in this run
+            fed = self.chain.fed[0] if self.chain is not None else {}  # inputs from earlier segments
+            self.kept = (bad.name, {t: values[t] if t in values else fed[t] for t in [bad.name, *bad.inputs] if t in values or t in fed})
         return rows
 
     def first_values(self, names: Sequence[str]) -> dict[str, Any]:
@@ -589,10 +673,43 @@ class _Session:
         return (onnx_models.dtype_of(elem) if elem else None) or value.dtype
 
 
-def _held(tensor: Any) -> int:
-    """Bytes a check's session holds for one weight it needs (see the factors at the top)."""
-    external = onnx_external.is_external(tensor)
-    return onnx_external.nbytes(tensor) * (EXTERNAL_WEIGHT_FACTOR if external else INLINE_WEIGHT_FACTOR)
+def _feedable(value: Any) -> bool:
+    """Whether a kept value can be a cut model's typed graph input."""
+    import numpy as np
+    from onnx import helper
+
+    if not isinstance(value, np.ndarray) or value.dtype == object:
+        return False
+    try:
+        helper.np_dtype_to_tensor_dtype(value.dtype)
+    except (KeyError, ValueError, TypeError):
+        return False
+    return True
+
+
+def _release_freed() -> None:
+    """Give the memory a released session freed back to the system (glibc keeps freed blocks of up to 32 MiB,
+    a weight's size, in its heap: without this, every segment's weights would stay in the process)."""
+    global _TRIM
+    if _TRIM is None:
+        try:
+            import ctypes
+
+            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM: Any = None  # glibc's malloc_trim, once looked up (False: not glibc)
+
+
+def _held(tensor: Any, computed: bool = True) -> int:
+    """Bytes a check's session holds for one weight it needs (see the factors at the top); ``computed``: a
+    computing op reads it (not only ops that move data)."""
+    factor = EXTERNAL_WEIGHT_FACTOR if onnx_external.is_external(tensor) else INLINE_WEIGHT_FACTOR
+    return onnx_external.nbytes(tensor) * (factor + (HALF_WEIGHT_EXTRA if computed and tensor.data_type in HALF_TYPES else 0))
 
 
 def _attribute_tensors(node: Any) -> Any:
@@ -613,29 +730,51 @@ def _attribute_tensors(node: Any) -> Any:
 
 class _Graph:
     """One side's graph, indexed for cutting out the part that computes given tensors: which node makes each
-    tensor, what each node reads, and the weight bytes a session running a part holds."""
+    tensor, what each node reads (and who reads each tensor), and the weight bytes a session running a part
+    holds."""
 
     def __init__(self, proto: Any) -> None:
         self.proto = proto
         graph = proto.graph
         self.nodes = list(graph.node)
         self.producer = {o: i for i, n in enumerate(self.nodes) for o in n.output if o}
-        self.reads = [onnx_models.node_inputs(n) for n in self.nodes]
-        self.weight_cost = {t.name: _held(t) for t in graph.initializer}
+        self.outputs = [[o for o in n.output if o] for n in self.nodes]
+        self.reads = [onnx_models.node_inputs(n) for n in self.nodes]  # outer-scope names of subgraphs included
+        self.readers: dict[str, list[int]] = {}
+        for i, reads in enumerate(self.reads):
+            for t in reads:
+                self.readers.setdefault(t, []).append(i)
+        self.weight_cost = {t.name: _held(t, self._computed(t.name)) for t in graph.initializer}
         self.weight_cost.update({sp.values.name: _held(sp.values) + _held(sp.indices) for sp in graph.sparse_initializer})
         self.node_cost = [sum(_held(t) for t in _attribute_tensors(n)) for n in self.nodes]
+        # nodes computing from weights alone (Constant, a Cast of a weight): every segment reading them runs
+        # them again, so their values stay constants there (folded, prepacked) as in the whole model
+        import onnx
+
+        self.constant: set[int] = set()
+        known = set(self.weight_cost)
+        subgraphs = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+        for i in onnx_models.topological_order(self.nodes):
+            n = self.nodes[i]
+            if n.op_type not in RANDOM_OPS and not any(a.type in subgraphs for a in n.attribute) and all(t in known for t in self.reads[i]):
+                self.constant.add(i)
+                known.update(self.outputs[i])
         self.inline_bytes = sum(onnx_external.nbytes(t) for t in onnx_external.tensors(proto) if not onnx_external.is_external(t))
 
-    def walk(self, names: Sequence[str], nodes: set[int], weights: set[str]) -> tuple[set[int], set[str], int]:
+    def _computed(self, t: str) -> bool:
+        return not all(self.nodes[i].op_type in MOVE_OPS for i in self.readers.get(t, ()))
+
+    def walk(self, names: Sequence[str], nodes: set[int], weights: set[str], done: Collection[int] = ()) -> tuple[set[int], set[str], int]:
         """The nodes computing ``names`` that are not in ``nodes`` yet, the weights they read that are not in
-        ``weights``, and those weights' bytes (what adding ``names`` to a part costs)."""
+        ``weights``, and those weights' bytes (what adding ``names`` to a part costs). ``done``: nodes earlier
+        segments ran, whose outputs are kept: the walk stops there."""
         new_nodes: set[int] = set()
         new_weights: set[str] = set()
         cost = 0
         stack = [self.producer[n] for n in names if n in self.producer]
         while stack:
             i = stack.pop()
-            if i in nodes or i in new_nodes:
+            if i in nodes or i in new_nodes or (i in done and i not in self.constant):
                 continue
             new_nodes.add(i)
             cost += self.node_cost[i]
@@ -648,15 +787,34 @@ class _Graph:
                     stack.append(self.producer[t])
         return new_nodes, new_weights, cost
 
-    def cut(self, outputs: Sequence[str]) -> Any:
-        """The part of the model that computes ``outputs``, as a model whose graph outputs they are: the nodes
-        they depend on (in the model's order), the weights those read (external ones stay references), every
-        real graph input (a feed holds them all)."""
+    def part(self, names: Sequence[str], ready: Collection[str] = ()) -> set[int]:
+        """The nodes computing ``names`` from the model's inputs and the ``ready`` tensors (values kept from
+        earlier segments)."""
+        nodes: set[int] = set()
+        stack = [self.producer[n] for n in names if n in self.producer]
+        while stack:
+            i = stack.pop()
+            if i in nodes:
+                continue
+            nodes.add(i)
+            stack.extend(self.producer[t] for t in self.reads[i] if t in self.producer and t not in ready)
+        return nodes
+
+    def alive(self, t: str, done: Collection[int]) -> bool:
+        """Whether a node still to run reads ``t`` (then a segment computing it keeps it)."""
+        return any(i not in done for i in self.readers.get(t, ()))
+
+    def cut(self, outputs: Sequence[str], fed: Mapping[str, Any] | None = None, nodes: Collection[int] | None = None) -> Any:
+        """The part of the model that computes ``outputs``, as a model whose graph outputs they are: ``nodes``
+        (default: every node they depend on) in the model's order, the weights those read (external ones stay
+        references), every real graph input (a feed holds them all), and a graph input for each ``fed``
+        tensor (a value an earlier segment computed, typed from it)."""
         import onnx
         from onnx import helper
 
         wanted = list(dict.fromkeys(outputs))
-        needed, used, _ = self.walk(wanted, set(), set())
+        fed = fed or {}
+        needed = set(nodes) if nodes is not None else self.part(wanted, fed)
         source = self.proto
         model = onnx.ModelProto()
         for key in ("ir_version", "producer_name", "producer_version", "domain", "model_version"):
@@ -671,47 +829,140 @@ class _Graph:
         graph.initializer.extend(t for t in original.initializer if t.name in reads)
         graph.sparse_initializer.extend(sp for sp in original.sparse_initializer if sp.values.name in reads)
         graph.input.extend(vi for vi in original.input if vi.name not in weights or vi.name in reads)
-        made = {o for i in needed for o in self.nodes[i].output if o}
+        for t, value in fed.items():
+            graph.input.append(helper.make_tensor_value_info(t, helper.np_dtype_to_tensor_dtype(value.dtype), list(value.shape)))
+        made = {o for i in needed for o in self.outputs[i]}
         graph.value_info.extend(vi for vi in original.value_info if vi.name in made and vi.name not in wanted)
         infos = {vi.name: vi for vi in [*original.value_info, *original.output, *original.input]}
         graph.output.extend(infos.get(n) or helper.make_empty_tensor_value_info(n) for n in wanted)
         return model
 
 
-class _Cost:
-    """The memory account of one batch of marked tensors: for each side, the weights of the part of its model
-    that computes them (the sides run in turn, so the larger counts), plus the marked tensors, which every
-    side holds (the first side's outputs wait while the second runs)."""
+class _Plan:
+    """Segmented execution as planned (:func:`_batches`): per side, the nodes earlier segments run, how many
+    nodes not run yet read each tensor, and the boundary tensors kept for them."""
 
-    def __init__(self, graphs: Sequence[_Graph], ref_name: Callable[[str], str] | None, in_reference: Callable[[str], bool]) -> None:
+    def __init__(self, graphs: Sequence[_Graph], sizes: Sequence[Callable[[str], int]]) -> None:
+        self.graphs = list(graphs)
+        self.size = list(sizes)  # per side: tensor -> bytes
+        self.done: list[set[int]] = [set() for _ in self.graphs]
+        self.pending = [{t: len(r) for t, r in gr.readers.items()} for gr in self.graphs]
+        self.kept: list[set[str]] = [set() for _ in self.graphs]
+        self.kept_bytes = [0 for _ in self.graphs]
+
+
+@dataclass
+class _Delta:
+    """What adding one tensor to a batch adds on one side (see :class:`_Cost`)."""
+
+    name: str | None = None
+    nodes: set[int] = field(default_factory=set)
+    weights: set[str] = field(default_factory=set)
+    weight_bytes: int = 0
+    marked: int = 0  # the tensor's bytes on this side (0: absent, or marked already)
+    out: int = 0  # change of the boundary bytes the segment returns besides its marked tensors
+    pending: dict[str, int] = field(default_factory=dict)  # new counts of readers not run yet
+    made: set[str] = field(default_factory=set)
+
+
+class _Cost:
+    """The memory account of one batch of marked tensors. The sides run in turn, so the larger side's weights
+    count; every side holds the marked tensors (the first side's outputs wait while the second runs).
+
+    Without a plan, each side runs the part of its model that computes them from the model's inputs: its
+    weights plus the marked tensors on every side. With a plan (segmented execution), each side runs only
+    the nodes earlier segments did not, fed the boundary tensors they kept: the segment's weights (the larger
+    side's) plus, on every side, the boundary tensors kept on entry, the marked tensors and the new boundary
+    tensors the segment returns for later ones."""
+
+    def __init__(self, graphs: Sequence[_Graph], ref_name: Callable[[str], str] | None, in_reference: Callable[[str], bool], plan: _Plan | None = None) -> None:
         self.graphs = list(graphs)
         self.ref_name = ref_name
         self.in_reference = in_reference
+        self.plan = plan
         self.nodes: list[set[int]] = [set() for _ in self.graphs]
         self.weights: list[set[str]] = [set() for _ in self.graphs]
         self.weight_bytes = [0 for _ in self.graphs]
         self.tensor_bytes = 0
+        self.made: list[set[str]] = [set() for _ in self.graphs]  # tensors the segment computes
+        self.marked: list[set[str]] = [set() for _ in self.graphs]
+        self.marked_bytes = [0 for _ in self.graphs]
+        self.out_bytes = [0 for _ in self.graphs]
 
     def _name(self, side: int, t: str) -> str | None:
         if side == 0:
             return t
         return self.ref_name(t) if self.ref_name is not None and self.in_reference(t) else None
 
-    def grow(self, t: str, size: int) -> tuple[int, list[tuple[set[int], set[str], int]]]:
+    def grow(self, t: str, size: int) -> tuple[int, list[_Delta]]:
         """``(cost of the batch with t added, what to commit)``."""
         deltas = []
         for side, graph in enumerate(self.graphs):
             name = self._name(side, t)
-            deltas.append(graph.walk([name], self.nodes[side], self.weights[side]) if name is not None else (set(), set(), 0))
-        weights = max(held + d[2] for held, d in zip(self.weight_bytes, deltas))
-        return weights + len(self.graphs) * (self.tensor_bytes + size), deltas
+            if name is None:
+                deltas.append(_Delta())
+                continue
+            done = self.plan.done[side] if self.plan is not None else ()
+            nodes, weights, cost = graph.walk([name], self.nodes[side], self.weights[side], done)
+            d = _Delta(name, nodes, weights, cost)
+            if self.plan is not None:
+                d.marked = 0 if name in self.marked[side] else (size if side == 0 else self.plan.size[side](name))
+                self._boundary(side, d)
+            deltas.append(d)
+        weights = max(held + d.weight_bytes for held, d in zip(self.weight_bytes, deltas))
+        if self.plan is None:
+            return weights + len(self.graphs) * (self.tensor_bytes + size), deltas
+        tensors = sum(self.plan.kept_bytes[s] + self.marked_bytes[s] + self.out_bytes[s] + d.marked + d.out for s, d in enumerate(deltas))
+        return weights + tensors, deltas
 
-    def commit(self, deltas: Sequence[tuple[set[int], set[str], int]], size: int) -> None:
-        for side, (nodes, weights, cost) in enumerate(deltas):
-            self.nodes[side] |= nodes
-            self.weights[side] |= weights
-            self.weight_bytes[side] += cost
+    def _boundary(self, side: int, d: _Delta) -> None:
+        """The change of the segment's returned boundary bytes when ``d``'s nodes join it: a tensor it computes
+        is returned while a node not run yet reads it (marked ones are counted as marked)."""
+        assert self.plan is not None
+        graph, pending, size = self.graphs[side], self.plan.pending[side], self.plan.size[side]
+        for i in d.nodes:
+            for r in graph.reads[i]:
+                d.pending[r] = d.pending.get(r, pending.get(r, 0)) - 1
+        d.made = {o for i in d.nodes if i not in graph.constant for o in graph.outputs[i]}
+        made, marked = self.made[side], self.marked[side]
+        for x in d.made | (d.pending.keys() & made) | ({d.name} & made):
+            before = x in made and pending.get(x, 0) > 0 and x not in marked
+            after = d.pending.get(x, pending.get(x, 0)) > 0 and x != d.name and x not in marked
+            d.out += size(x) * (int(after) - int(before))
+
+    def commit(self, deltas: Sequence[_Delta], size: int) -> None:
+        for side, d in enumerate(deltas):
+            self.nodes[side] |= d.nodes
+            self.weights[side] |= d.weights
+            self.weight_bytes[side] += d.weight_bytes
+            if self.plan is not None and d.name is not None:
+                self.plan.pending[side].update(d.pending)
+                self.made[side] |= d.made
+                self.marked[side].add(d.name)
+                self.marked_bytes[side] += d.marked
+                self.out_bytes[side] += d.out
         self.tensor_bytes += size
+
+    def close(self) -> None:
+        """The segment is planned: its nodes are done, and the tensors later nodes read are kept."""
+        plan = self.plan
+        if plan is None:
+            return
+        for side in range(len(self.graphs)):
+            plan.done[side] |= self.nodes[side]
+            pending = plan.pending[side]
+            plan.kept[side] = {x for x in plan.kept[side] | self.made[side] if pending.get(x, 0) > 0}
+            plan.kept_bytes[side] = sum(plan.size[side](x) for x in plan.kept[side])
+
+
+class _Chain:
+    """Segmented execution as run: per side, the nodes run so far, the boundary tensors kept for nodes not
+    run yet (that side's own values: an fp16 model's stay fp16), and those the last segment was fed."""
+
+    def __init__(self, sides: int) -> None:
+        self.done: list[set[int]] = [set() for _ in range(sides)]
+        self.kept: list[dict[str, Any]] = [{} for _ in range(sides)]
+        self.fed: list[dict[str, Any]] = [{} for _ in range(sides)]
 
 
 def _cast_inputs(feed: Mapping[str, Any], dtypes: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -828,9 +1079,9 @@ def localize(
     folder; a reference model's are beside it).
 
     ``memory_budget`` is the peak to aim for: Parity's own memory, weights held inside the model(s), the
-    inputs and a few activations are set aside, and the rest takes each batch's weights (the part of the
-    model its tensors need) and marked tensors. A tensor whose part alone does not fit is checked alone,
-    with a note.
+    inputs and a few activations are set aside, and the rest takes each batch's segment: the weights of the
+    nodes it adds to each side's chain, its marked tensors and the boundary tensors kept between segments.
+    A node whose weights alone do not fit is checked in a batch of its own, with a note.
     """
     from parity.api import DataLoader, resolve_compare_funcs
 
@@ -902,7 +1153,7 @@ def _localize(
         t, need = session.over_budget[0]
         more = f" (and {len(session.over_budget) - 1} more)" if len(session.over_budget) > 1 else ""
         result.notes.append(
-            f"'{t}'{more} needs {_mib(need)} (the weights of the part of the model computing it, and the tensor), above the "
+            f"'{t}'{more} needs {_mib(need)} (its segment's weights, the tensor and the boundary tensors held), above the "
             f"{_mib(usable)} the memory budget leaves after Parity and the inputs; such tensors were checked past the budget, in batches"
             f" at most {OVER_BUDGET_GROWTH:.0%} above what their first tensor needs"
         )
@@ -968,20 +1219,24 @@ def _candidates(session: _Session, tensors: Sequence[str] | None, exclude: Seque
 
 
 def _batches(session: _Session, order: list[str], sizes: Mapping[str, int], usable: int, found: dict[str, Any], stop: bool) -> int:
-    """Greedy packing in topological order: a batch grows while its cost (:class:`_Cost`: the weights its
-    part of the model needs, and its tensors held by each side) fits ``usable``. Returns the largest cost."""
+    """Greedy packing in topological order into segments: a batch grows while its cost (:class:`_Cost` with a
+    :class:`_Plan`: the weights of the nodes it adds to each side's chain, its tensors and the boundary
+    tensors held) fits ``usable``. Each batch then runs as one segment per side, fed the boundary tensors
+    earlier segments of that side kept. Returns the largest cost."""
     batches: list[list[str]] = [[]]
     costs = [0]
-    account = session.cost()
+    plan = session.plan()
+    account = session.cost(plan)
     start = 0  # the cost of the batch's first tensor: a batch past the budget grows to OVER_BUDGET_GROWTH above it
     for t in order:
         cost, deltas = account.grow(t, sizes[t])
         # (a budget below the baseline, usable 0, means one tensor at a time, as said then)
         fits = cost <= usable or (0 < usable < start and cost <= start * (1 + OVER_BUDGET_GROWTH))
         if batches[-1] and not fits:
+            account.close()
             batches.append([])
             costs.append(0)
-            account = session.cost()
+            account = session.cost(plan)
             cost, deltas = account.grow(t, sizes[t])
         if not batches[-1]:
             start = cost
@@ -989,16 +1244,20 @@ def _batches(session: _Session, order: list[str], sizes: Mapping[str, int], usab
         batches[-1].append(t)
         costs[-1] = cost
     largest = 0
-    for i, batch in enumerate(batches):
-        largest = max(largest, costs[i])
-        if costs[i] > usable:  # one tensor whose part alone does not fit
-            session.over_budget.append((batch[0], costs[i]))
-        result = session.check(batch)
-        found.update(result)
-        bad = [t for t in batch if t in result and not result[t].passed]
-        session.progress(f"batch {i + 1}/{len(batches)}: {len(batch)} tensor(s), {_mib(costs[i])}: " + (f"first failing '{bad[0]}'" if bad else session.ok_text))
-        if bad and stop:
-            break
+    session.chain = _Chain(session.sides)
+    try:
+        for i, batch in enumerate(batches):
+            largest = max(largest, costs[i])
+            if costs[i] > usable:  # one tensor whose segment alone does not fit
+                session.over_budget.append((batch[0], costs[i]))
+            result = session.check(batch)
+            found.update(result)
+            bad = [t for t in batch if t in result and not result[t].passed]
+            session.progress(f"batch {i + 1}/{len(batches)}: {len(batch)} tensor(s), {_mib(costs[i])}: " + (f"first failing '{bad[0]}'" if bad else session.ok_text))
+            if bad and stop:
+                break
+    finally:
+        session.chain = None  # the kept boundary tensors go
     return largest
 
 

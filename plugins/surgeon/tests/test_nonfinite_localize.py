@@ -77,7 +77,7 @@ def test_localize_validate_python_api(tmp_path):
     model = core_models.nan_midway(tmp_path / "sqrt.onnx", "sqrt")
     result = localize(str(model), ["onnxrt"], validate=True, memory_budget=1)
     assert result.first.node == "culprit" and result.nonfinite.inputs[0].name == "c"
-    assert result.pair_runs == 4  # a, c, bad (one per batch), then one more run for c's values (scanned in batch 2)
+    assert result.pair_runs == 3  # a, c, bad (one per batch); c's values come from the segment that computed bad, which was fed c
 
 
 # --- real models ---------------------------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from parity.api import RunnerRequest, TensorMeta, UsageError, parse_shapes, parse_val_ranges
@@ -57,10 +57,10 @@ def network_loader(model: str, options: Mapping[str, Any]) -> Any:
     data_dir = options.get("external_data_dir")
     if func or model.endswith(".py"):
         network: Any = NetworkFromScript(model if not func or ":" in model else f"{model}:{func}")
-    elif data_dir and Path(data_dir).resolve() != Path(model).resolve().parent:
+    elif data_dir and os.path.realpath(data_dir) != os.path.dirname(os.path.realpath(model)):
         # --external-data-dir: the parser finds external data beside the path it is given, so it gets the model's
         # bytes (the graph, small) with a path in the data folder
-        network = NetworkFromOnnxBytes(BytesFromPath(model), path=str(Path(data_dir) / Path(model).name), strongly_typed=typed, plugins=plugins)
+        network = NetworkFromOnnxBytes(BytesFromPath(model), path=os.path.join(data_dir, os.path.basename(model)), strongly_typed=typed, plugins=plugins)
     else:
         network = NetworkFromOnnxPath(model, strongly_typed=typed, plugins=plugins)
     npps = options.get("trt_network_postprocess_script")
