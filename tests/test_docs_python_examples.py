@@ -25,6 +25,7 @@ PAGES = [
     "README.md",
     "docs/README.md",
     "docs/architecture.md",
+    "docs/big-models.md",
     "docs/cli.md",
     "docs/corpus.md",
     "docs/debug.md",
@@ -98,6 +99,7 @@ EXERCISES = {
 
 # (page, block index) -> code run right after the block, in its process: what the page says the block gives
 RESULTS = {
+    ("docs/big-models.md", 0): "assert head.shape and not head.flags.writeable and config and saved.data_files[0].is_file()\n",
     ("docs/layerwise.md", 0): "assert (result.first.node, result.first.op_type, result.suspect.verdict) == ('scale2', 'Mul', 'introduces')\n",
 }
 
@@ -181,6 +183,14 @@ def tactic_replays(folder: Path) -> None:
             replay(*tactics).save(folder / "replays" / label / f"replay_{index}.json")
 
 
+def decoder_model(folder: Path) -> None:
+    """big-models.md: decoder.onnx with its weights in decoder.onnx.data (bench/llm_decoder.py, 2 small blocks)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from llm_decoder import build_decoder
+
+    build_decoder(folder / "decoder.onnx", layers=2, hidden=64, heads=4, vocab=100, seq=8)
+
+
 def trt_model_env(folder: Path) -> dict[str, str]:
     """trt.md: identity.onnx (x [1,1,2,2] -> y) and dynamic_identity.onnx (X [N,3,28,28] -> Y), and ``import tensorrt``
     giving the behavioural model of TensorRT 10.16 (plugins/trt/tests/trt_model: NOT TensorRT) with host memory."""
@@ -205,6 +215,7 @@ def maxrel_module(folder: Path) -> dict[str, str]:
 # page -> what it adds to the shared folder (model.onnx: examples/models/tiny_cnn.onnx; inputs.npz and golden.npz:
 # its onnxruntime run; results.npz: onnxruntime's and the ONNX reference's outputs); it may return environment variables
 PREPARE = {
+    "docs/big-models.md": decoder_model,
     "docs/debug.md": fp16_sensitive_model,
     "docs/layerwise.md": overflow_models,
     "docs/surgeon.md": surgeon_model,
