@@ -396,6 +396,23 @@ def planned_data_files(model: onnx.ModelProto, path: str | os.PathLike[str], ext
     return [target.parent / name for name in taken]
 
 
+def copy_with_data(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> bool:
+    """Copy an ONNX model that reads external data together with that data (into ``<target>.data``, written as
+    :func:`save_model` writes; not validated: a faithful copy of what was there, e.g. a debug check's candidate).
+    False, copying nothing, for a file that is not such a model: the caller copies it as a file."""
+    import onnx
+
+    source = Path(source)
+    try:
+        model = onnx.load(str(source), load_external_data=False)
+    except Exception:  # noqa: BLE001 - not an ONNX model: a plain file to the caller
+        return False
+    if not any(is_external(t) for t in tensors(model)):
+        return False
+    save_model(model, target, base_dir=source.parent, external=ExternalData(""), validate=False, what=str(source))
+    return True
+
+
 def check_location(location: str, target: str | os.PathLike[str]) -> None:
     """``--save-external-data PATH`` names a file in the output's folder, never the output itself: a usage error
     (exit 2) before any work otherwise."""

@@ -38,6 +38,7 @@ from parity.debug import procs
 from parity.debug.check import BAD, GOOD, UNRESOLVED, Outcome, indent_output
 from parity.debug.executor import Executor, SerialExecutor
 from parity.errors import ExitCode, ParityError, UsageError
+from parity.onnx_external import copy_with_data
 from parity.reporting import DebugReporter, QuietDebugReporter
 from parity.util.fs import write_text_atomic
 
@@ -428,7 +429,7 @@ class DebugSession:
                 n += 1
             if src.is_dir():
                 shutil.copytree(src, dest)
-            else:
+            elif not (src.suffix == ".onnx" and copy_with_data(src, dest)):  # a model keeps its external data
                 shutil.copy2(src, dest)
 
     def _cleanup(self, it: Iteration, info_path: str | None) -> None:

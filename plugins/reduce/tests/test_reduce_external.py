@@ -228,3 +228,17 @@ def test_automatic_data_file_past_the_limit_and_no_stale_one(fp16_decoder, tmp_p
     assert writes[-1] == (["red.onnx.data"] if automatic else [])
     assert ("parity: note: the weights" in result.stderr) == automatic
     assert sorted(p.name for p in tmp_path.iterdir()) == ["red.onnx"] + (["red.onnx.data"] if automatic else [])
+
+
+def test_sorted_artifacts_keep_their_weights(fp16_decoder, tmp_path):
+    """--artifacts parity_debug.onnx: each kept candidate is copied with the weights it reads (its own
+    <name>.data), so every sorted artifact loads on its own after the run's work folder is gone."""
+    result = invoke(
+        "debug", "reduce", str(fp16_decoder), "-o", "red.onnx", "--no-repro", "--max-checks", "3",
+        "--artifacts", "parity_debug.onnx", "--artifacts-dir", "kept", *NONFINITE,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    kept = sorted((tmp_path / "kept").rglob("*.onnx"))
+    assert kept, sorted((tmp_path / "kept").rglob("*"))
+    for model in kept:
+        _valid(model)
