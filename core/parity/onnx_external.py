@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from parity import onnx_models
 from parity.errors import ModelError, ParityError, UsageError
 from parity.onnx_models import dtype_of
-from parity.util.fs import part_path, remove_stale_parts, same_file
+from parity.util.fs import part_path, remove_stale_parts, same_file, write_errors
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -315,7 +315,7 @@ def save_model(
     if external.requested:
         check_location(location, target)
     _refuse_sources(model, base_dir, [target, target.parent / location])  # before any work; per-tensor files once named
-    with _write_errors(target):
+    with write_errors(target):
         target.parent.mkdir(parents=True, exist_ok=True)
         _check_free_space(target.parent, total, target)
         remove_stale_parts(target.parent)
@@ -449,19 +449,6 @@ def _check_free_space(directory: Path, needed: int, target: Path) -> None:
     free = shutil.disk_usage(directory).free
     if needed + (16 << 20) > free:
         raise ParityError(f"cannot write {target}: it needs about {needed / 2**30:.2f} GiB and {directory} has {free / 2**30:.2f} GiB free")
-
-
-@contextlib.contextmanager
-def _write_errors(target: Path) -> Iterator[None]:
-    import errno
-
-    try:
-        yield
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO):
-            raise ParityError(f"cannot write {target}: {reason}") from None
-        raise UsageError(f"cannot write {target}: {reason}") from None
 
 
 @contextlib.contextmanager

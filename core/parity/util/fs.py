@@ -120,12 +120,14 @@ def atomic_write(path: PathArg, mode: str = "wb") -> Iterator[IO]:
     """Write ``path`` so it is either the complete new file or untouched (see the module's docstring). An
     OSError (read-only or full disk, a file where a folder should be) becomes one line naming ``path``."""
     target = Path(path)
-    with _write_errors(target):
+    with write_errors(target):
         yield from _atomic_write(target, mode)
 
 
 @contextlib.contextmanager
-def _write_errors(target: Path) -> Iterator[None]:
+def write_errors(target: Path) -> Iterator[None]:
+    """An OSError while writing ``target`` becomes one line naming it: exit 3 when the system failed (full disk),
+    exit 2 when the path is wrong (read-only, a file where a folder should be)."""
     import errno
 
     try:
