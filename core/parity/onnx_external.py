@@ -116,6 +116,33 @@ def external_bytes(model: onnx.ModelProto) -> int:
     return sum(nbytes(t) for t in tensors(model) if is_external(t))
 
 
+def has_external(model: onnx.ModelProto) -> bool:
+    return any(is_external(t) for t in tensors(model))
+
+
+def external_locations(model: onnx.ModelProto) -> list[str]:
+    """The data files (relative locations) a model's external tensors read, in order of first use."""
+    return list(dict.fromkeys(external_info(t)[0] for t in tensors(model) if is_external(t)))
+
+
+def data_files(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | None) -> list[Path]:
+    """The data files a lazily loaded model reads, in ``base_dir``: the input's weights, never to be written."""
+    base = Path(base_dir) if base_dir is not None else Path(".")
+    return [base / location for location in external_locations(model)]
+
+
+def set_external(tensor: onnx.TensorProto, location: str, offset: int, length: int) -> None:
+    """Point ``tensor`` at ``length`` bytes of ``location`` from ``offset`` (its values inside are dropped)."""
+    import onnx
+
+    del tensor.external_data[:]
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    tensor.ClearField("raw_data")
+    for key, value in (("location", location), ("offset", str(offset)), ("length", str(length))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+
+
 def check_references(model: onnx.ModelProto, base_dir: Path, what: str) -> None:
     """Each external tensor's file exists in ``base_dir`` and holds its bytes; a one-line ModelError naming the
     first that does not (the model's own location strings are kept; nothing is read)."""
@@ -253,7 +280,7 @@ def runtime_bytes(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | Non
     """What onnxruntime needs to load ``model`` without its weights in the message: the serialized graph and
     the session config entries naming the folder of its external data (none when it has none)."""
     data = serialize(model, "the model")
-    if base_dir is None or not any(is_external(t) for t in tensors(model)):
+    if base_dir is None or not has_external(model):
         return data, {}
     return data, {ORT_DATA_FOLDER: os.fspath(Path(base_dir).resolve())}
 
@@ -341,8 +368,7 @@ def save_model(
 
 def _refuse_sources(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | None, targets: list[Path]) -> None:
     """Never replace a file the model's weights are read from (the input's own data file)."""
-
-    sources = {Path(base_dir or ".") / external_info(t)[0] for t in tensors(model) if is_external(t)}
+    sources = data_files(model, base_dir)
     for target in targets:
         for source in sources:
             if same_file(target, source):
@@ -407,7 +433,7 @@ def copy_with_data(source: str | os.PathLike[str], target: str | os.PathLike[str
         model = onnx.load(str(source), load_external_data=False)
     except Exception:  # noqa: BLE001 - not an ONNX model: a plain file to the caller
         return False
-    if not any(is_external(t) for t in tensors(model)):
+    if not has_external(model):
         return False
     save_model(model, target, base_dir=source.parent, external=ExternalData(""), validate=False, what=str(source))
     return True
@@ -512,11 +538,7 @@ def _externalized(
                 handle.write(raw)
                 length = len(raw)
                 _clear_values(tensor)
-            del tensor.external_data[:]
-            tensor.data_location = onnx.TensorProto.EXTERNAL
-            for key, value in (("location", name), ("offset", str(offset)), ("length", str(length))):
-                entry = tensor.external_data.add()
-                entry.key, entry.value = key, value
+            set_external(tensor, name, offset, length)
         for handle in files.values():
             handle.flush()
             os.fsync(handle.fileno())

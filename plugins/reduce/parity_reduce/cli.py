@@ -26,6 +26,7 @@ from parity.api import (
     get_registry,
     group,
     note_external_data,
+    onnx_external,
     onnx_models,
     parse_shapes,
     refuse_overwrite,
@@ -38,7 +39,7 @@ from parity.api import (
     write_debug_report,
     write_text_atomic,
 )
-from parity_reduce.external import check_location, external_locations
+from parity_reduce.external import check_location
 
 REDUCE_HELP = """Shrink a failing ONNX MODEL to a minimal subgraph that still fails the --check.
 
@@ -189,7 +190,7 @@ def _fingerprint(model: str, external_data_dir: str | None) -> dict[str, Any]:
         proto = onnx_models.load(model, load_external_data=False, ignore_external_data=True)
         folder = onnx_models.data_dir(model, external_data_dir)
         stats = {}
-        for location in external_locations(proto):
+        for location in onnx_external.external_locations(proto):
             st = (Path(folder) / location).stat()
             stats[location] = f"{st.st_size}:{st.st_mtime_ns}"
         if stats:

@@ -45,27 +45,6 @@ LINKED = "hard link"
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
 
 
-def external_locations(model: Any) -> list[str]:
-    """The data file names (relative locations) a lazily loaded model's external tensors read, in order."""
-    return list(dict.fromkeys(onnx_external.external_info(t)[0] for t in onnx_external.tensors(model) if onnx_external.is_external(t)))
-
-
-def has_external(model: Any) -> bool:
-    return any(onnx_external.is_external(t) for t in onnx_external.tensors(model))
-
-
-def set_external(tensor: Any, location: str, offset: int, length: int) -> None:
-    """Point ``tensor`` at ``length`` bytes of ``location`` from ``offset``."""
-    import onnx
-
-    del tensor.external_data[:]
-    tensor.data_location = onnx.TensorProto.EXTERNAL
-    tensor.ClearField("raw_data")
-    for key, value in (("location", location), ("offset", str(offset)), ("length", str(length))):
-        entry = tensor.external_data.add()
-        entry.key, entry.value = key, value
-
-
 class CandidateFiles:
     """The private work folder where each check's candidate is written (see the module docstring).
 
@@ -82,7 +61,7 @@ class CandidateFiles:
         self, model: Any, base_dir: str | os.PathLike[str], near: str | os.PathLike[str] | None = None, warn: Callable[[str], None] | None = None
     ) -> None:
         self.base_dir = Path(base_dir)
-        self.locations = external_locations(model)
+        self.locations = onnx_external.external_locations(model)
         parent = Path(near) if near is not None else Path(tempfile.gettempdir())
         self.folder = part_path(parent)
         try:
@@ -227,12 +206,6 @@ def _copy(src: Path, dst: Path) -> None:
             s.seek(done)
             d.seek(done)
             shutil.copyfileobj(s, d, 16 << 20)
-
-
-def data_files(model: Any, base_dir: str | os.PathLike[str] | None) -> list[Path]:
-    """The data files a lazily loaded model reads (for refusing to overwrite them)."""
-    base = Path(base_dir) if base_dir is not None else Path(".")
-    return [base / loc for loc in external_locations(model)]
 
 
 def check_location(external: ExternalData | None, outputs: Iterable[str | None]) -> None:

@@ -41,7 +41,7 @@ from parity.api import (
     save_model,
 )
 from parity.api import warn as print_warning
-from parity_reduce.external import CandidateFiles, data_files, has_external, set_external
+from parity_reduce.external import CandidateFiles
 from parity_reduce.reducer import Search, data_dir_of, load_model, work_near
 from parity_reduce.strategies import DEFAULT_MODE
 
@@ -105,7 +105,7 @@ class MixedPrecision:
             raise ParityError("debug precision converts with parity-surgeon's fp16 converter: pip install -e plugins/surgeon") from None
         self.model = model
         self.files = files
-        if files is None and has_external(model):
+        if files is None and onnx_external.has_external(model):
             raise UsageError("MixedPrecision: a model with external data needs a CandidateFiles work folder")
         self.converter = Fp16Converter(model, keep_io_types=True, keep_out_of_range=keep_out_of_range, low=low, base_dir=data_dir)
         self.reader = WeightReader(data_dir) if files is not None else None
@@ -148,7 +148,7 @@ class MixedPrecision:
                 return np.ascontiguousarray(values).view(np.uint16)  # the stored bytes (bfloat16 as its bits)
 
             place = self.files.add_data((tensor.name, location, offset, low_type), lowered)
-            set_external(tensor, *place)
+            onnx_external.set_external(tensor, *place)
             tensor.data_type = low_type
 
 
@@ -181,12 +181,12 @@ class PrecisionSearch:
         loaded = load_model(model, external_data_dir)
         self.base_dir = data_dir_of(model, external_data_dir)
         self.files: CandidateFiles | None = None
-        if has_external(loaded):
+        if onnx_external.has_external(loaded):
             if isinstance(model, onnx.ModelProto):  # the caller's: only its graph is copied (weights are references)
                 loaded = onnx.ModelProto()
                 loaded.CopyFrom(model)
             self.files = CandidateFiles(loaded, self.base_dir, work_dir if work_dir is not None else work_near(self.session), print_warning)
-        self.data_files = data_files(loaded, self.base_dir)  # the input's weights: never written
+        self.data_files = onnx_external.data_files(loaded, self.base_dir)  # the input's weights: never written
         self.mixed = MixedPrecision(loaded, low, keep_out_of_range, data_dir=self.base_dir, files=self.files)
         self.mode = mode
         self.low = low

@@ -52,7 +52,7 @@ from parity.api import (
     write_bytes_atomic,
 )
 from parity.api import warn as print_warning
-from parity_reduce.external import CandidateFiles, clone_file, data_files, has_external
+from parity_reduce.external import CandidateFiles, clone_file
 from parity_reduce.graph import GraphIndex, Reference, prepare, run_reference
 from parity_reduce.strategies import REDUCE_DEFAULT_MODE
 
@@ -259,7 +259,7 @@ class Reducer:
         self.base_dir = data_dir_of(model, external_data_dir)
         # a model loaded here is ours to edit; a caller's ModelProto is copied (only its graph, when lazy)
         self.model = prepare(load_model(model, external_data_dir), input_shapes, copy=isinstance(model, onnx.ModelProto))
-        self.data_files = data_files(self.model, self.base_dir)  # the input's weights: never written
+        self.data_files = onnx_external.data_files(self.model, self.base_dir)  # the input's weights: never written
         self.index = GraphIndex(self.model)
         self.reference = make_reference(self.model, inputs, self.warn, self.base_dir) if reference else None
         if cut == "constant" and self.reference and len(self.reference.samples) > 1:
@@ -276,7 +276,7 @@ class Reducer:
         self.external = external
         self.saved_data: set[Path] = set()  # data files save_best wrote (the command removes those the final -o lacks)
         near = work_near(self.session)
-        self.files = CandidateFiles(self.model, self.base_dir, near, self.warn) if near is not None and has_external(self.model) else None
+        self.files = CandidateFiles(self.model, self.base_dir, near, self.warn) if near is not None and onnx_external.has_external(self.model) else None
 
     def close(self) -> None:
         """Remove the candidates' work folder (idempotent)."""

@@ -22,6 +22,7 @@ from parity.api import (
     json_default,
     note_external_data,
     onnx_external,
+    onnx_models,
     parse_shapes,
     parse_size,
     refuse_overwrite,
@@ -44,9 +45,9 @@ def _open_lazy(model: str, output: str | None, params: dict[str, Any]) -> tuple[
 
     _check_model(model, output)
     external = external_data_from_params(params)
-    base = g.base_dir(model, params.get("external_data_dir"))
+    base = onnx_models.data_dir(model, params.get("external_data_dir"))
     proto = g.load(model, lazy=True, external_data_dir=base)
-    sources = g.data_files(proto, base)
+    sources = onnx_external.data_files(proto, base)
     if output is not None:
         outs = onnx_external.planned_data_files(proto, output, external)
         refuse_overwrite({"the input model": model, "the input model's external data": sources}, output, **{"the output's data file": outs})

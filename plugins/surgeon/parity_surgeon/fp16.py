@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from parity.api import ModelError, UsageError, WeightReader, did_you_mean, onnx_external, onnx_models, refuse_overwrite, save_model
-from parity_surgeon import graph as g
 
 FP16_MAX = 65504.0
 CONTROL_FLOW = {"If", "Loop", "Scan"}
@@ -799,7 +798,7 @@ def write_fp16(
         conv = Fp16Converter(model, keep_io_types, op_block_list, node_block_list, keep_out_of_range, base_dir=base)
         if first:
             outs = onnx_external.planned_data_files(conv.model, output, external)
-            sources = g.data_files(conv.model, base)
+            sources = onnx_external.data_files(conv.model, base)
             refuse_overwrite({"the input model": model, "the input model's external data": sources}, output, **{"the output's data file": outs})
             first = False
         conv.auto_ops = list(auto)

@@ -36,11 +36,6 @@ def load(model: Any, *, lazy: bool = False, external_data_dir: str | Path | None
     return model
 
 
-def base_dir(path: str | Path, external_data_dir: str | Path | None = None) -> Path:
-    """The folder a model's external data references are relative to (``--external-data-dir`` or its folder)."""
-    return onnx_models.data_dir(path, external_data_dir)
-
-
 def save(
     model: Any,
     path: str | Path,
@@ -67,12 +62,6 @@ def save(
     if note and saved.automatic:
         note_external_data(saved)
     return saved
-
-
-def data_files(model: Any, base_dir: str | Path) -> list[Path]:
-    """The external data files a (lazily loaded) model reads, in ``base_dir``."""
-    names = dict.fromkeys(onnx_external.external_info(t)[0] for t in onnx_external.tensors(model) if onnx_external.is_external(t))
-    return [Path(base_dir) / name for name in names if name]
 
 
 def external_values(graph: Any, base_dir: str | Path | None) -> int:

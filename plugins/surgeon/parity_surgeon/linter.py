@@ -83,7 +83,7 @@ def lint(
 
     path = Path(model) if isinstance(model, (str, Path)) else None
     proto = g.load(model, lazy=True, external_data_dir=external_data_dir, ignore_external_data=ignore_external_data)
-    base = None if path is None or ignore_external_data else g.base_dir(path, external_data_dir)
+    base = None if path is None or ignore_external_data else onnx_models.data_dir(path, external_data_dir)
     report = LintReport(label or (str(model) if path is not None else "<model>"))
     try:
         _check(proto, path, base)
@@ -95,7 +95,7 @@ def lint(
         report.add(ERROR, "shape-inference", _first_line(exc))
     _structure(proto, report)
     if onnxruntime and module_available("onnxruntime"):
-        if ignore_external_data and any(onnx_external.is_external(t) for t in onnx_external.tensors(proto)):
+        if ignore_external_data and onnx_external.has_external(proto):
             report.skipped.append("the onnxruntime load (it needs the weights; --ignore-external-data)")
         else:
             _onnxruntime(proto, report, path, base)
