@@ -148,6 +148,7 @@ _EXPORTS: dict[str, str] = {
     "external_data_from_params": "parity.cli.options",
     "note_external_data": "parity.cli.options",
     "remove_stale_parts": "parity.util.fs",
+    "kernel_copy": "parity.util.fs",
     # files and text
     "write_bytes_atomic": "parity.util.fs",
     "write_text_atomic": "parity.util.fs",

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from parity import onnx_models
 from parity.errors import ModelError, ParityError, UsageError
 from parity.onnx_models import dtype_of
-from parity.util.fs import part_path, remove_stale_parts, same_file, write_errors
+from parity.util.fs import kernel_copy, part_path, remove_stale_parts, same_file, write_errors
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -579,24 +579,13 @@ def _copy_range(reader: WeightReader, tensor: onnx.TensorProto, handle: Any) -> 
     length = len(view)
     location, offset, _ = external_info(tensor)
     source = _resolve(reader.base_dir, location, tensor.name, "the model")
-    if hasattr(os, "copy_file_range"):
-        handle.flush()
-        with open(source, "rb") as src:
-            done, out = 0, handle.tell()
-            while done < length:
-                try:
-                    n = os.copy_file_range(src.fileno(), handle.fileno(), length - done, offset + done, out + done)
-                except OSError:
-                    break
-                if n == 0:
-                    break
-                done += n
-        if done == length:
-            handle.seek(out + length)
-            return length
-        handle.seek(out)
+    handle.flush()
+    out = handle.tell()
+    with open(source, "rb") as src:
+        done = kernel_copy(src.fileno(), handle.fileno(), length, offset, out)
+    handle.seek(out + done)
     step = 64 << 20
-    for start in range(0, length, step):
+    for start in range(done, length, step):  # what the kernel did not copy
         handle.write(view[start : start + step])
     return length
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from parity.api import ExternalData, ParityError, UsageError, onnx_external, part_path, write_bytes_atomic
+from parity.api import ExternalData, ParityError, UsageError, kernel_copy, onnx_external, part_path, write_bytes_atomic
 
 CLONED = "reflink"
 COPIED = "copy"
@@ -189,23 +189,12 @@ def clone_file(src: Path, dst: Path) -> bool:
 
 
 def _copy(src: Path, dst: Path) -> None:
-    """Copy in the kernel (``copy_file_range``: a server-side copy or a clone where the filesystem offers one)."""
+    """Copy in the kernel where it can (``kernel_copy``), the rest through user space."""
     with open(src, "rb") as s, open(dst, "wb") as d:
-        size = os.fstat(s.fileno()).st_size
-        done = 0
-        if hasattr(os, "copy_file_range"):
-            while done < size:
-                try:
-                    n = os.copy_file_range(s.fileno(), d.fileno(), size - done, done, done)
-                except OSError:
-                    break
-                if n == 0:
-                    break
-                done += n
-        if done < size:
-            s.seek(done)
-            d.seek(done)
-            shutil.copyfileobj(s, d, 16 << 20)
+        done = kernel_copy(s.fileno(), d.fileno(), os.fstat(s.fileno()).st_size)
+        s.seek(done)
+        d.seek(done)
+        shutil.copyfileobj(s, d, 16 << 20)
 
 
 def check_location(external: ExternalData | None, outputs: Iterable[str | None]) -> None:
