@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from parity.compare.comparator import Comparator, CompareFunc, compare_iteration
 from parity.compare.dataset import finish, refuse_unaveraged
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
 from parity.console import command_line
-from parity.errors import ExitCode, ParityError, UsageError
+from parity.errors import ExitCode, UsageError
 from parity.plugins import get_registry
 from parity.reporting import QuietReporter, RunReporter, write_report
 from parity.results.files import check_output_path, load_results, open_writer
@@ -158,7 +158,7 @@ def run(
     on_compared: Callable[[int, PairComparison, IterationResult, IterationResult], None] | None = None,
 ) -> RunSummary:
     """Run ``runners`` on the data, compare each with the next, then the last with each golden run. Runners
-    run one after the other, each released before the next loads (:func:`stream_runners`).
+    run one after the other, each released before the next loads (:meth:`Comparator.stream`).
 
     ``check_average`` (``--check-average``): each output's metric averaged over the iterations decides, not each
     iteration (:mod:`parity.compare.dataset`); either way each pair gets its data-set metrics when the run is
@@ -201,7 +201,7 @@ def run(
             if outputs >= _MANY_OUTPUTS:
                 progress("outputs", done, outputs, "")
 
-        for index, feed, results in stream_runners(runners, data_loader, lambda i, what: progress("iterations", i, total, what)):
+        for index, feed, results in Comparator.stream(runners, data_loader, lambda i, what: progress("iterations", i, total, what)):
             progress("iterations", index, total, "comparing")
             inputs_out.add_inputs(feed)
             for name, res in results.items():
@@ -241,122 +241,6 @@ def run(
             if outputs_out:
                 outputs_out.finish(ok)
         summary.seconds = time.perf_counter() - started
-
-
-def stream_runners(
-    runners: Sequence[BaseRunner],
-    data_loader: Iterable[Mapping[str, np.ndarray]] | None = None,
-    on_step: Callable[[int, str], None] | None = None,
-) -> Iterator[tuple[int, dict[str, np.ndarray], dict[str, IterationResult]]]:
-    """What :meth:`Comparator.stream` yields, ``(index, feed, {label: result})`` per iteration, with one
-    runner loaded at a time: each runner runs every iteration and is released (deactivated, its session
-    collected) before the next one loads, so a run of two big models holds one of them, never both. The
-    feeds and the outputs of the runners already done wait on disk (a private temporary folder, removed at
-    the end; outputs come back memory-mapped), and the last runner streams: its iteration ``i`` is yielded
-    with everyone's outputs of ``i``. One runner: :meth:`Comparator.stream` itself. The folder is made in
-    the system's temporary folder (``TMPDIR``); a full disk there is one line, exit 3."""
-    if len(runners) < 2:
-        yield from Comparator.stream(runners, data_loader, on_step)
-        return
-    from parity.data.loader import DataLoader, as_feed
-
-    labels = runner_labels(runners)
-    step = on_step or (lambda index, what: None)
-    spill = _Spill()
-    try:
-        feeds: list[list[tuple[str, str | None, Any]]] = []
-        done: list[list[tuple[float | None, list[tuple[str, str | None, Any]]]]] = []
-        for position, (runner, label) in enumerate(zip(runners, labels)):
-            last = position == len(runners) - 1
-            step(0, f"loading {label}")
-            with runner:
-                if position == 0:
-                    if data_loader is None:
-                        data_loader = DataLoader(runner.get_input_metadata())
-                    elif isinstance(data_loader, DataLoader) and not data_loader.input_metadata:
-                        data_loader.input_metadata = runner.get_input_metadata()
-                    source: Iterable[Any] = (as_feed(item, index) for index, item in enumerate(data_loader))
-                else:
-                    source = (spill.get(entries, mapped=False) for entries in feeds)
-                mine = []
-                for index, feed in enumerate(source):
-                    if position == 0:
-                        feeds.append(spill.put(feed))
-                    step(index, label)
-                    outputs = runner.infer(feed)
-                    result = IterationResult(outputs, runner.last_inference_time, label)
-                    if not last:
-                        mine.append((result.runtime, spill.put(result)))
-                        del outputs, result
-                        continue
-                    results = {}
-                    for earlier, runs in zip(labels, done):
-                        runtime, entries = runs[index]
-                        results[earlier] = IterationResult(spill.get(entries), runtime, earlier)
-                    results[label] = result
-                    yield index, feed, results
-                    del outputs, result, results
-                done.append(mine)
-            _collect()  # the released session's memory goes back before the next runner loads
-    finally:
-        spill.close()
-
-
-def _collect() -> None:
-    import gc
-
-    gc.collect()
-
-
-class _Spill:
-    """Arrays kept between runners (:func:`stream_runners`): in memory up to ``IN_MEMORY`` bytes in all (a small
-    model's run pays nothing), then one ``.npy`` file each in a private temporary folder, made when first needed;
-    arrays NumPy cannot write without pickling (object dtype) stay in memory."""
-
-    MAP_FROM = 1 << 20  # bytes: larger arrays come back memory-mapped (copy-on-write), smaller ones read
-    IN_MEMORY = 256 << 20
-
-    def __init__(self) -> None:
-        self._dir: Any = None
-        self._count = 0
-        self._held = 0
-
-    def put(self, arrays: Mapping[str, Any]) -> list[tuple[str, str | None, Any]]:
-        import os
-        import tempfile
-
-        entries: list[tuple[str, str | None, Any]] = []
-        for name, value in arrays.items():
-            array = np.asarray(value)
-            if array.dtype.hasobject or self._held + array.nbytes <= self.IN_MEMORY:
-                self._held += array.nbytes
-                entries.append((name, None, value))
-                continue
-            if self._dir is None:
-                self._dir = tempfile.TemporaryDirectory(prefix="parity-run-")
-            path = os.path.join(self._dir.name, f"{self._count}.npy")
-            self._count += 1
-            try:
-                np.save(path, array, allow_pickle=False)
-            except OSError as exc:
-                raise ParityError(f"cannot keep the outputs of a runner while the next one runs: {self._dir.name}: {exc.strerror or exc}") from None
-            entries.append((name, path, array.nbytes))
-        return entries
-
-    def get(self, entries: Sequence[tuple[str, str | None, Any]], mapped: bool = True) -> dict[str, Any]:
-        out = {}
-        for name, path, kept in entries:
-            if path is None:
-                out[name] = kept
-            elif mapped and kept >= self.MAP_FROM:
-                out[name] = np.asarray(np.load(path, mmap_mode="c", allow_pickle=False))
-            else:
-                out[name] = np.load(path, allow_pickle=False)
-        return out
-
-    def close(self) -> None:
-        if self._dir is not None:
-            self._dir.cleanup()
 
 
 _MANY_OUTPUTS = 20  # an iteration comparing this many outputs (a layerwise run) shows their count too

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from parity.backend.base import BaseRunner
+from parity.compare import streaming
 from parity.compare.dataset import finish, refuse_unaveraged
 from parity.compare.funcs import CompareFunc
 from parity.compare.result import AccuracyResult, IterationComparison, OutputCheck, PairComparison
-from parity.data.loader import DataLoader, as_feed
+from parity.compare.streaming import runner_labels
 from parity.errors import UsageError
 from parity.plugins import get_registry
 from parity.results.model import IterationResult, RunResults
-from parity.util.text import names_preview, unique_labels
+from parity.util.text import names_preview
 
 
 def default_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
@@ -76,12 +76,6 @@ def compare_iteration(
     return IterationComparison(index, checks)
 
 
-def runner_labels(runners: Sequence[BaseRunner]) -> list[str]:
-    """The label each runner's results carry: its name, with a ``~N`` suffix where two runners share one
-    (``[OnnxrtRunner(a), OnnxrtRunner(b)]`` -> ``onnxrt``, ``onnxrt~1``); the runners are not renamed."""
-    return unique_labels(r.name for r in runners)
-
-
 class Comparator:
     """``Comparator.run(runners, data_loader=...)`` then ``Comparator.compare_accuracy(results)``."""
 
@@ -91,27 +85,11 @@ class Comparator:
         data_loader: Iterable[Mapping[str, np.ndarray]] | None = None,
         on_step: Callable[[int, str], None] | None = None,
     ) -> Iterator[tuple[int, dict[str, np.ndarray], dict[str, IterationResult]]]:
-        """Run every runner on each feed in turn, yielding ``(index, feed, {label: result})``: one iteration is
-        held in memory at a time. Labels are the runners' names, made distinct (:func:`runner_labels`).
-        ``on_step(index, what)`` before each step (``"loading onnxrt"``, ``"onnxrt"``: its inference)."""
-        labels = runner_labels(runners)
-        step = on_step or (lambda index, what: None)
-        with contextlib.ExitStack() as stack:
-            for runner, label in zip(runners, labels):
-                step(0, f"loading {label}")
-                stack.enter_context(runner)
-            if data_loader is None:
-                data_loader = DataLoader(runners[0].get_input_metadata())
-            elif isinstance(data_loader, DataLoader) and not data_loader.input_metadata:
-                data_loader.input_metadata = runners[0].get_input_metadata()
-            for index, item in enumerate(data_loader):
-                feed = as_feed(item, index)
-                results = {}
-                for runner, label in zip(runners, labels):
-                    step(index, label)
-                    outputs = runner.infer(feed)
-                    results[label] = IterationResult(outputs, runner.last_inference_time, label)
-                yield index, feed, results
+        """Run the runners over the data, one loaded at a time (:func:`parity.compare.streaming.stream`), yielding
+        ``(index, feed, {label: result})`` per iteration. Labels are the runners' names, made distinct
+        (:func:`runner_labels`). ``on_step(index, what)`` before each step (``"loading onnxrt"``, ``"onnxrt"``:
+        its inference)."""
+        return streaming.stream(runners, data_loader, on_step)
 
     @staticmethod
     def run(runners: Sequence[BaseRunner], data_loader: Iterable[Mapping[str, np.ndarray]] | None = None, save_inputs: list | None = None) -> RunResults:
