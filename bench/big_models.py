@@ -25,6 +25,8 @@ from llm_decoder import build_decoder, layers_for_gib  # noqa: E402
 
 SHAPE = {"hidden": 2048, "heads": 32, "vocab": 32000, "seq": 128}
 VALS = ["--val-range", "input_ids:[0,31999]"]
+# what debug reduce/precision check: no NaN or Inf in any tensor (the planted fp16 overflow)
+NONFINITE = ["--onnxrt", "--validate", "--onnx-outputs", "mark", "all", *VALS]
 
 
 def commands(model: Path, fp16: Path, out: Path, weights: int) -> dict[str, tuple[list[str] | None, list[str] | None]]:
@@ -55,6 +57,43 @@ def commands(model: Path, fp16: Path, out: Path, weights: int) -> dict[str, tupl
         "run --onnx-outputs mark all": (
             ["parity", "run", m, "--onnxrt", "--onnx-outputs", "mark", "all", *VALS, "--save-outputs", f"{out}/all.npz"],
             ["polygraphy", "run", m, "--onnxrt", "--onnx-outputs", "mark", "all", *VALS, "--save-outputs", f"{out}/all.json"],
+        ),
+        "debug reduce (fp16 overflow)": (
+            [
+                "parity",
+                "debug",
+                "reduce",
+                h,
+                "-o",
+                f"{out}/red.onnx",
+                "--save-external-data",
+                "--no-repro",
+                "--no-reduce-inputs",
+                "--check",
+                "parity",
+                "run",
+                "parity_debug.onnx",
+                *NONFINITE,
+            ],
+            [
+                "polygraphy",
+                "debug",
+                "reduce",
+                h,
+                "-o",
+                f"{out}/red.onnx",
+                "--save-external-data",
+                "--no-reduce-inputs",
+                "--check",
+                "polygraphy",
+                "run",
+                "polygraphy_debug.onnx",
+                *NONFINITE,
+            ],
+        ),
+        "debug precision (fp32 nodes for fp16)": (
+            ["parity", "debug", "precision", m, "-o", f"{out}/mixed.onnx", "--save-external-data", "--check", "parity", "run", "parity_debug.onnx", *NONFINITE],
+            None,  # Polygraphy's debug precision builds TensorRT engines; it has no ONNX-level search
         ),
         "debug localize (fp16 vs fp32)": (
             ["parity", "debug", "localize", h, "--onnxrt", "--reference-model", m, "--atol", "1", "--rtol", "1", "--memory-budget", str(weights // 4), *VALS],

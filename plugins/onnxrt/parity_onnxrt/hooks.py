@@ -35,6 +35,7 @@ def make_runner(request: RunnerRequest):
         custom_ops=list(request.get("onnxrt_custom_ops", ())),
         session_options=request.get("onnxrt_session_options"),
         base_dir=data_dir,
+        prepack=request.get("onnxrt_prepack"),
     )
     return OnnxrtRunner(session)
 
@@ -62,6 +63,11 @@ def parity_register_backends(register):
                     "onnxrt_custom_ops",
                     metavar="LIB.so",
                     help="onnxrt: custom-op libraries to register (SessionOptions.register_custom_ops_library), in order.",
+                ),
+                click.Option(
+                    ["--onnxrt-prepack/--no-onnxrt-prepack"],
+                    default=None,
+                    help="onnxrt: pack weights when the session is created, onnxruntime's default (about 1 s per GiB; pays off after tens of inferences) [off].",
                 ),
                 click.Option(
                     ["--onnxrt-session-options"],

@@ -123,6 +123,7 @@ class SessionFromOnnx(BaseLoader):
         custom_ops: Sequence[str] = (),
         session_options: str | os.PathLike[str] | Mapping[str, Any] | None = None,
         base_dir: str | os.PathLike[str] | None = None,
+        prepack: bool | None = None,
     ) -> None:
         """``log_severity_level``: onnxruntime's logger threshold (0 verbose ... 4 fatal); default: its warnings
         only with ``parity -v``, else none (errors still arrive as the exception's text).
@@ -132,8 +133,16 @@ class SessionFromOnnx(BaseLoader):
         attributes (``{"intra_op_num_threads": 2, "execution_mode": "ORT_PARALLEL"}``) and ``config_entries``
         (``{"session.intra_op.allow_spinning": "0"}``, passed to ``add_session_config_entry``)
         (``--onnxrt-session-options``); the arguments above win over it. ``base_dir``: the folder of the
-        model's external data files (``--external-data-dir``)."""
+        model's external data files (``--external-data-dir``).
+
+        ``prepack``: let onnxruntime pack MatMul/Conv weights into its kernels' layout when the session is
+        created (``--onnxrt-prepack``; onnxruntime's own default). Off unless asked, here or as
+        ``config_entries {"session.disable_prepacking": "0"}`` in ``session_options``: packing costs about a
+        second per GiB of weights before the first inference and pays off only after tens of inferences
+        (``bench/ort_session_probe.py``: 2.2 s of a 2.4 s session at 2.4 GiB); unpacked kernels agree with
+        packed ones to the last bits (1e-7 relative), not bit for bit."""
         self.model = model
+        self.prepack = prepack
         self.base_dir = os.fspath(base_dir) if base_dir is not None else None
         self.providers = providers
         self.graph_optimization_level = graph_optimization_level
@@ -168,7 +177,10 @@ class SessionFromOnnx(BaseLoader):
         ort.set_default_logger_severity(severity)  # the process-wide logger (environment, providers)
         options = ort.SessionOptions()
         options.log_severity_level = severity  # this session's logger, also used while it runs
+        options.add_session_config_entry("session.disable_prepacking", "1")  # the file's entry may turn it back on
         apply_session_options(options, settings, source_name)
+        if self.prepack is not None:
+            options.add_session_config_entry("session.disable_prepacking", "0" if self.prepack else "1")
         for key, value in entries.items():
             options.add_session_config_entry(key, value)
         if self.graph_optimization_level:
@@ -321,5 +333,6 @@ def session_from_onnx(
     custom_ops: Sequence[str] = (),
     session_options: str | os.PathLike[str] | Mapping[str, Any] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
+    prepack: bool | None = None,
 ) -> Any:
-    return SessionFromOnnx(model, providers, graph_optimization_level, intra_op_num_threads, log_severity_level, custom_ops, session_options, base_dir)()
+    return SessionFromOnnx(model, providers, graph_optimization_level, intra_op_num_threads, log_severity_level, custom_ops, session_options, base_dir, prepack)()

@@ -9,6 +9,7 @@ import onnx
 import pytest
 from parity_onnxrt import ModifyOnnxOutputs, OnnxFromPath, OnnxrtRunner, SessionFromOnnx, modify_onnx_outputs, onnx_from_path, session_from_onnx
 
+from parity.api import RunResults, save_inputs
 from parity.errors import BackendError, ModelError, UsageError
 
 X = np.array([[1, 1, 1, 1], [-5, 5, -5, 5], [0, 0, 0, 0]], np.float32)
@@ -258,3 +259,41 @@ def test_bad_bytes_are_not_a_valid_model():
     with pytest.raises(ModelError) as info:
         SessionFromOnnx(b"junk")()
     assert "not a valid ONNX model" in str(info.value) and "protobuf parsing failed" in str(info.value).lower()
+
+
+def test_prepacking_is_off_unless_asked_by_argument_or_session_options_file(tmp_path):
+    """Packing weights at session creation costs about a second per GiB before the first inference: off by
+    default; ``prepack=True`` or the file's config entry turns it on, and the argument wins over the file."""
+    model = str(tmp_path / "tiny_cnn.onnx")
+    shutil.copy("examples/models/tiny_cnn.onnx", model)
+    on_file = tmp_path / "options.json"
+    on_file.write_text('{"config_entries": {"session.disable_prepacking": "0"}}')
+
+    def disabled(**kwargs):
+        return SessionFromOnnx(model, **kwargs)().get_session_options().get_session_config_entry("session.disable_prepacking")
+
+    assert disabled() == "1"
+    assert disabled(prepack=True) == "0"
+    assert disabled(session_options=str(on_file)) == "0"
+    assert disabled(session_options=str(on_file), prepack=False) == "1"
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    packed, unpacked = (session_from_onnx(model, prepack=p).run(None, {"x": x})[0] for p in (True, False))
+    np.testing.assert_allclose(unpacked, packed, rtol=1e-5, atol=1e-6)  # the same kernels' results to the last bits
+
+
+def test_onnxrt_prepack_flag_reaches_the_session(tmp_path, parity_invoke):
+    """The flag's effect is visible in the bits: tiny_cnn's packed and unpacked kernels round differently, and
+    each saved output equals the session built with that setting."""
+    model = str(tmp_path / "tiny_cnn.onnx")
+    shutil.copy("examples/models/tiny_cnn.onnx", model)
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    save_inputs([{"x": x}], tmp_path / "in.npz")
+    saved = {}
+    for flag, prepack in (("--onnxrt-prepack", True), ("--no-onnxrt-prepack", False), (None, False)):
+        out = tmp_path / f"{flag}.json"
+        argv = ["run", model, "--onnxrt", *([flag] if flag else []), "--load-inputs", str(tmp_path / "in.npz"), "--save-outputs", str(out)]
+        code, _, err = parity_invoke(*argv)
+        assert code == 0, err
+        saved[flag] = RunResults.load(out)[0][0]["probs"]
+        np.testing.assert_array_equal(saved[flag], session_from_onnx(model, prepack=prepack).run(None, {"x": x})[0])
+    assert not np.array_equal(saved["--onnxrt-prepack"], saved["--no-onnxrt-prepack"])

@@ -280,6 +280,7 @@ def run_reference(model: onnx.ModelProto, feeds: Sequence[Mapping[str, np.ndarra
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # keep every tensor
+    options.add_session_config_entry("session.disable_prepacking", "1")  # one run: packing would copy every weight first
     for key, value in config.items():
         options.add_session_config_entry(key, value)
     session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
