@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 matplotlib = pytest.importorskip("matplotlib")
+pytest.importorskip("matplotlib.image")  # imread: the heatmaps are no longer drawn by matplotlib, which imported it
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "examples" / "models" / "tiny_cnn.onnx"  # x [N,3,16,16] -> conv, relu [N,8,16,16] -> pool [N,8,1,1] -> flat, logits, probs [N,10]
@@ -179,8 +180,19 @@ def test_heatmaps_of_a_real_detector_against_its_fp16_conversion(corpus_model, p
     code, _, err = parity_invoke("run", det, "--onnxrt", *shapes, "--save-inputs", tmp_path / "in.npz", "--save-outputs", tmp_path / "golden.npz")
     assert code == 0, err
     code, out, err = parity_invoke(
-        "run", det16, "--onnxrt", "--load-inputs", tmp_path / "in.npz", "--load-outputs", tmp_path / "golden.npz",
-        "--tolerance-preset", "fp16", "--save-heatmaps", maps, "--save-error-metrics-plot", tmp_path / "metrics",
+        "run",
+        det16,
+        "--onnxrt",
+        "--load-inputs",
+        tmp_path / "in.npz",
+        "--load-outputs",
+        tmp_path / "golden.npz",
+        "--tolerance-preset",
+        "fp16",
+        "--save-heatmaps",
+        maps,
+        "--save-error-metrics-plot",
+        tmp_path / "metrics",
     )
     assert code in (0, 1), err
     [picture] = sorted(maps.iterdir())
@@ -190,3 +202,77 @@ def test_heatmaps_of_a_real_detector_against_its_fp16_conversion(corpus_model, p
     pixels = matplotlib.image.imread(picture)
     assert pixels.std() > 0.01  # the error map is drawn, not a blank page
     assert sorted(p.suffix for p in (tmp_path / "metrics").iterdir()) == [".png"]
+
+
+def scale_model(path: Path, factor: float) -> Path:
+    """y = x * factor, x and y [1, 2, 8, 8]: two of them with different factors disagree everywhere."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from parity.testing import save_model
+
+    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 8, 8]) for n in "xy")
+    k = numpy_helper.from_array(np.array(factor, dtype=np.float32), "k")
+    return save_model(path, [helper.make_node("Mul", ["x", "k"], ["y"])], [x], [y], [k])
+
+
+def test_failing_comparisons_are_drawn_too(parity_invoke, tmp_path):
+    """Issue 26: a failing comparison drew no error-metrics plot and warned "nothing was compared" (the
+    comparison result is falsy when a pair failed, and that read as "no pair")."""
+    good, bad = scale_model(tmp_path / "good.onnx", 2.0), scale_model(tmp_path / "bad.onnx", 2.01)
+    golden, inputs = tmp_path / "golden.npz", tmp_path / "in.npz"
+    assert parity_invoke("run", good, "--onnxrt", "--iterations", "2", "--save-inputs", inputs, "--save-outputs", golden)[0] == 0
+    plots, maps = tmp_path / "plots", tmp_path / "maps"
+    code, out, err = parity_invoke("run", bad, "--onnxrt", "--load-inputs", inputs, "--load-outputs", golden, "--save-error-metrics-plot", plots, "--save-heatmaps", maps)
+    assert code == 1, out + err
+    assert "nothing was compared" not in err
+    [plot] = list(plots.iterdir())
+    assert plot.name.endswith("_y_simple_error_metrics.png") and png_size(plot) == (1200, 420)
+    assert len(list(maps.iterdir())) == 2  # one heatmap per iteration
+    assert f"wrote 1 PNG file(s) to {plots}" in out
+
+
+def test_heatmaps_report_progress_tensor_by_tensor(tmp_path):
+    """A layerwise iteration's heatmaps are drawn one tensor after the other: the reporter hears of each."""
+    from parity.plots import ErrorPictures
+
+    class Reporter:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, int, int | None, str]] = []
+
+        def warning(self, message: str) -> None:
+            raise AssertionError(message)
+
+        def progress(self, task: str, done: int, total: int | None, status: str) -> None:
+            self.calls.append((task, done, total, status))
+
+    class Pair:
+        actual, reference = "fp16", "fp32"
+
+    reporter = Reporter()
+    pictures = ErrorPictures.from_options({"save_heatmaps": tmp_path}, reporter.warning)  # as parity run builds it
+    rng = np.random.default_rng(0)
+    ref = {f"t{k}": rng.standard_normal((1, 3, 8, 8)).astype(np.float32) for k in range(3)}
+    pictures.on_compared(0, Pair(), {k: v.astype(np.float16).astype(np.float32) for k, v in ref.items()}, ref)
+    assert reporter.calls == [("heatmaps", 0, 3, "t0"), ("heatmaps", 1, 3, "t1"), ("heatmaps", 2, 3, "t2"), ("heatmaps", 3, 3, "")]
+    assert len(pictures.written) == 3
+
+
+def test_heatmap_colours_follow_the_error(tmp_path):
+    """The numpy renderer maps the error through viridis: the largest error is viridis' top colour, a zero its
+    bottom one, a NaN error grey; the relative panel is on a log scale when it spans decades."""
+    from PIL import Image
+
+    from parity.plots import _lut, render_heatmap
+
+    absolute = np.zeros((10, 10))
+    absolute[0, 0], absolute[9, 9] = 1.0, np.nan
+    relative = np.full((10, 10), 1e-6)
+    relative[0, 0] = 1.0
+    image = np.asarray(render_heatmap((absolute, relative), "title\nshape [10, 10]"))
+    assert image.shape[1] == 1250
+    colours = {tuple(c) for c in image.reshape(-1, 3)}
+    lut = _lut()
+    assert tuple(lut[255]) in colours and tuple(lut[0]) in colours and tuple(lut[256]) in colours
+    path = tmp_path / "h.png"
+    Image.fromarray(image).save(path)
+    assert png_size(path)[0] == 1250
