@@ -11,7 +11,8 @@
 matplotlib is an optional extra (``pip install "parity[plots]"``), imported only when one of the flags is given.
 Heatmap files are drawn with numpy and written by Pillow (:func:`render_heatmap`: 10x faster than a figure each,
 bench/heatmaps.py), with progress reported tensor by tensor; error-metrics plots with the Agg backend
-(``FigureCanvasAgg``, no global backend is switched). Each file is written atomically. Showing needs a display and an interactive backend: without them the flag is refused before any work.
+(``FigureCanvasAgg``, no global backend is switched). Each file is written atomically.
+Showing needs a display and an interactive backend: without them the flag is refused before any work.
 """
 
 from __future__ import annotations
