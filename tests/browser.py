@@ -74,6 +74,39 @@ class Chromium:
         return png
 
 
+_GEOMETRY = r"""<script>(function(){
+  function box(e){ var r=e.getBoundingClientRect(); return {x:r.left, y:r.top, w:r.width, h:r.height}; }
+  function texts(svg, sel){ return [].map.call(svg.querySelectorAll(sel), function(t){ return {text:t.textContent, cls:t.getAttribute("class"), box:box(t)}; }); }
+  var out={charts:[], main:box(document.querySelector("main"))};
+  document.querySelectorAll("svg.chart").forEach(function(svg){
+    var area=svg.querySelector(".plot-area");
+    out.charts.push({cls:svg.getAttribute("class"), label:svg.getAttribute("aria-label"), box:box(svg), plot:area?box(area):null,
+      tol:[].map.call(svg.querySelectorAll(".tol"), box), ticks:texts(svg, "text.tick"), labels:texts(svg, "text.axis-label,text.legend,text.first-label"),
+      points:[].map.call(svg.querySelectorAll(".pt"), function(p){ var b=box(p); return {x:b.x+b.w/2, y:b.y+b.h/2, cls:p.getAttribute("class"),
+        position:p.getAttribute("data-position"), size:p.getAttribute("data-size")}; })});
+  });
+  var row=document.querySelector("tr.first"); out.first_row=row?[].map.call(row.cells, function(c){ return c.textContent; }):null;
+  var pre=document.createElement("pre"); pre.id="geometry"; pre.textContent=JSON.stringify(out); document.body.appendChild(pre);
+})();</script></body>"""
+
+
+def geometry(chromium: Chromium, page: Path, width: int = 1400, height: int = 1000) -> dict:
+    """Where things are drawn on ``page`` in a ``width`` x ``height`` window, read by a script run after the page's
+    own (on a copy: the page is unchanged): per ``svg.chart`` its box, plot area (``.plot-area``), tolerance lines,
+    tick and label texts and points (boxes in CSS pixels); ``main``'s box; the cells of the table's first-divergence
+    row."""
+    import html
+
+    probe = page.with_name(f"{page.stem}_geometry.html")
+    text = page.read_text()
+    probe.write_text(text[: text.rindex("</body>")] + _GEOMETRY + text[text.rindex("</body>") + len("</body>") :])
+    proc = chromium.run([f"--window-size={width},{height}", "--virtual-time-budget=5000", "--dump-dom", probe.resolve().as_uri()])
+    found = re.search(r'<pre id="geometry">(.*?)</pre>', proc.stdout, re.S)
+    if proc.returncode != 0 or not found:
+        raise AssertionError(f"chromium --dump-dom {probe} gave no geometry (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    return json.loads(html.unescape(found.group(1)))
+
+
 def screenshot_settled(chromium: Chromium, url: str, png: Path, wait: float, steps: Sequence[str] = ()) -> Path:
     """A screenshot of ``url`` taken ``wait`` seconds after it opened, through Chrome's DevTools protocol over
     ``--remote-debugging-pipe`` (``--screenshot`` captures at the load event, before a web app such as Model

@@ -17,7 +17,9 @@ import re
 from pathlib import Path
 
 import pytest
+from browser import geometry
 from test_html_report import HOSTILE, self_contained
+from test_html_report_geometry import chart, inside, x_to_position
 
 pytestmark = pytest.mark.corpus
 
@@ -73,12 +75,25 @@ def test_run_and_precision_reports_render_in_chromium(chromium, corpus_model, ma
     assert f">{first}<" in row and f">{node} (Conv)<" in row
     assert dom.count('<tr data-t="') == len(layerwise["tensors"])
     assert re.search(r'class="count" data-pair="0">\d+ of \d+ shown<', dom)
-    assert f"first divergence: {first}" in dom  # the label on the chart along the network
+    position = next(t["position"] for t in layerwise["tensors"] if t["name"] == first)
+    assert f"first divergence: #{position} {first}" in dom  # the label on the chart along the network, with the table's #
     assert dom.count('class="pt first"') == 2  # marked on both charts (max abs, max rel)
     assert "fp16 max 65504" in dom and 'class="pt sat"' in dom  # the saturation line, and points past it
     assert "(fp16 saturates)" in dom  # a panel counts the elements beyond 65504
 
-    chromium.screenshot(Path("run.html"), shots / "run-layerwise.png", 980, 900)
+    # as drawn (issue 26): fp16's relative errors reach 1e37 where the reference is near zero, yet the rtol line is
+    # inside the plot, well above the band of zeros; the marker sits at the table's position; charts span the page
+    found = geometry(chromium, Path("run.html"), width=1300)
+    assert int(found["first_row"][0]) == position
+    for c in (chart(found, "max |error| (absolute)"), chart(found, "max relative error")):
+        (tol,) = c["tol"]
+        assert inside(tol, c["plot"]) and tol["y"] < c["plot"]["y"] + c["plot"]["h"] - 25, (c["label"], tol, c["plot"])
+        (marker,) = [p for p in c["points"] if "first" in p["cls"]]
+        assert abs(x_to_position(c, marker["x"]) - position) < 1.0
+        assert c["box"]["w"] >= 0.97 * (found["main"]["w"] - 48)
+    assert any(t["text"].startswith(">1e") for t in chart(found, "max relative error")["ticks"])  # 1e37 is beyond the scale
+
+    chromium.screenshot(Path("run.html"), shots / "run-layerwise.png", 1300, 1100)
     chromium.screenshot(only(Path("run.html"), "layerwise-0", hide=".network,.verdict,.caption:first-of-type"), shots / "run-scatter-table.png", 980, 840)
     chromium.screenshot(only(Path("run.html"), "outputs"), shots / "run-panels.png", 980, 760)
 

@@ -58,6 +58,7 @@ POOLED_POINTS = 4000  # the all-tensors scatter
 MAX_PANELS_LAYERWISE = 8
 MAX_PANELS = 48
 MAX_LINE_POINTS = 4000
+BEYOND_DECADES = 6  # a chart's scale reaches this many decades above the tolerance; larger errors show as beyond it
 
 _OK, _FAIL, _FIRST, _SAT, _GREY = "#2e7d32", "#d32f2f", "#6a1b9a", "#ef6c00", "#9e9e9e"
 
@@ -76,9 +77,7 @@ def _f(value: Any) -> float | None:
     return v
 
 
-def sample_errors(
-    actual: Any, reference: Any, points: int = SAMPLE_POINTS, seed: int = 0, atol: float | None = None, rtol: float | None = None
-) -> dict[str, Any] | None:
+def sample_errors(actual: Any, reference: Any, points: int = SAMPLE_POINTS, seed: int = 0, atol: float | None = None, rtol: float | None = None) -> dict[str, Any] | None:
     """A sample of (|reference|, |actual - reference|) pairs of one tensor, in bounded memory (chunk by chunk).
 
     Kept: ``points * 3/8`` elements drawn uniformly; the ``points / 8`` largest finite errors; the ``points / 8``
@@ -618,8 +617,8 @@ def _search_html(s: Mapping[str, Any]) -> str:
 
 # --- SVG charts -------------------------------------------------------------------------------------------
 
-_W, _H = 900, 260
-_L, _R, _T, _B = 70, 20, 16, 44
+_W, _H = 1200, 280  # drawn at the page's width (CSS): about 1 px a unit on a laptop
+_L, _R, _T, _B = 70, 20, 34, 44  # _T: two label rows above the plot (legend; first divergence)
 
 
 _BAND = 0.9  # decades between an axis's end and its band of zeros (or of inf/NaN): room for both labels
@@ -628,24 +627,37 @@ _BAND = 0.9  # decades between an axis's end and its band of zeros (or of inf/Na
 class _LogAxis:
     """log10 axis over whole decades, with a band below for zeros and one above for inf/NaN. At most ``decades``
     decades are drawn, the top ones: smaller values (subnormal references, rounding noise) join the zeros' band,
-    labelled ``<1eN`` then."""
+    labelled ``<1eN`` then. Given ``cap``, values above it (a relative error of 1e38 where the reference is
+    near zero) join the top band, labelled ``>1eN``, so the scale stays where the tolerance is; given ``floor``,
+    values below it join the bottom band."""
 
-    def __init__(self, values: Iterable[float], a: float, b: float, extra: Iterable[float] = (), decades: int = 16) -> None:
+    def __init__(
+        self, values: Iterable[float], a: float, b: float, extra: Iterable[float] = (), decades: int = 16, cap: float | None = None, floor: float | None = None
+    ) -> None:
         pos = [v for v in (*values, *extra) if v is not None and math.isfinite(v) and v > 0]
         lo, hi = (min(pos), max(pos)) if pos else (1e-8, 1.0)
+        self.beyond = cap is not None and hi > cap
+        if self.beyond:
+            hi = cap  # type: ignore[assignment]
         self.dhi = math.ceil(math.log10(hi))
         self.dlo = math.floor(math.log10(lo))
         self.cut = self.dlo < self.dhi - decades  # values below 10**dlo join the bottom band
         if self.cut:
             self.dlo = self.dhi - decades
+        if floor is not None and floor > 0 and self.dlo < math.floor(math.log10(floor)):
+            self.dlo, self.cut = math.floor(math.log10(floor)), True
         self.dhi = max(self.dhi, self.dlo + 1)
         self.a, self.b = a, b  # screen coordinates of the bottom band and the inf band
 
     def _span(self) -> float:
         return self.dhi - self.dlo + 2 * _BAND  # a band each side
 
+    def top(self, v: float) -> bool:
+        """Whether ``v`` sits in the top band (inf, NaN, or beyond the cap)."""
+        return v is None or math.isnan(v) or v == math.inf or (self.beyond and v > 10.0**self.dhi)
+
     def __call__(self, v: float) -> float:
-        if v is None or (isinstance(v, float) and math.isnan(v)) or v == math.inf:
+        if self.top(v):
             d = self.dhi + _BAND
         elif v <= 0 or math.log10(v) < self.dlo:
             d = self.dlo - _BAND
@@ -657,7 +669,25 @@ class _LogAxis:
         n = self.dhi - self.dlo
         step = 1 if n <= 10 else 2 if n <= 20 else 4 if n <= 40 else 10
         out = [(self(10.0**d), f"1e{d}") for d in range(self.dlo, self.dhi + 1, step)]
-        return [(self(0.0), f"<1e{self.dlo}" if self.cut else "0"), *out, (self(math.inf), "inf/NaN")]
+        return [(self(0.0), f"<1e{self.dlo}" if self.cut else "0"), *out, (self(math.inf), f">1e{self.dhi}" if self.beyond else "inf/NaN")]
+
+    def label_width(self) -> float:
+        """Pixels the widest tick label takes (10 px text)."""
+        return max(_text_width(text, 10) for _, text in self.ticks())
+
+
+def _text_width(text: str, size: float) -> float:
+    """A generous estimate of a label's width in pixels (system-ui at ``size`` px: about 0.62 em a character)."""
+    return 0.62 * size * len(str(text))
+
+
+def _meaningful(tolerances: Iterable[float]) -> tuple[float | None, float | None]:
+    """The range of errors worth a scale around these tolerances: up to 6 decades above the largest and 10 below
+    the smallest; (None, None) when there is no tolerance."""
+    tols = [t for t in tolerances if math.isfinite(t) and t > 0]
+    if not tols:
+        return None, None
+    return 10.0 ** (math.ceil(math.log10(max(tols))) + BEYOND_DECADES), 10.0 ** (math.floor(math.log10(min(tols))) - 10)
 
 
 def _line(x1: float, y1: float, x2: float, y2: float, cls: str) -> str:
@@ -674,19 +704,38 @@ def _svg_open(width: int, height: int, label: str, kind: str) -> str:
     return f'<svg class="chart {kind}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{esc(label)}">'
 
 
-def _y_axis(axis: _LogAxis, x0: float, x1: float, label: str) -> str:
+def _y_axis(axis: _LogAxis, x0: float, x1: float, label: str, y_top: float = _T, y_bottom: float = _H - _B) -> str:
+    """Grid lines and tick labels right of the title, which sits clear of the widest label (they never overlap)."""
     out = []
     for y, text in axis.ticks():
         out.append(
             f'<line x1="{x0}" x2="{x1}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/><text x="{x0 - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{esc(text)}</text>'
         )
-    out.append(_text(14, _T + (_H - _T - _B) / 2, label, "axis-label", "middle", rotate=True))
+    title_x = max(12.0, x0 - 6 - axis.label_width() - 10)
+    out.append(_text(title_x, (y_top + y_bottom) / 2, label, "axis-label", "middle", rotate=True))
     return "".join(out)
 
 
+def _plot_area(x0: float, y0: float, x1: float, y1: float) -> str:
+    """The area the data is drawn in (the tests read its geometry)."""
+    return f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}" class="plot-area"/>'
+
+
+def _beyond_band(axis: _LogAxis, x0: float, x1: float, count: int, largest: float) -> str:
+    """The shaded top band of values beyond the scale's cap, labelled with how many and the largest."""
+    if not axis.beyond:
+        return ""
+    yb = axis(math.inf)
+    h = abs(axis(10.0**axis.dhi) - yb)
+    text = f"beyond 1e{axis.dhi}: {count} tensor(s)" + (f", up to {_g(largest)}" if math.isfinite(largest) else "") + " (and inf/NaN)"
+    return f'<rect x="{x0}" y="{yb - h / 2:.1f}" width="{x1 - x0}" height="{h:.1f}" class="beyond"/>' + _text(x0 + 6, yb + 4, text, "legend beyond-label")
+
+
 def _network_chart(index: int, tensors: Sequence[Mapping[str, Any]], first: str | None, key: str, tol_key: str, label: str) -> str:
-    """One point per tensor along the topological order: the error ``key`` on a log axis, the tolerance
-    ``tol_key`` as a dashed step line, failing tensors red, the first divergence marked."""
+    """One point per tensor at its position in the topological order (the ``#`` of the text and the table): the
+    error ``key`` on a log axis clipped to a meaningful range around the tolerance (errors far beyond it sit in a
+    labelled top band), the tolerance ``tol_key`` as a dashed step line, failing tensors red, the first divergence
+    marked."""
     n = len(tensors)
     if not n:
         return '<p class="note">No tensor was compared.</p>'
@@ -700,34 +749,43 @@ def _network_chart(index: int, tensors: Sequence[Mapping[str, Any]], first: str 
         keep = [i for i in range(n) if i % step == 0 or not tensors[i].get("passed") or tensors[i]["name"] == first]
         thinned = f" ({len(keep)} of {n} drawn: every failing tensor and every {step}th passing one)"
     tols = [_num(t.get(tol_key)) for t in tensors]
-    y = _LogAxis(values, _H - _B, _T, extra=[v for v in tols if v > 0])
-    x0, x1 = _L, _W - _R
+    cap, floor = _meaningful(tols)
+    y = _LogAxis(values, _H - _B, _T + 8, extra=[v for v in tols if v > 0], cap=cap, floor=floor)  # the top band inside the plot
+    x0, x1 = max(_L + 10, y.label_width() + 34), _W - _R  # one left edge for both charts unless a label is unusually wide
+    positions = [int(_num(t.get("position"))) if not math.isnan(_num(t.get("position"))) else i for i, t in enumerate(tensors)]
+    lo, hi = min(positions), max(positions)
 
-    def px(i: int) -> float:
-        return x0 + (i + 0.5) / n * (x1 - x0)
+    def px(position: float) -> float:
+        return x0 + (position - lo + 0.5) / (hi - lo + 1) * (x1 - x0)
 
-    out = [_svg_open(_W, _H, label, "network"), _y_axis(y, x0, x1, label)]
+    out = [_svg_open(_W, _H, label, "network"), _plot_area(x0, _T, x1, _H - _B), _y_axis(y, x0, x1, label)]
+    over = [values[i] for i in range(n) if y.beyond and math.isfinite(values[i]) and values[i] > 10.0**y.dhi]
+    out.append(_beyond_band(y, x0, x1, len(over), max(over, default=math.nan)))
     out.append(f'<line x1="{x0}" x2="{x1}" y1="{_H - _B}" y2="{_H - _B}" class="axis"/>')
-    for i in _x_ticks(n):
-        out.append(f'<text x="{px(i):.1f}" y="{_H - _B + 16}" class="tick" text-anchor="middle">{i}</text>')
-    out.append(f'<text x="{(x0 + x1) / 2:.0f}" y="{_H - 6}" class="axis-label" text-anchor="middle">tensor, in topological order{esc(thinned)}</text>')
-    # tolerance: a step line over the tensors that have one
+    step = _tick_step(hi - lo + 1)
+    for p in range(-(-lo // step) * step, hi + 1, step):  # round positions: multiples of the step
+        out.append(f'<text x="{px(p):.1f}" y="{_H - _B + 16}" class="tick" text-anchor="middle">{p}</text>')
+    out.append(
+        f'<text x="{(x0 + x1) / 2:.0f}" y="{_H - 6}" class="axis-label" text-anchor="middle">tensor position in topological order (# in the table){esc(thinned)}</text>'
+    )
+    # tolerance: a step line over the tensors that have one, each step from midway to its neighbours
     path, prev = [], None
     for i, t in enumerate(tols):
         if math.isnan(t):
             prev = None
             continue
         yy = y(t) if t > 0 else y(0.0)
-        xa, xb = x0 + i / n * (x1 - x0), x0 + (i + 1) / n * (x1 - x0)
+        xa = px((positions[i - 1] + positions[i]) / 2) if i else px(positions[i] - 0.5)
+        xb = px((positions[i] + positions[i + 1]) / 2) if i + 1 < n else px(positions[i] + 0.5)
         path.append(f"{'L' if prev is not None else 'M'}{xa:.1f},{yy:.1f} L{xb:.1f},{yy:.1f}")
         prev = t
     if path:
         out.append(f'<path d="{" ".join(path)}" class="tol"><title>{esc(tol_key)}</title></path>')
-        out.append(f'<text x="{x1 - 4}" y="{_T + 10}" class="legend" text-anchor="end">dashed: {esc(tol_key)}</text>')
-    segments, current = [], []  # the trend joins positive finite values; a zero or a missing value breaks it
+        out.append(f'<text x="{x1}" y="{_T - 20}" class="legend" text-anchor="end">dashed: {esc(tol_key)}</text>')
+    segments, current = [], []  # the trend joins positive finite values on the scale; a zero, a gap or the band breaks it
     for i in keep:
-        if values[i] > 0 and math.isfinite(values[i]):
-            current.append(f"{px(i):.1f},{y(values[i]):.1f}")
+        if values[i] > 0 and math.isfinite(values[i]) and not y.top(values[i]):
+            current.append(f"{px(positions[i]):.1f},{y(values[i]):.1f}")
         elif current:
             segments.append(current)
             current = []
@@ -735,11 +793,12 @@ def _network_chart(index: int, tensors: Sequence[Mapping[str, Any]], first: str 
     out += [f'<polyline points="{" ".join(seg)}" class="trend"/>' for seg in segments if len(seg) > 1]
     first_i = next((i for i, t in enumerate(tensors) if t["name"] == first), None)
     if first_i is not None:
-        fx = px(first_i)
-        out.append(f'<line x1="{fx:.1f}" x2="{fx:.1f}" y1="{_T}" y2="{_H - _B}" class="first-line"/>')
+        fx = px(positions[first_i])
+        out.append(f'<line x1="{fx:.1f}" x2="{fx:.1f}" y1="{_T}" y2="{_H - _B}" class="first-line" data-position="{positions[first_i]}"/>')
         anchor = "start" if fx < (x0 + x1) / 2 else "end"
         dx = 4 if anchor == "start" else -4
-        out.append(f'<text x="{fx + dx:.1f}" y="{_T + 22}" class="first-label" text-anchor="{anchor}">first divergence: {esc(_short(first, 60))}</text>')
+        text = f"first divergence: #{positions[first_i]} {_short(first, 60)}"
+        out.append(f'<text x="{fx + dx:.1f}" y="{_T - 6}" class="first-label" text-anchor="{anchor}">{esc(text)}</text>')
     for i in keep:
         t, v = tensors[i], values[i]
         if math.isnan(v) and t.get("passed"):
@@ -747,19 +806,25 @@ def _network_chart(index: int, tensors: Sequence[Mapping[str, Any]], first: str 
         cls = "first" if i == first_i else "ok" if t.get("passed") else "bad"
         r = 4.5 if i == first_i else 2.6
         where = f" <- {t.get('node')} ({t.get('op_type')})" if t.get("node") else ""
-        tip = f"#{t.get('position')} {t['name']}{where}: {label} {_g(v)}, {tol_key} {_g(tols[i])}, {'ok' if t.get('passed') else 'FAIL'}"
-        out.append(f'<circle cx="{px(i):.1f}" cy="{y(v):.1f}" r="{r}" class="pt {cls}" data-pair="{index}" data-t="{i}"><title>{esc(tip)}</title></circle>')
+        beyond = " (beyond the scale)" if y.top(v) and math.isfinite(v) else ""
+        tip = f"#{positions[i]} {t['name']}{where}: {label} {_g(v)}{beyond}, {tol_key} {_g(tols[i])}, {'ok' if t.get('passed') else 'FAIL'}"
+        out.append(
+            f'<circle cx="{px(positions[i]):.1f}" cy="{y(v):.1f}" r="{r}" class="pt {cls}" data-pair="{index}" data-t="{i}" data-position="{positions[i]}">'
+            f"<title>{esc(tip)}</title></circle>"
+        )
     out.append("</svg>")
     return "".join(out)
 
 
-def _x_ticks(n: int) -> list[int]:
-    if n <= 1:
-        return [0]
-    raw = n / 8
+def _tick_step(n: int) -> int:
+    """A round step (1, 2, 5 x 10^k) giving about 10 ticks over ``n`` values."""
+    raw = n / 10
     mag = 10 ** math.floor(math.log10(raw)) if raw >= 1 else 1
-    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-    return list(range(0, n, int(step)))
+    return int(next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw))
+
+
+def _x_ticks(n: int) -> list[int]:
+    return [0] if n <= 1 else list(range(0, n, _tick_step(n)))
 
 
 def _scatter_svg(sample: Mapping[str, Any], atol: Any, rtol: Any, stat: Any, slug: str, size: tuple[int, int] = (420, 300)) -> str:
@@ -770,18 +835,20 @@ def _scatter_svg(sample: Mapping[str, Any], atol: Any, rtol: Any, stat: Any, slu
     errs = [_num(v) for v in sample["err"]]
     tols = sample.get("tol") or [(atol, rtol)] * len(refs)
     width, height = size
-    left, r, t, b = 64, 14, 14, 44
-    x = _LogAxis(refs, left, width - r, extra=[FP16_MAX] if any(v > FP16_MAX / 100 for v in refs if math.isfinite(v)) else [])
+    r, t, b = 14, 14, 44
     y = _LogAxis(errs, height - b, t, extra=[_num(v) for v, _ in tols if v is not None])
-    out = [_svg_open(width, height, f"error against reference magnitude {slug}", "scatter")]
+    left = max(64, y.label_width() + 30)  # the tick labels and the title beside them never overlap
+    x = _LogAxis(refs, left, width - r, extra=[FP16_MAX] if any(v > FP16_MAX / 100 for v in refs if math.isfinite(v)) else [])
+    out = [
+        _svg_open(width, height, f"error against reference magnitude {slug}", "scatter wide" if width >= _W else "scatter"),
+        _plot_area(left, t, width - r, height - b),
+    ]
     for yy, text in y.ticks():
         out.append(_line(left, yy, width - r, yy, "grid") + _text(left - 5, yy + 4, text, "tick", "end"))
     for xx, text in x.ticks()[0 if any(v <= 0 for v in refs) else 1 : -1]:  # "0" only when a point sits there
         out.append(_line(xx, t, xx, height - b, "grid") + _text(xx, height - b + 14, text, "tick", "middle"))
     out.append(f'<text x="{(left + width - r) / 2:.0f}" y="{height - 8}" class="axis-label" text-anchor="middle">|reference| (log)</text>')
-    out.append(
-        f'<text x="12" y="{(t + height - b) / 2:.0f}" class="axis-label" transform="rotate(-90 12 {(t + height - b) / 2:.0f})" text-anchor="middle">|error| (log)</text>'
-    )
+    out.append(_text(max(12.0, left - 5 - y.label_width() - 9), (t + height - b) / 2, "|error| (log)", "axis-label", "middle", rotate=True))
     a_tol, r_tol = _num(atol), _num(rtol)
     if stat in (None, "elemwise") and not math.isnan(a_tol) and not math.isnan(r_tol):
         pts = []
@@ -877,34 +944,50 @@ def _histogram_svg(histogram: Sequence[Sequence[Any]], atol: Any) -> str:
     return '<figure class="chart-fig">' + "".join(out) + f"<figcaption>decade histogram of |error|{'; ' + caption if caption else ''}</figcaption></figure>"
 
 
+def _count_ticks(top: float) -> list[int]:
+    """1, 2, 5, 10, 20, 50... up to ``top`` (at most about 10 labels: 1, 10, 100... beyond)."""
+    out = [m * 10**k for k in range(0, max(1, math.ceil(math.log10(max(top, 1)))) + 1) for m in (1, 2, 5) if m * 10**k <= top]
+    return out if len(out) <= 10 else [v for v in out if str(v).startswith("1")]
+
+
 def _history_svg(checks: Sequence[Mapping[str, Any]], total: Any, result: Any, what: str) -> str:
-    """Candidate size (y) against check number (x): good green, bad red, unresolved grey; resumed hollow."""
+    """Candidate size (y, log scale: a search halves it, so the last checks' sizes differ where it matters)
+    against check number (x): good green, bad red, unresolved grey; resumed hollow. A size of 0 sits in a band
+    below 1."""
     if not checks:
         return '<p class="note">No check ran.</p>'
     sizes = [c.get("size") for c in checks]
-    top = 1.08 * max([s for s in sizes if isinstance(s, (int, float))] + [_num(total) if total is not None else 0, 1])  # headroom above the top line
+    top = max([s for s in sizes if isinstance(s, (int, float))] + [_num(total) if total is not None else 0, 1])
+    dtop = math.log10(top) * 1.06 + 0.05  # headroom above the top line
     n = len(checks)
-    x0, x1, y0, y1 = _L, _W - _R, _H - _B, _T
+    labels = _count_ticks(top)
+    x0, x1, y0, y1 = max(_L, _text_width(str(max(labels)), 10) + 34), _W - _R, _H - _B, _T
 
     def px(i: int) -> float:
         return x0 + (i + 0.5) / n * (x1 - x0)
 
     def py(v: float) -> float:
-        return y0 + (v / top) * (y1 - y0)
+        d = math.log10(v) if v >= 1 else -0.4  # 0 (or a fraction): a band below 1, inside the plot
+        return y0 + (d + 0.6) / (dtop + 0.6) * (y1 - y0)
 
-    out = [_svg_open(_W, _H, "search history", "history")]
-    for k in _x_ticks(int(top) + 1):
+    out = [_svg_open(_W, _H, "search history", "history"), _plot_area(x0, y1, x1, y0)]
+    for k in labels:
         out.append(
             f'<line x1="{x0}" x2="{x1}" y1="{py(k):.1f}" y2="{py(k):.1f}" class="grid"/><text x="{x0 - 6}" y="{py(k) + 4:.1f}" class="tick" text-anchor="end">{k}</text>'
         )
+    if any(isinstance(v, (int, float)) and v < 1 for v in sizes):
+        out.append(f'<text x="{x0 - 6}" y="{py(0) + 4:.1f}" class="tick" text-anchor="end">0</text>')
     for i in _x_ticks(n):
         out.append(f'<text x="{px(i):.1f}" y="{y0 + 16}" class="tick" text-anchor="middle">{i + 1}</text>')
     out.append(f'<text x="{(x0 + x1) / 2:.0f}" y="{_H - 6}" class="axis-label" text-anchor="middle">check number</text>')
-    out.append(f'<text x="14" y="{(y0 + y1) / 2:.0f}" class="axis-label" transform="rotate(-90 14 {(y0 + y1) / 2:.0f})" text-anchor="middle">{esc(what)}</text>')
+    title_x = max(12.0, x0 - 6 - _text_width(str(max(labels)), 10) - 10)
+    out.append(_text(title_x, (y0 + y1) / 2, f"{what} (log)", "axis-label", "middle", rotate=True))
     if total is not None:
         out.append(_line(x0, py(_num(total)), x1, py(_num(total)), "tol") + _text(x1 - 4, py(_num(total)) - 4, f"all candidates: {total}", "legend", "end"))
     if result is not None:
-        out.append(_line(x0, py(_num(result)), x1, py(_num(result)), "first-line") + _text(x1 - 4, py(_num(result)) - 4, f"result: {result}", "first-label", "end"))
+        ry = py(_num(result))
+        below = total is not None and abs(ry - py(_num(total))) < 14  # the two labels would overlap: this one under its line
+        out.append(_line(x0, ry, x1, ry, "first-line") + _text(x1 - 4, ry + 13 if below else ry - 4, f"result: {result}", "first-label", "end"))
     line = " ".join(f"{px(i):.1f},{py(s):.1f}" for i, s in enumerate(sizes) if isinstance(s, (int, float)))
     out.append(f'<polyline points="{line}" class="trend"/>')
     for i, c in enumerate(checks):
@@ -915,9 +998,12 @@ def _history_svg(checks: Sequence[Mapping[str, Any]], total: Any, result: Any, w
         cls = {"good": "ok", "bad": "bad"}.get(verdict, "grey")
         fill = " hollow" if c.get("resumed") else ""
         tip = f"check {i + 1}: {c.get('label') or s} -> {verdict}" + (" (from the state file)" if c.get("resumed") else "")
-        out.append(f'<circle cx="{px(i):.1f}" cy="{py(s):.1f}" r="3.5" class="pt {cls}{fill}"><title>{esc(tip)}</title></circle>')
+        out.append(f'<circle cx="{px(i):.1f}" cy="{py(s):.1f}" r="3.5" class="pt {cls}{fill}" data-size="{s}"><title>{esc(tip)}</title></circle>')
     out.append("</svg>")
-    return '<figure class="chart-fig">' + "".join(out) + "<figcaption>green: good, red: bad, grey: unresolved, hollow: replayed from the state file</figcaption></figure>"
+    return (
+        '<figure class="chart-fig">' + "".join(out) + "<figcaption>log scale; green: good, red: bad, grey: unresolved, hollow: replayed from the state file</figcaption>"
+        "</figure>"
+    )
 
 
 def _short(text: Any, n: int) -> str:
@@ -944,7 +1030,9 @@ nav a{margin-right:14px;color:#1a73e8;text-decoration:none}
 .name{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
 .caption,.note,figcaption{color:var(--muted);font-size:12.5px;margin:4px 0}
 svg.chart{background:#fff;border:1px solid var(--line);border-radius:4px;display:block;max-width:100%;height:auto}
+svg.chart.network,svg.chart.history,svg.chart.scatter.wide{width:100%}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart-fig{margin:0}
+.plot-area{fill:none;stroke:none}.beyond{fill:#fff3e0}.beyond-label{fill:var(--sat)}
 .grid{stroke:#eee;stroke-width:1}.axis{stroke:#999}.tick{font-size:10px;fill:#666}.axis-label{font-size:11px;fill:#444}.legend{font-size:10.5px;fill:#555}
 .tol{stroke:#1565c0;stroke-dasharray:5 3;fill:none;stroke-width:1.3}.trend{stroke:#bdbdbd;fill:none;stroke-width:1}
 .first-line{stroke:var(--first);stroke-width:1.5;stroke-dasharray:3 2}.first-label{font-size:11px;fill:var(--first);font-weight:600}
