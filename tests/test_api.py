@@ -28,8 +28,10 @@ def test_infer_rejects_bad_feeds(affine_model):
     from parity_onnxrt import OnnxrtRunner, session_from_onnx
 
     with OnnxrtRunner(session_from_onnx(str(affine_model))) as runner:
+        with pytest.raises(UsageError, match=r"no data for input 'x' \(expected float32\[1,4\]\); the data has 'y' instead"):
+            runner.infer({"y": np.zeros((1, 4), np.float32)})  # the missing input is the cause: named first
         with pytest.raises(UsageError, match="no input 'y'"):
-            runner.infer({"y": np.zeros((1, 4), np.float32)})
+            runner.infer({"x": np.zeros((1, 4), np.float32), "y": np.zeros((1, 4), np.float32)})
         with pytest.raises(UsageError, match="dtype int32"):
             runner.infer({"x": np.zeros((1, 4), np.int32)})
 

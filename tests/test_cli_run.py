@@ -214,6 +214,6 @@ def test_click_runner_sees_the_same_exit_codes(tmp_path):
     mismatch = runner.invoke(cli, ["run", str(tmp_path / "b.onnx"), "--onnxrt", "--load-outputs", str(golden)])
     assert mismatch.exit_code == 1 and "FAILED | mismatched outputs: y" in mismatch.output
     missing = runner.invoke(cli, ["run", str(tmp_path / "nope.onnx"), "--onnxrt"])
-    assert missing.exit_code == 3 and "parity: error: model not found" in missing.output
+    assert missing.exit_code == 2 and "parity: error: model not found" in missing.output
     usage = runner.invoke(cli, ["run", str(tmp_path / "a.onnx"), "--onnxrt", "--input-shapes", "x:1x4x"])
     assert usage.exit_code == 2 and "x:[1,4]" in usage.output

@@ -20,7 +20,7 @@ def one_line_error(err: str) -> str:
 
 def test_missing_model(main, tmp_path):
     code, _, err = main("run", tmp_path / "nope.onnx", "--onnxrt")
-    assert code == 3 and "model not found" in one_line_error(err)
+    assert code == 2 and "model not found" in one_line_error(err)
 
 
 @pytest.mark.parametrize("content", [b"", b"\x08\x07garbage-not-protobuf\xff\xff\xff", b"hello world"])
@@ -72,7 +72,7 @@ def test_wrong_shape_and_dtype_in_loaded_inputs(main, affine_model, tmp_path):
     code, _, err = main("run", affine_model, "--onnxrt", "--load-inputs", wrong_dtype)
     assert code == 2 and "dtype int32" in one_line_error(err)
     code, _, err = main("run", affine_model, "--onnxrt", "--load-inputs", wrong_name)
-    assert code == 2 and "no input 'input'" in one_line_error(err)
+    assert code == 2 and "no data for input 'x' (expected float32[1,4]); the data has 'input' instead" in one_line_error(err)
 
 
 def test_truncated_results_file(main, affine_model, tmp_path):
@@ -106,7 +106,7 @@ def test_inputs_file_given_as_outputs(main, affine_model, tmp_path):
 
 def test_verbose_shows_traceback(parity_cli, tmp_path):
     result = parity_cli("run", tmp_path / "missing.onnx", "--onnxrt", "--verbose")
-    assert result.returncode == 3 and "Traceback" in result.stderr
+    assert result.returncode == 2 and "Traceback" in result.stderr
 
 
 def test_unknown_option_is_usage_error(parity_cli, affine_model):

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from parity.onnx_models import dtype_of, graph_inputs, graph_outputs, load
-from parity.util.text import names_preview
+from parity.util.text import counted, names_preview
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
@@ -42,11 +42,11 @@ def describe(path: str, show: set[str] | frozenset[str] = frozenset(), options: 
     graph = model.graph
     subgraphs = list(_subgraphs(graph))
     opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
-    counts = f"  {len(graph.node)} nodes, {len(graph.initializer)} initializers"
+    counts = f"  {counted(len(graph.node), 'node')}, {counted(len(graph.initializer), 'initializer')}"
     if subgraphs:
         inner_nodes = sum(len(g.node) for _, g in subgraphs)
         inner_inits = sum(len(g.initializer) for _, g in subgraphs)
-        counts += f" | {len(subgraphs)} subgraph(s) of If/Loop/Scan: {inner_nodes} nodes, {inner_inits} initializers"
+        counts += f" | {len(subgraphs)} subgraph(s) of If/Loop/Scan: {counted(inner_nodes, 'node')}, {counted(inner_inits, 'initializer')}"
     constants = sum(n.op_type == "Constant" for g in [graph, *(g for _, g in subgraphs)] for n in g.node)
     if constants:
         counts += f" | {constants} Constant node(s)"
@@ -135,8 +135,8 @@ def _nodes(graph: onnx.GraphProto, depth: int, attrs: bool) -> list[str]:
         for name, sub in _graph_attrs(node):
             ins = names_preview(i.name for i in sub.input)
             outs = names_preview(o.name for o in sub.output)
-            inits = f", {len(sub.initializer)} initializers" if len(sub.initializer) else ""
-            lines.append(f"{pad}    {name}: subgraph '{sub.name}' ({len(sub.node)} nodes{inits}) | inputs: {ins} | outputs: {outs}")
+            inits = f", {counted(len(sub.initializer), 'initializer')}" if len(sub.initializer) else ""
+            lines.append(f"{pad}    {name}: subgraph '{sub.name}' ({counted(len(sub.node), 'node')}{inits}) | inputs: {ins} | outputs: {outs}")
             lines += _nodes(sub, depth + 2, attrs)
     return lines
 

@@ -140,6 +140,8 @@ def write_report(path: str, summary: Any, code: int, layerwise: Sequence[Any] | 
         report["layerwise"] = [r.to_json() for r in layerwise]
     if nonfinite is not None:
         report["nonfinite"] = [r.to_json() for r in nonfinite]
+    if getattr(summary, "marking", None):  # marking outputs changed a runner's real outputs (compare/marking.py)
+        report["marking"] = [m.to_json() for m in summary.marking]
     write_text_atomic(path, json.dumps(_strict(report), indent=1, default=json_default, allow_nan=False))
 
 

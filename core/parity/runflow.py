@@ -31,6 +31,7 @@ from parity.assemble import (
     make_compare_funcs,
     make_data_loader,
     make_runners,
+    mark_params,
     outputs_were_marked,
     refuse_overwrite_inputs,
 )
@@ -41,6 +42,7 @@ from parity.compare.result import AccuracyResult, IterationComparison, PairCompa
 from parity.console import command_line
 from parity.errors import ExitCode, UsageError
 from parity.plugins import get_registry
+from parity.registry import RunnerRequest
 from parity.reporting import QuietReporter, RunReporter, write_report
 from parity.results.files import check_output_path, load_results, open_writer
 from parity.results.model import IterationResult, RunResults
@@ -50,6 +52,7 @@ from parity.util.text import unique_labels
 
 if TYPE_CHECKING:  # pragma: no cover
     from parity.compare.divergence import DivergenceReport
+    from parity.compare.marking import MarkingEffect
     from parity.compare.nonfinite import NonFiniteReport
     from parity.registry import Registry
 
@@ -68,7 +71,8 @@ class ValidationIssue(Record):
 
 
 class RunSummary(Record):
-    """What :func:`run` did: the comparisons, iterations run, runtimes per runner, validation issues."""
+    """What :func:`run` did: the comparisons, iterations run, runtimes per runner, validation issues, and
+    where marking outputs changed a runner's real outputs (``marking``)."""
 
     accuracy: AccuracyResult
     iterations: int
@@ -76,6 +80,7 @@ class RunSummary(Record):
     validation: list[ValidationIssue]
     validated: bool
     seconds: float
+    marking: list[MarkingEffect]  # where marking outputs changed a runner's real outputs (compare/marking.py)
 
     def __init__(
         self,
@@ -85,6 +90,7 @@ class RunSummary(Record):
         validation: list[ValidationIssue] = LIST,
         validated: bool = False,
         seconds: float = 0.0,
+        marking: list[MarkingEffect] = LIST,
     ) -> None:
         fill(self, locals())
 
@@ -156,6 +162,7 @@ def run(
     on_nonfinite: Callable[[str, int, Mapping[str, np.ndarray], IterationResult, list[ValidationIssue]], None] | None = None,
     check_average: bool = False,
     on_compared: Callable[[int, PairComparison, IterationResult, IterationResult], None] | None = None,
+    unmarked: Mapping[int, tuple[BaseRunner, str]] | None = None,
 ) -> RunSummary:
     """Run ``runners`` on the data, compare each with the next, then the last with each golden run. Runners
     run one after the other, each released before the next loads (:meth:`Comparator.stream`).
@@ -168,7 +175,13 @@ def run(
 
     ``on_progress(task, done, total, status)`` says how far the run is: task ``"iterations"`` (total: the data
     loader's length, None when it has none; status: the step now running) and, for an iteration with many
-    outputs (layerwise), task ``"outputs"`` (outputs compared)."""
+    outputs (layerwise), task ``"outputs"`` (outputs compared).
+
+    ``unmarked``: ``{position in runners: (the same runner built without marked outputs, what marked it)}``
+    (``"--onnx-outputs mark all"``). Each twin runs first, on the same inputs, one runner loaded at a time as
+    the others (memory does not double: the cost is one more session and inference per marked runner); its
+    outputs are neither compared, saved nor timed, only held against the marked runner's real outputs:
+    where they differ beyond the tolerance, ``summary.marking`` says so (:mod:`parity.compare.marking`)."""
     refuse_overwrite(None, save_inputs=save_inputs, save_outputs=save_outputs)  # one file cannot hold both
     funcs = resolve_compare_funcs(compare_func)
     if check_average:
@@ -182,6 +195,12 @@ def run(
         pairs += [(live[-1], g) for g in golden_labels]
     aggregation = "average" if check_average else "per_iteration"
     summary = RunSummary(AccuracyResult(PairComparison(a, b, aggregation=aggregation) for a, b in pairs), validated=do_validate)
+    twins, marking = _twins(runners, live, unmarked)
+    check = None
+    if twins:
+        from parity.compare.marking import MarkingCheck  # only with marked outputs: a plain run does not import it
+
+        check = MarkingCheck(funcs, {live[i]: twin.name for i, (twin, _) in twins}, marking, pairs)
     started = time.perf_counter()
     inputs_out = outputs_out = None
     ok = False
@@ -201,8 +220,10 @@ def run(
             if outputs >= _MANY_OUTPUTS:
                 progress("outputs", done, outputs, "")
 
-        for index, feed, results in Comparator.stream(runners, data_loader, lambda i, what: progress("iterations", i, total, what)):
+        # twins first: they keep only the model's outputs while the marked runners (all their tensors) stream
+        for index, feed, results in Comparator.stream([t for _, (t, _) in twins] + list(runners), data_loader, lambda i, what: progress("iterations", i, total, what)):
             progress("iterations", index, total, "comparing")
+            plain = {t.name: results.pop(t.name) for _, (t, _) in twins}
             inputs_out.add_inputs(feed)
             for name, res in results.items():
                 outputs_out.add_outputs(name, res)
@@ -217,6 +238,9 @@ def run(
                 if index >= len(giters) and len(giters) != 1:
                     raise UsageError(f"golden run '{gname}' has {len(giters)} iteration(s); this run has more (use --iterations {len(giters)})")
                 everything[glabel] = giters[min(index, len(giters) - 1)]
+            if check is not None:
+                check.on_iteration(index, {**everything, **plain})
+            del plain
             done: list[PairComparison] = []
             for pair in summary.accuracy:
                 it: IterationComparison = compare_iteration(everything[pair.actual], everything[pair.reference], funcs, index, (pair.actual, pair.reference), compared)
@@ -231,6 +255,7 @@ def run(
             if fail_fast and not all(p.passed for p in summary.accuracy):
                 break
         finish(summary.accuracy, funcs, check_average)
+        summary.marking = check.effects if check is not None else []
         ok = True
         return summary
     finally:
@@ -241,6 +266,22 @@ def run(
             if outputs_out:
                 outputs_out.finish(ok)
         summary.seconds = time.perf_counter() - started
+
+
+Twin = tuple[BaseRunner, str]  # a runner built without marked outputs, and what marked the original
+
+
+def _twins(runners: Sequence[BaseRunner], labels: Sequence[str], unmarked: Mapping[int, Twin] | None) -> tuple[list[tuple[int, Twin]], dict[str, str]]:
+    """The unmarked twins in runner order, each named apart from every live label (``onnxrt-0 unmarked``), and
+    what marked each live runner."""
+    twins = sorted((unmarked or {}).items())
+    taken = set(labels)
+    for position, (twin, _) in twins:
+        if not 0 <= position < len(runners):
+            raise UsageError(f"run(unmarked=...): no runner at position {position}; there are {len(runners)}")
+        twin.name = unique_labels([f"{labels[position]} unmarked"], taken=taken)[0]
+        taken.add(twin.name)
+    return twins, {labels[position]: how for position, (_, how) in twins}
 
 
 _MANY_OUTPUTS = 20  # an iteration comparing this many outputs (a layerwise run) shows their count too
@@ -321,6 +362,9 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     for option in ("save_inputs", "save_outputs", "report", "save_report_html", "save_model_explorer"):  # a bad output path fails before any work
         if params.get(option):
             check_output_path(params[option], "--" + option.replace("_", "-"))
+    if chosen and not model:  # the CLI's MODEL is optional (--load-outputs alone compares files): say what is missing
+        flags = " ".join(dict.fromkeys(registry.backend(name).cli_flag for name, _ in chosen))
+        raise UsageError(f"missing MODEL: {flags} run a model; see 'parity run --help'")
     if not chosen and not params.get("load_outputs"):
         flags = " ".join(b.cli_flag for b in registry.backends.values())
         raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or --load-outputs")
@@ -350,6 +394,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         raise UsageError(f"--save-model-explorer: {what} (Model Explorer's node data is keyed by ONNX node names)")
     runners = make_runners(model, chosen, params, registry, request.cast_settings)  # validates backend options: usage errors come first
     check_requirements([name for name, _ in chosen], registry)  # a missing library before the inputs are examined
+    twins = _unmarked_twins(model, kind, chosen, params, registry, request.cast_settings)
     data = make_data_loader(params, model, kind, registry, reporter.warning) if model and chosen else None
     locator = None
     if params.get("validate") and outputs_were_marked(params):
@@ -376,6 +421,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         on_nonfinite=locator,
         check_average=bool(params.get("check_average")),
         on_compared=_each(watchers) if watchers else None,
+        unmarked=twins,
     )
     if not runners:
         for index in range(summary.iterations):
@@ -388,6 +434,8 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
 
         layerwise = first_divergence(summary, model)
     reporter.divergence(layerwise or [])
+    for effect in summary.marking:  # once per runner, after the divergence report it puts in doubt
+        reporter.warning(effect.message())
     nonfinite = locator.reports if locator is not None else None
     if nonfinite and hasattr(reporter, "nonfinite"):  # optional: reporters from before it was added lack it
         reporter.nonfinite(nonfinite)
@@ -407,6 +455,48 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     if params.get("save_model_explorer"):
         _write_model_explorer(params["save_model_explorer"], model, summary, layerwise, collector, reporter)
     return RunOutcome(summary, int(code), layerwise, nonfinite)
+
+
+def _unmarked_twins(
+    model: str | None,
+    kind: str | None,
+    chosen: Sequence[tuple[str, Mapping[str, Any]]],
+    params: Mapping[str, Any],
+    registry: Registry,
+    cast_settings: SettingsCaster | None,
+) -> dict[int, Twin]:
+    """For each runner whose outputs are marked (its backend's ``mark_options``), the same runner built
+    without the marks, and what marked it: ``parity run`` checks that marking did not change the model's own
+    outputs (:mod:`parity.compare.marking`). A twin saves nothing (the backend's ``writes`` options are
+    dropped, a saved engine stays the marked run's), except a cache the backend also reads (``_READ_TOO``)."""
+    twins: dict[int, Twin] = {}
+    for index, (name, overrides) in enumerate(chosen):
+        backend = registry.backend(name)
+        options = {**params, **(cast_settings(backend, overrides) if cast_settings else dict(overrides))}
+        given = [p for p in backend.mark_options if options.get(p)]
+        if not given:
+            continue
+        how = "; ".join(f"--{p.replace('_', '-')} {_spelled(options[p])}".strip() for p in given)
+        writes = [p for p in backend.writes if p not in _READ_TOO]
+        plain = {**options, **{p: _empty(options[p]) for p in (*mark_params(), *backend.mark_options, *writes) if p in options}}
+        twins[index] = (backend.make_runner(RunnerRequest(model, plain, index, kind)), how)
+    return twins
+
+
+# written files a twin keeps: a cache the backend reads as well as writes (TensorRT's int8 calibration cache),
+# so the twin calibrates as the marked runner does instead of anew
+_READ_TOO = ("calibration_cache",)
+
+
+def _spelled(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return " ".join(map(str, value))
+    return "" if value is True else str(value)
+
+
+def _empty(value: Any) -> Any:
+    """An option's "not given" of the value's kind: ``()`` for a repeatable one, else None."""
+    return type(value)() if isinstance(value, (list, tuple)) else None
 
 
 def _each(callbacks: Sequence[Callable[..., None]]) -> Callable[..., None]:

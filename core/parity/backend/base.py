@@ -102,20 +102,22 @@ def coerce_feed(feed: Mapping[str, np.ndarray], meta: Mapping[str, TensorMeta], 
     inputs often are) with a warning; reject any other dtype mismatch. One line per problem."""
     import warnings
 
-    for name in feed:
-        if name not in meta:
-            raise UsageError(f"{who}: the model has no input '{name}'{did_you_mean(name, meta)}; inputs: {names_preview(meta)}")
+    extra = [name for name in feed if name not in meta]
+    missing = [name for name in meta if name not in feed]
+    if missing:  # the cause, named first: the extra tensors are often the missing inputs under other names
+        also = f"; the data has {names_preview(repr(n) for n in extra)} instead, which the model does not take" if extra else ""
+        what = f"input '{missing[0]}' (expected {meta[missing[0]]})" if len(missing) == 1 else f"inputs {names_preview(repr(n) for n in missing)}"
+        raise UsageError(f"{who}: no data for {what}{also}")
+    for name in extra:
+        raise UsageError(f"{who}: the model has no input '{name}'{did_you_mean(name, meta)}; inputs: {names_preview(meta)}")
     out: dict[str, np.ndarray] = {}
     for name, m in meta.items():
-        if name not in feed:
-            raise UsageError(f"{who}: no data for input '{name}' (expected {m})")
         array = np.asarray(feed[name])
         if m.dtype is not None and array.dtype != m.dtype and np.issubdtype(array.dtype, np.floating) and np.issubdtype(m.dtype, np.floating):
             cast = array.astype(m.dtype)
             overflow = bool(np.isinf(cast).sum() > np.isinf(array).sum())
             warnings.warn(
-                f"{who}: casting input '{name}' from {array.dtype.name} to {m.dtype.name} as the model expects"
-                + (" (some values overflow to inf)" if overflow else ""),
+                f"{who}: casting input '{name}' from {array.dtype.name} to {m.dtype.name} as the model expects" + (" (some values overflow to inf)" if overflow else ""),
                 stacklevel=3,
             )
             array = cast

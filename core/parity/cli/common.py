@@ -71,6 +71,9 @@ def usage_message(exc: click.UsageError) -> str:
 
     message = " ".join(exc.format_message().split())
     command = exc.ctx.command_path if exc.ctx else "parity"
+    if isinstance(exc, click.MissingParameter) and exc.param is not None:  # what is missing, and where to read about it
+        what = (exc.param.name or "argument").upper() if exc.param.param_type_name == "argument" else "/".join(exc.param.opts)
+        return f"missing {what}; see '{command} --help'"
     if isinstance(exc, click.NoSuchOption):
         from parity.cli.polygraphy_flags import INSTEAD  # here: only this error path reads the table
 

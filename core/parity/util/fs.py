@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
-from parity.errors import ModelError, ParityError, UsageError
+from parity.errors import ParityError, UsageError
 
 PathArg = str | os.PathLike[str]
 
@@ -194,13 +194,14 @@ def write_text_atomic(path: PathArg, text: str) -> None:
         handle.write(text)
 
 
-def check_model_path(path: PathArg) -> Path:
-    """The model file the user named, or a one-line ModelError (exit 3) saying why it cannot be read."""
+def check_model_path(path: PathArg, what: str = "model") -> Path:
+    """The model file the user named, or a one-line UsageError (exit 2: a bad input, not a model that fails)
+    saying why it cannot be read; ``what`` names it (``"reference model"``)."""
     p = Path(path)
     if not p.exists():
-        raise ModelError(f"model not found: {p}")
+        raise UsageError(f"{what} not found: {p}")
     if p.is_dir():
-        raise ModelError(f"model path is a directory: {p}")
+        raise UsageError(f"{what} path is a directory: {p}")
     return p
 
 

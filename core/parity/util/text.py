@@ -40,6 +40,11 @@ def one_line(text: str, limit: int | None = 300) -> str:
     return flat
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 node``, ``2 nodes``: a count and its noun in the right number."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def names_preview(names: Iterable[object], limit: int = 5) -> str:
     """The first ``limit`` names and how many there are in all: ``a, b, c, d, e, ... (1234 in all)``.
     Every message that lists tensors, inputs or outputs goes through this, so none becomes a wall of names."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from parity.api import (
@@ -163,16 +164,15 @@ class SessionFromOnnx(BaseLoader):
         entries: dict[str, str] = {}
         if isinstance(model, str):
             check_model_path(model)
-            if base_dir is not None and os.path.realpath(base_dir) != os.path.realpath(os.path.dirname(os.path.abspath(model))):
-                from parity.api import runtime_bytes  # here: a plain run (a path, data beside it) never needs it
-
-                # the data is not beside the model: onnxruntime gets the graph-only message and the data's folder
+            if not _utf8(model) or (base_dir is not None and os.path.realpath(base_dir) != os.path.realpath(os.path.dirname(os.path.abspath(model)))):
+                # onnxruntime gets the graph-only message and the data's folder: the data is not beside the model,
+                # or the path is one onnxruntime's binding cannot take (it encodes str paths as UTF-8; a file name
+                # with byte \xff or a latin-1 é arrives surrogate-escaped); a folder it cannot take is aliased below
+                folder = base_dir or os.path.dirname(os.path.abspath(model))
                 model = onnx_models.load(model, load_external_data=False, external_data_dir=base_dir)
-                source, entries = runtime_bytes(model, base_dir)
+                source, entries = _graph_bytes(model, folder)
         elif not isinstance(model, (bytes, bytearray)):
-            from parity.api import runtime_bytes  # here: a plain run (a path) never needs it
-
-            source, entries = runtime_bytes(model, base_dir)  # graph-only when weights are in files; one line past 2 GiB
+            source, entries = _graph_bytes(model, base_dir)  # graph-only when weights are in files; one line past 2 GiB
         severity = default_log_severity() if self.log_severity_level is None else self.log_severity_level
         ort.set_default_logger_severity(severity)  # the process-wide logger (environment, providers)
         options = ort.SessionOptions()
@@ -182,7 +182,8 @@ class SessionFromOnnx(BaseLoader):
         if self.prepack is not None:
             options.add_session_config_entry("session.disable_prepacking", "0" if self.prepack else "1")
         for key, value in entries.items():
-            options.add_session_config_entry(key, value)
+            if key != ORT_DATA_FOLDER:  # set with the session, through a UTF-8 alias where needed
+                options.add_session_config_entry(key, value)
         if self.graph_optimization_level:
             options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[self.graph_optimization_level])
         if self.intra_op_num_threads:
@@ -191,11 +192,48 @@ class SessionFromOnnx(BaseLoader):
             register_custom_ops(options, library)
         providers = resolve_providers(self.providers)  # outside the try: a missing provider is no fault of the model
         try:
-            return ort.InferenceSession(source, sess_options=options, providers=providers)
+            with _utf8_folder(entries.get(ORT_DATA_FOLDER)) as folder:  # the data is read while the session is made
+                if folder is not None:
+                    options.add_session_config_entry(ORT_DATA_FOLDER, folder)
+                return ort.InferenceSession(source, sess_options=options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own pybind exception types
             if isinstance(given, str):
                 _check_external_data(given, base_dir)  # a missing or short data file: onnx_models' one line names it
             raise _session_error(exc, given, bool(self.custom_ops)) from None
+
+
+ORT_DATA_FOLDER = "session.model_external_initializers_file_folder_path"  # onnxruntime's key (parity.onnx_external's)
+
+
+def _utf8(path: str) -> bool:
+    """Whether onnxruntime can take ``path``: its binding encodes str paths as UTF-8, which a name decoded
+    with surrogate escapes (bytes that are not UTF-8) fails."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _graph_bytes(model: Any, base_dir: str | None) -> tuple[bytes, dict[str, str]]:
+    from parity.api import runtime_bytes  # here: a plain run (a path, data beside it) never needs it
+
+    return runtime_bytes(model, base_dir)
+
+
+@contextlib.contextmanager
+def _utf8_folder(folder: str | None) -> Iterator[str | None]:
+    """``folder`` as onnxruntime can take it: itself when UTF-8, else a symlink to it in a private temporary
+    folder, removed once the session is made (onnxruntime has opened the data files by then)."""
+    if folder is None or _utf8(folder):
+        yield folder
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="parity-ort-") as alias:
+        link = os.path.join(alias, "data")
+        os.symlink(folder, link, target_is_directory=True)
+        yield link
 
 
 def _check_external_data(path: str, base_dir: str | None) -> None:

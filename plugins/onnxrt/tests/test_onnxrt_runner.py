@@ -251,7 +251,7 @@ def test_bad_model_files_are_one_line_errors_naming_the_file(tmp_path, content, 
     with pytest.raises(ModelError) as info:
         SessionFromOnnx(str(path))()
     assert "\n" not in str(info.value) and expected in str(info.value) and str(path) in str(info.value)
-    with pytest.raises(ModelError, match="model not found"):
+    with pytest.raises(UsageError, match="model not found"):
         SessionFromOnnx(str(tmp_path / "absent.onnx"))()
 
 

@@ -11,7 +11,6 @@ import click
 from parity.api import (
     ExitCode,
     GreedyOption,
-    ModelError,
     ParityCommand,
     UsageError,
     check_model_path,
@@ -399,8 +398,8 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
     registry = get_registry()
     _check_model(model)
     reference = params.get("reference_model")
-    if reference and not Path(reference).exists():
-        raise ModelError(f"reference model not found: {reference}")
+    if reference:
+        check_model_path(reference, "reference model")
     writes = {f"--{k.replace('_', '-')}": params.get(k) for k in ("report", "extract_to", "save_report_html", "save_model_explorer")}
     refuse_overwrite({"the model": model, "the --reference-model": reference, "the --load-inputs file": params.get("load_inputs")}, **writes)
     for option, path in writes.items():  # a bad output path fails before any work

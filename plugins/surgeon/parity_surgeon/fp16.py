@@ -64,7 +64,8 @@ class Fp16Report:
     serialized: bytes | None = field(default=None, repr=False)  # the validated bytes, when validated
 
     def lines(self) -> list[str]:
-        out = [f"fp16: {self.converted_tensors} tensors converted, {self.casts_added} Cast nodes added, {len(self.blocked_nodes)} nodes kept fp32"]
+        kept = _counted(len(self.blocked_nodes), "node")
+        out = [f"fp16: {_counted(self.converted_tensors, 'tensor')} converted, {_counted(self.casts_added, 'Cast node')} added, {kept} kept fp32"]
         if self.bodies:
             out.append(f"control flow: {self.bodies} If/Loop/Scan bodies converted with their outer scope")
         if self.auto_blocked_ops:
@@ -830,3 +831,8 @@ class Fp16FromOnnx:
 
         model, _ = invoke_if_callable(self.model)
         return convert_to_fp16(model, **self.options)[0]
+
+
+def _counted(count: int, noun: str) -> str:
+    """``1 node``, ``2 nodes``."""
+    return f"{count} {noun if count == 1 else noun + 's'}"

@@ -274,7 +274,8 @@ def _onnxruntime(model: Any, report: LintReport, path: Path | None = None, base:
     # weights); loading is the check, running is not
     options.add_session_config_entry("session.disable_prepacking", "1")
     try:
-        if path is not None and base is not None and os.path.realpath(base) == os.path.realpath(path.parent):
+        # a path onnxruntime cannot take (not UTF-8: its binding encodes str paths so) goes as the model's bytes
+        if path is not None and base is not None and os.path.realpath(base) == os.path.realpath(path.parent) and _utf8(str(path)):
             source: Any = str(path)
         else:
             source, entries = onnx_external.runtime_bytes(model, base)
@@ -284,3 +285,11 @@ def _onnxruntime(model: Any, report: LintReport, path: Path | None = None, base:
     except Exception as exc:
         if not any(i.level == ERROR and i.rule != "onnxruntime" for i in report.issues):
             report.add(ERROR, "onnxruntime", f"onnxruntime {ort.__version__} cannot load the model: {_first_line(exc)}")
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

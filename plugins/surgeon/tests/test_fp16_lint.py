@@ -80,4 +80,4 @@ def test_lint_clean_model_passes_and_flags_unsupported_opset(parity_invoke, mlp_
 
 def test_lint_missing_file(parity_invoke, tmp_path):
     code, _, err = parity_invoke("check", "lint", tmp_path / "nope.onnx")
-    assert code == 3 and "model not found" in err
+    assert code == 2 and "model not found" in err

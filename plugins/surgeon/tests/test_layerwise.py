@@ -120,6 +120,6 @@ def test_localize_same_model_passes_and_cli_errors(mlp_model, parity_invoke, tmp
     code, _, err = parity_invoke("debug", "localize", mlp_model, "--onnxrt", "--onnxrt", "--memory-budget", "lots")
     assert code == 2 and "--memory-budget" in err
     code, _, err = parity_invoke("debug", "localize", mlp_model, "--onnxrt", "--reference-model", tmp_path / "missing.onnx")
-    assert code == 3 and "reference model not found" in err
+    assert code == 2 and "reference model not found" in err
     code, _, err = parity_invoke("debug", "localize", mlp_model, "--onnxrt", "--onnxrt", "--onnx-outputs", "h9")
     assert code == 2 and "no computed tensor 'h9'" in err

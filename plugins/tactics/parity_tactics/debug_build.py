@@ -25,7 +25,7 @@ from parity.api import (
     Outcome,
     ParityError,
     Summary,
-    UsageError,
+    check_model_path,
     check_output_path,
     file_fingerprint,
     make_check,
@@ -96,8 +96,7 @@ def debug_build(
     ``--report`` JSON there (format parity-build-report, schema ``parity_tactics/schemas/build-report.schema.json``).
     """
     started = time.perf_counter()
-    if not Path(model).exists():
-        raise UsageError(f"model not found: {model}")
+    check_model_path(model)  # missing or a directory: exit 2
     if report:
         refuse_overwrite(model, report)
         check_output_path(report, "--report")
