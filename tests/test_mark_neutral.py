@@ -144,3 +144,45 @@ def test_corpus_fp16_classifier(tmp_path: Path, main):
     (line,) = _warnings(err)
     (effect,) = json.loads((tmp_path / "r.json").read_text())["marking"]
     assert effect["unmarked_error"] < 1e-4 < 1e-3 < effect["marked_error"], line
+
+
+TWIN_BACKEND = """
+    import click
+    from pathlib import Path
+
+    from parity import hookimpl
+    from parity.api import Backend
+
+
+    def make_runner(request):
+        from parity_onnxrt.loaders import ModifyOnnxOutputs, OnnxFromPath, SessionFromOnnx
+        from parity_onnxrt.runner import OnnxrtRunner
+
+        marked = bool(request.get("twinny_mark"))
+        if request.get("twinny_save"):  # as TensorRT's --save-engine writes the engine it built
+            Path(request.get("twinny_save")).write_text("marked" if marked else "unmarked")
+        source = OnnxFromPath(request.model)
+        return OnnxrtRunner(SessionFromOnnx(ModifyOnnxOutputs(source, ["mark", "all"]) if marked else source))
+
+
+    @hookimpl
+    def parity_register_backends(register):
+        options = (click.Option(["--twinny-mark"], is_flag=True), click.Option(["--twinny-save"], type=click.Path()))
+        register(Backend("twinny", make_runner, options=options, mark_options=("twinny_mark",), writes=("twinny_save",)))
+"""
+
+
+def test_any_backends_mark_options_get_an_unmarked_twin_that_writes_nothing(tmp_path: Path, main):
+    """The check follows Backend.mark_options (TensorRT's --trt-outputs/--mark-debug as well as --onnx-outputs);
+    the twin is built without the marks and without the backend's written files (a saved engine stays the
+    marked run's)."""
+    import textwrap
+
+    plugin = tmp_path / "twinny.py"
+    plugin.write_text(textwrap.dedent(TWIN_BACKEND))
+    fp16, saved = conv_bn(tmp_path / "m16.onnx"), tmp_path / "saved.txt"
+    code, _, err = main("--plugin", plugin, "run", fp16, "--twinny", "--twinny-mark", "--twinny-save", saved, "--val-range", "[-3,3]")
+    assert code == 0, err
+    (line,) = _warnings(err)
+    assert line.startswith("parity: warning: --twinny-mark changed twinny-0's output y: marked and unmarked values differ by up to ")
+    assert saved.read_text() == "marked"
