@@ -153,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = list(sys.argv[1:] if argv is None else argv)
     install_warning_printer()
+    _print_any_path()
 
     def invoke() -> Any:
         rest = _prescan(args)  # first: one-off plugins must be loaded before their options and commands are built
@@ -167,6 +168,18 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         sys.exit(code)
     return code
+
+
+def _print_any_path() -> None:
+    """A path that is not UTF-8 (a file name with byte \\xff) reaches Python surrogate-escaped: a strict stdout
+    would fail to print it (UnicodeEncodeError, exit 3, after the work was done), so it prints the name's own
+    bytes, as ls does."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="surrogateescape")
+            except (ValueError, OSError, AttributeError):  # a stream that cannot change (closed, wrapped): printed as it is
+                pass
 
 
 def __getattr__(name: str) -> Any:
