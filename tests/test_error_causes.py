@@ -27,7 +27,7 @@ def test_load_inputs_missing_input_named_before_the_extra_tensor(tmp_path: Path,
     code, _, err = main("run", model, "--onnxrt", "--load-inputs", data)
     line = _error(err)
     assert code == 2
-    assert "no data for input 'b' (expected float32[batch,8])" in line and "'extra'" in line, line
+    assert f"--load-inputs {data}: no data for input 'b' (expected float32[batch,8]); it has 'extra' instead" in line, line
     assert line.index("'b'") < line.index("'extra'")
     assert "has no input 'extra'" not in line
 
@@ -39,7 +39,19 @@ def test_load_inputs_two_missing_inputs_are_both_named(tmp_path: Path, main):
     data = tmp_path / "in.npz"
     save_inputs([{"extra": np.ones((1, 8), np.float32)}], data)
     code, _, err = main("run", model, "--onnxrt", "--load-inputs", data)
-    assert code == 2 and "no data for inputs 'a', 'b'; the data has 'extra' instead" in _error(err)
+    assert code == 2 and f"--load-inputs {data}: no data for inputs 'a', 'b'; it has 'extra' instead" in _error(err)
+
+
+def test_a_runner_fed_a_missing_input_names_it_before_the_extra_tensor(tmp_path: Path):
+    """The same rule where no file is involved (Python API, data loader scripts): the runner's feed check."""
+    from parity_onnxrt import OnnxrtRunner, session_from_onnx
+
+    from parity.errors import UsageError
+
+    model = core_models.two_inputs(tmp_path / "two.onnx")
+    expected = r"no data for input 'b' \(expected float32\[batch,8\]\); the data has 'extra' instead"
+    with OnnxrtRunner(session_from_onnx(str(model))) as runner, pytest.raises(UsageError, match=expected):
+        runner.infer({"a": np.ones((1, 8), np.float32), "extra": np.ones((1, 8), np.float32)})
 
 
 COMMANDS = [

@@ -72,7 +72,7 @@ def test_wrong_shape_and_dtype_in_loaded_inputs(main, affine_model, tmp_path):
     code, _, err = main("run", affine_model, "--onnxrt", "--load-inputs", wrong_dtype)
     assert code == 2 and "dtype int32" in one_line_error(err)
     code, _, err = main("run", affine_model, "--onnxrt", "--load-inputs", wrong_name)
-    assert code == 2 and "no data for input 'x' (expected float32[1,4]); the data has 'input' instead" in one_line_error(err)
+    assert code == 2 and f"--load-inputs {wrong_name}: no data for input 'x' (expected float32[1,4]); it has 'input' instead" in one_line_error(err)
 
 
 def test_truncated_results_file(main, affine_model, tmp_path):

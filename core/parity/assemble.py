@@ -93,15 +93,16 @@ def make_data_loader(params: Mapping[str, Any], model: str | None, kind: str | N
         return registry.model_kinds[kind].read_inputs(model) if (model and kind in registry.model_kinds) else {}
 
     if params.get("load_inputs"):
-        feeds = []
+        feeds, meta = [], model_inputs()
         for path in params["load_inputs"]:
-            feeds.extend(load_inputs(path))
-        return drop_extra_tensors(feeds, model_inputs(), warn)
+            loaded = load_inputs(path)
+            _refuse_missing_inputs(loaded, meta, path)
+            feeds.extend(loaded)
+        return drop_extra_tensors(feeds, meta, warn)
     if params.get("data_loader_script"):
         return load_script_loader(params["data_loader_script"])
     spec = registry.data_loaders.get(params.get("data_loader") or "random")
     if spec is None:
-
         _lookup(registry.data_loaders, params["data_loader"], "data loader")
     meta = model_inputs()
     return load_data(DataRequest.from_options(meta, params), registry, params.get("data_loader") or "random")
@@ -115,6 +116,20 @@ def load_data(request: DataRequest, registry: Registry, loader: str = "random"):
     if hasattr(data, "check_names") and request.input_metadata:
         data.check_names()
     return data
+
+
+def _refuse_missing_inputs(feeds: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], path: str) -> None:
+    """A ``--load-inputs`` file that lacks a model input is one line naming the file and the missing input first
+    (its extra tensors after: often the same data under another name), before any runner is built."""
+    for index, feed in enumerate(feeds):
+        missing = [name for name in meta if name not in feed]
+        if not missing:
+            continue
+        extra = [name for name in feed if name not in meta]
+        what = f"input '{missing[0]}' (expected {meta[missing[0]]})" if len(missing) == 1 else f"inputs {names_preview(repr(n) for n in missing)}"
+        also = f"; it has {names_preview(repr(n) for n in extra)} instead, which the model does not take" if extra else ""
+        where = f" iteration {index}" if len(feeds) > 1 else ""
+        raise UsageError(f"--load-inputs {path}:{where} no data for {what}{also}")
 
 
 def drop_extra_tensors(feeds: list[dict], meta: Mapping[str, Any], warn: Callable[[str], None] = warn) -> list[dict]:
