@@ -139,7 +139,7 @@ def test_model_with_external_data_in_a_non_utf8_folder_runs(tmp_path: Path, main
         (("inspect", "model"), "parity: error: missing MODEL; see 'parity inspect model --help'"),
         (("surgeon", "sanitize"), "parity: error: missing MODEL; see 'parity surgeon sanitize --help'"),
         (("convert", "m.onnx"), "parity: error: missing -o/--output; see 'parity convert --help'"),
-        (("run", "--onnxrt"), "parity: error: missing MODEL: --onnxrt run a model; see 'parity run --help'"),
+        (("run", "--onnxrt"), "parity: error: missing MODEL: --onnxrt needs a model to run; see 'parity run --help'"),
     ],
 )
 def test_missing_argument_points_at_the_subcommand_help(args, expected, main):

@@ -363,8 +363,8 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         if params.get(option):
             check_output_path(params[option], "--" + option.replace("_", "-"))
     if chosen and not model:  # the CLI's MODEL is optional (--load-outputs alone compares files): say what is missing
-        flags = " ".join(dict.fromkeys(registry.backend(name).cli_flag for name, _ in chosen))
-        raise UsageError(f"missing MODEL: {flags} run a model; see 'parity run --help'")
+        flags = list(dict.fromkeys(registry.backend(name).cli_flag for name, _ in chosen))
+        raise UsageError(f"missing MODEL: {' '.join(flags)} {'needs' if len(flags) == 1 else 'need'} a model to run; see 'parity run --help'")
     if not chosen and not params.get("load_outputs"):
         flags = " ".join(b.cli_flag for b in registry.backends.values())
         raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or --load-outputs")
