@@ -9,10 +9,13 @@ Each command names its own format (``parity-repeat-report``, ...), with its own 
 * ``exit_code`` and ``status``, the exit code's meaning (``passed``, ``mismatch``, ``usage``, ``failure``);
   ``error``: the one-line error when the command stopped with one (then ``result`` is empty), else null;
 * ``output``: the result artifact (a model, a folder), null when none was written;
-* ``seconds`` (the whole command), ``counts`` (the session's summary: checks run, resumed, bad, good,
-  unresolved, check seconds) and ``checks``: every check judged, in order, with its verdict (``good``,
+* ``seconds`` (the whole command), ``counts`` (checks used, resumed, bad, good, unresolved; cached repeats; the
+  seconds of every check run; ``speculative``: checks run ahead that the search never used) and ``checks``: every
+  check the search used, in the order its serial form asks for them (the same list for every ``--jobs`` and
+  ``--executor``; ``iteration`` is the run number that names its artifacts), with its verdict (``good``,
   ``bad`` or ``unresolved``: an unresolved check is never reported as bad), whether it checked the unchanged
   input (``original``), its seconds (null when replayed from the state file), label, size and note;
+  ``speculative``: the checks ``--jobs`` ran ahead whose verdicts went unused (same fields; they decide nothing);
 * ``result``: what the command found (its fields are the command's, listed in its schema).
 """
 
@@ -46,15 +49,16 @@ def debug_report(
     ``time.perf_counter()`` at its start (default: when the session started); ``check``: the check command
     (default: the session's, when it is a command)."""
     check = check if check is not None else getattr(session.check, "argv", None)
-    summary = session.summary
     try:
         status = ExitCode(int(exit_code)).name.lower()
     except ValueError:
         status = "failure"
-    checks = [
-        {**r, "seconds": None if r["seconds"] is None else round(r["seconds"], 6), "original": r["key"] == session.original_key}
-        for r in sorted(session.records, key=lambda r: r["iteration"])
-    ]
+    summary = session.consumed_summary()
+
+    def entry(r: Mapping[str, Any]) -> dict[str, Any]:
+        return {**r, "seconds": None if r["seconds"] is None else round(r["seconds"], 6), "original": r["key"] == session.original_key}
+
+    checks = [entry(r) for r in session.consumed]
     return {
         "format": name,
         "version": version,
@@ -74,8 +78,10 @@ def debug_report(
             "good": summary.good,
             "unresolved": summary.unresolved,
             "check_seconds": round(summary.check_seconds, 6),
+            "speculative": summary.speculative,
         },
         "checks": checks,
+        "speculative": [entry(r) for r in session.speculative()],
         "result": dict(result or {}),
     }
 

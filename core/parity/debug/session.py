@@ -15,6 +15,12 @@ result is cached) and a ``make_artifact(iteration)`` callable that writes the fi
 for every later check, and a run whose original does not fail stops at once. When unresolved checks
 dominate (more than 3 in 4, once 8 ran), the session stops with :class:`UnresolvedChecks` (exit 3).
 
+One answer whatever the parallelism: a search *consumes* verdicts in the order its serial form asks for them
+(:meth:`DebugSession.judge_many`); with ``--jobs`` it may also run checks ahead of time
+(``judge_many(..., consume=False)``: speculation), whose verdicts are cached and count only once the search asks
+for them. :attr:`DebugSession.consumed` (what ``--report`` lists) and every decision made from it are therefore
+the same for every ``--jobs`` and ``--executor``; the speculative checks that went unused are listed apart.
+
 Resuming: the state file maps keys to verdicts (``true`` bad, ``false`` good, ``"unresolved"``). A search strategy is deterministic, so after a crash or
 Ctrl-C the same command replays the same keys and gets the recorded verdicts without running checks,
 continuing exactly where it stopped. A check that was running when the run died is run again.
@@ -120,16 +126,19 @@ class Summary:
     unresolved: int = 0
     seconds: float = 0.0
     check_seconds: float = 0.0
+    speculative: int = 0  # checks run ahead (--jobs) whose verdicts the search never used; not in the counts above
 
     @property
     def total(self) -> int:
         return self.checks + self.resumed
 
     def line(self) -> str:
-        per = f" | {self.check_seconds / self.checks:.3f}s per check" if self.checks else ""
+        ran = self.checks + self.speculative
+        per = f" | {self.check_seconds / ran:.3f}s per check" if ran else ""
         resumed = f" ({self.resumed} resumed from the state file)" if self.resumed else ""
+        ahead = f" (+{self.speculative} run ahead in parallel, unused)" if self.speculative else ""
         counts = f"bad: {self.bad}, good: {self.good}, unresolved: {self.unresolved}"
-        return f"Finished {self.total} check(s){resumed} | {counts} | {self.seconds:.2f}s{per}"
+        return f"Finished {self.total} check(s){resumed}{ahead} | {counts} | {self.seconds:.2f}s{per}"
 
 
 class DebugSession:
@@ -179,6 +188,12 @@ class DebugSession:
         # seconds (None when replayed from the state file), resumed, the candidate's label and size, the check's note
         self.records: list[dict[str, Any]] = []
         self.original_key: str | None = None  # the key original() checked
+        # the records the search consumed, in the order its serial form asked for them (see the module docstring)
+        self.consumed: list[dict[str, Any]] = []
+        self._consumed_keys: set[str] = set()
+        self._by_key: dict[str, dict[str, Any]] = {}  # the latest record of each key
+        self._consumed_run = 0  # consumed checks run by this process, and those unresolved (for the stop rule)
+        self._consumed_unresolved = 0
         if self.state_path:
             _refuse_foreign(self.state_path, "--state", _is_state_file)
         if self.state_path and resume:
@@ -228,8 +243,10 @@ class DebugSession:
         write_text_atomic(self.state_path, json.dumps(state, indent=0))
 
     def finish(self) -> Summary:
-        """The run completed: print the summary and drop the state file (resume is for interrupted runs)."""
+        """The run completed: print the summary and drop the state file (resume is for interrupted runs).
+        The summary then counts the checks the search used (the same for every --jobs), and apart those run ahead."""
         self.summary.seconds = time.perf_counter() - self._started
+        self.summary = self.consumed_summary()
         self.close()
         self.reporter.close()
         self._restore_signals()
@@ -296,15 +313,17 @@ class DebugSession:
         why = outcome.note if outcome is not None and outcome.note else "recorded as unresolved"
         raise OriginalNotFailing(f"the check of {what} is unresolved ({why}): it does not fail as a failure to search; fix the --check command")
 
-    def judge_many(self, candidates: Sequence[Candidate], stop_rule: bool = True) -> list[str]:
+    def judge_many(self, candidates: Sequence[Candidate], stop_rule: bool = True, consume: bool = True) -> list[str]:
         """Verdicts for independent candidates, run through the executor (in parallel with ``--jobs``).
-        Raises :class:`UnresolvedChecks` when unresolved checks dominate."""
+        ``consume``: the search uses these verdicts now, in this order (False: checks run ahead, kept for when the
+        search asks for them; see the module docstring). Raises :class:`UnresolvedChecks` when unresolved
+        checks dominate (among consumed checks)."""
         results: dict[str, str] = {}
         todo: list[Candidate] = []
         for cand in candidates:
             if cand.key in results or any(c.key == cand.key for c in todo):
                 continue
-            verdict = self._replay(cand)
+            verdict = self._replay(cand, count_cached=consume)
             if verdict is None:
                 todo.append(cand)
             else:
@@ -327,12 +346,53 @@ class DebugSession:
             raise
         for cand, verdict in zip(todo, judged):
             results[cand.key] = verdict
-        if stop_rule and todo:
-            self._stop_if_unresolved_dominate()
+        if consume:
+            self.consume([c.key for c in candidates], stop_rule)
         return [results[c.key] for c in candidates]
 
+    def consume(self, keys: Sequence[str], stop_rule: bool = True) -> None:
+        """The search uses these keys' verdicts now, in this order (each key once): they join :attr:`consumed`."""
+        new = 0
+        with self._lock:
+            for key in keys:
+                if key in self._consumed_keys or key not in self._by_key:
+                    continue
+                record = self._by_key[key]
+                self._consumed_keys.add(key)
+                self.consumed.append(record)
+                if not record["resumed"]:
+                    new += 1
+                    self._consumed_run += 1
+                    self._consumed_unresolved += record["verdict"] == UNRESOLVED
+        if stop_rule and new:
+            self._stop_if_unresolved_dominate()
+
+    def consumed_summary(self) -> Summary:
+        """:attr:`summary` over the consumed checks (cached, seconds and check seconds as they are), with the
+        number of checks run ahead and never used."""
+        done = self.summary
+        ran = [r for r in self.consumed if not r["resumed"]]
+        counts = {v: sum(r["verdict"] == v for r in self.consumed) for v in (BAD, GOOD, UNRESOLVED)}
+        return Summary(
+            len(ran), len(self.consumed) - len(ran), done.cached, counts[BAD], counts[GOOD], counts[UNRESOLVED], done.seconds, done.check_seconds, len(self.speculative())
+        )
+
+    def used(self, key: str) -> bool:
+        """Whether the search has used (consumed) this key's verdict."""
+        return key in self._consumed_keys
+
+    @property
+    def consumed_count(self) -> int:
+        """Distinct checks the search used so far (resumed ones included): what ``--max-checks`` counts."""
+        return len(self._consumed_keys)
+
+    def speculative(self) -> list[dict[str, Any]]:
+        """Checks run ahead (``--jobs``) whose verdicts the search never asked for, in run order."""
+        return sorted((r for k, r in self._by_key.items() if k not in self._consumed_keys), key=lambda r: r["iteration"])
+
     def _stop_if_unresolved_dominate(self) -> None:
-        ran, unresolved = self.summary.checks, self._run_unresolved
+        # counted over consumed checks: the checks run ahead with --jobs must not change when the run stops
+        ran, unresolved = self._consumed_run, self._consumed_unresolved
         if ran >= MIN_CHECKS_FOR_STOP and 4 * unresolved > 3 * ran:
             self._show_last_output()
             last = self.last_outcome.note if self.last_outcome is not None and self.last_outcome.note else "unresolved"
@@ -346,9 +406,10 @@ class DebugSession:
             lines = outcome.output.rstrip().splitlines()[-5:]
             self.reporter.note("the check's last output:\n" + indent_output("\n".join(lines)).rstrip("\n"))
 
-    def _replay(self, cand: Candidate) -> str | None:
+    def _replay(self, cand: Candidate, count_cached: bool = True) -> str | None:
         if cand.key in self.verdicts:
-            self.summary.cached += 1
+            if count_cached and cand.key in self._consumed_keys:  # a verdict run ahead is not a repeat
+                self.summary.cached += 1
             return self.verdicts[cand.key]
         if cand.key in self._recorded:
             verdict = self._recorded[cand.key]
@@ -366,6 +427,7 @@ class DebugSession:
         record = {"iteration": index, "key": key, "verdict": verdict, "seconds": seconds, "resumed": seconds is None}
         record |= {"label": None if label is None else str(label), "size": size if isinstance(size, int) else None, "note": note or None}
         self.records.append(record)
+        self._by_key[key] = record
 
     def elapsed(self) -> float:
         """Seconds since the session started."""
@@ -459,7 +521,8 @@ class DebugSession:
             n = width if count is None else min(width, count - i)
             batch = [Candidate(f"N{j}", make_artifact, dict(info(j) if info else {}) | {"label": f"iteration {j}"}) for j in range(i, i + n)]
             stopped = False
-            for verdict in self.judge_many(batch):
+            for cand, verdict in zip(batch, self.judge_many(batch, consume=False)):
+                self.consume([cand.key])  # the iterations the serial loop runs; later ones of a stopped batch do not count
                 verdicts.append(verdict)
                 i += 1
                 if stop is not None and verdict == stop:  # unresolved neither stops --until good nor --until bad
@@ -530,4 +593,3 @@ def _is_state_file(path: Path) -> bool:
 def _is_iteration_info(path: Path) -> bool:
     info = _read_json(path)
     return isinstance(info, dict) and {"iteration", "key", "artifact"} <= info.keys()
-

@@ -9,6 +9,13 @@ Checks have three verdicts: good, bad and unresolved (crashed, timed out, could 
 differently from the original). As in Zeller's ddmin, an unresolved subset is neither: it is never
 interesting (no reduction step is taken on it) and never counted as passing (``oracle.verdict(subset)``
 tells the three apart, and ``oracle.best`` only ever holds an interesting subset).
+
+One answer whatever the parallelism: a strategy is written as a serial search, and its result and the checks it
+uses depend on the verdicts only, never on ``--jobs``, ``--executor`` or which check ends first. ``--jobs`` speeds
+it up by speculation: :meth:`Oracle.prefetch` checks subsets the search *may* ask for next (the next levels of a
+binary search, the next tests of ``first``) in parallel; their verdicts are cached in the session and count (in
+the report, ``oracle.best``, the budget) only when the serial search asks for them. (parity_reduce's strategies
+share a speculative binary search built on it.)
 """
 
 from __future__ import annotations
@@ -96,6 +103,29 @@ class Oracle:
     def __call__(self, subset: Iterable[int]) -> bool:
         return self.many([subset])[0]
 
+    def prefetch(self, subsets: Sequence[Iterable[int]]) -> None:
+        """Check subsets the serial search may ask for next, ``jobs`` at once, without using their verdicts: they
+        are cached, and count only when the search asks for them (through ``__call__``, ``many`` or ``first``).
+        Nothing runs with one job (or when fewer than two are unknown)."""
+        if self.jobs <= 1:
+            return
+        seen: set[frozenset[int]] = set()
+        todo = []
+        for s in subsets:
+            p = self._prepare(s)
+            if (p or self.empty is None) and p not in seen:
+                seen.add(p)
+                cand = self.candidate(p)
+                if self.session.known(cand.key) is None:
+                    todo.append(cand)
+        todo = todo[: self.ahead(len(todo))]
+        if len(todo) > 1:
+            self.session.judge_many(todo, consume=False)
+
+    def ahead(self, wanted: int) -> int:
+        """How many of ``wanted`` speculative checks may run (a budget may cap it; see parity_reduce's Budget)."""
+        return wanted
+
     def many(self, subsets: Sequence[Iterable[int]]) -> list[bool]:
         """Verdicts for independent subsets (checked in parallel with ``--jobs``)."""
         prepared = [self._prepare(s) for s in subsets]
@@ -111,10 +141,13 @@ class Oracle:
         return out
 
     def first(self, subsets: Sequence[Iterable[int]]) -> int | None:
-        """Index of the first interesting subset, checking lazily (``jobs`` at a time)."""
+        """Index of the first interesting subset, asking in order and stopping at it, as a serial loop does;
+        with ``jobs`` > 1 the next ``jobs`` subsets are checked at once ahead of it (verdicts after the first
+        interesting one go unused)."""
         step = max(1, self.jobs)
-        for start in range(0, len(subsets), step):
-            for offset, hit in enumerate(self.many(subsets[start : start + step])):
-                if hit:
-                    return start + offset
+        for i, subset in enumerate(subsets):
+            if i % step == 0:
+                self.prefetch(subsets[i : i + step])
+            if self(subset):
+                return i
         return None

@@ -56,6 +56,16 @@ of nodes is a valid model. The default --mode dichotomic needs about log2(nodes)
 feeds known-good values, e.g. fp32 intermediates), then refines it within --max-checks/--max-time.
 At the end a repro bundle (model, inputs, expected outputs, check command) is written to --repro.
 
+With --reference-model fp32.onnx (an fp16 MODEL's original), each candidate is judged against the same
+subgraph of the reference fed the same inputs: cut tensors get the reference's values (fp32 intermediates,
+cast to MODEL's dtype) and --iter-expected the reference's values of the candidate's outputs, so the answer
+is a node that introduces the error, not one that propagates it:
+
+\b
+  parity debug reduce fp16.onnx -o reduced.onnx --reference-model fp32.onnx --load-inputs in.npz \\
+      --check parity run parity_debug.onnx --onnxrt --load-inputs parity_debug_inputs.npz \\
+      --load-outputs parity_debug_expected.npz --atol 0.01 --rtol 0.01
+
 A model with external data (past 2 GiB too) is read lazily: each check's candidate is its graph alone,
 written in a private work folder beside --iter-artifact that holds the weights once for the whole run (a
 reflink clone where the filesystem has them, else one copy). -o and --min-good get their weights only:
@@ -88,7 +98,9 @@ def add_commands(cli: click.Group) -> None:
         click.Option(["-o", "--output"], required=True, metavar="PATH", help="Where to write the minimal failing model."),
         click.Option(["--min-good"], metavar="PATH", help="Also write the largest passing model close to the result."),
         click.Option(
-            ["--mode"], default="auto", show_default=True,
+            ["--mode"],
+            default="auto",
+            show_default=True,
             help=f"Search strategy: {', '.join(_modes('reduce'))}. auto: staged, or dichotomic when the check reads --iter-inputs.",
         ),  # fmt: skip
         GreedyOption(["--model-input-shapes"], metavar="NAME:[D0,...]", help="Freeze input shapes first (dynamic dims), e.g. x:[1,3,224,224]."),
@@ -109,6 +121,19 @@ def add_commands(cli: click.Group) -> None:
             show_default=True,
             metavar="PATH",
             help="Per-iteration inputs file (all samples, cut tensors included), written when the check names it.",
+        ),
+        click.Option(
+            ["--reference-model"],
+            metavar="PATH",
+            help="Judge each candidate against the same subgraph of this model (e.g. the fp32 original of an fp16 MODEL): its cut tensors "
+            "get the reference's values, and --iter-expected the reference's outputs. The check must read --iter-expected.",
+        ),
+        click.Option(
+            ["--iter-expected"],
+            default="parity_debug_expected.npz",
+            show_default=True,
+            metavar="PATH",
+            help="Per-iteration expected outputs (Parity's results format, for --load-outputs), written when the check names it.",
         ),
         click.Option(["--repro"], metavar="DIR", help="Repro bundle folder [<output>_repro]."),
         click.Option(["--no-repro"], is_flag=True, help="Do not write the repro bundle."),
@@ -228,7 +253,7 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
     ext_dir = params.get("external_data_dir")
     repro = None if params["no_repro"] else (params.get("repro") or str(Path(output).with_suffix("")) + "_repro")
     refuse_overwrite(
-        {"the input model": model, "the --load-inputs file": params.get("load_inputs")},
+        {"the input model": model, "the --reference-model": params.get("reference_model"), "the --load-inputs file": params.get("load_inputs")},
         **{
             "-o": output,
             "--min-good": params.get("min_good"),
@@ -251,6 +276,15 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
         save_inputs(feeds, params["save_inputs"])
     check = params.get("check") or []
     iter_inputs = params["iter_inputs"] if any(params["iter_inputs"] in tok for tok in check) else None
+    iter_expected = params["iter_expected"] if any(params["iter_expected"] in tok for tok in check) else None
+    reference_model = params.get("reference_model")
+    if reference_model:
+        check_model_path(reference_model)
+        if not (iter_expected and iter_inputs):
+            raise UsageError(
+                f"--reference-model needs a --check that reads {params['iter_inputs']} and compares with {params['iter_expected']} (--iter-inputs, --iter-expected), "
+                f"e.g. --check parity run {params['iter_artifact']} --onnxrt --load-inputs {params['iter_inputs']} --load-outputs {params['iter_expected']} --atol ..."
+            )
     mode = _auto_mode(params["mode"], iter_inputs)
     session = session_from_options(params, label="reduce", fingerprint=_fingerprint(model, ext_dir))
     fields = {"name": "parity-reduce-report", "command": "debug reduce", "model": model, "started": started}
@@ -272,6 +306,8 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
             save_best=output,  # each smaller failing model is written at once: stopping keeps the best so far
             external_data_dir=ext_dir,
             external=external,
+            reference_model=reference_model,
+            iter_expected=iter_expected,
         )
         _refuse_data_overwrite(reducer.data_files, external, **{"-o": output, "--min-good": params.get("min_good")})
         total = len(reducer.index)
@@ -293,7 +329,13 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
         if repro:
             from parity_reduce.reducer import prove_bundle
 
-            subs = {"polygraphy_debug.onnx": "model.onnx", params["iter_artifact"]: "model.onnx", "{artifact}": "model.onnx", params["iter_inputs"]: "inputs.npz"}
+            subs = {
+                "polygraphy_debug.onnx": "model.onnx",
+                params["iter_artifact"]: "model.onnx",
+                "{artifact}": "model.onnx",
+                params["iter_inputs"]: "inputs.npz",
+                params["iter_expected"]: "expected.npz",
+            }
             write_bundle(
                 repro,
                 result.model,
@@ -355,11 +397,9 @@ def _op_types(model: str, external_data_dir: str | None = None) -> dict[str, str
 
 
 def _search_data(session: Any, what: str, total: int, result: int, good_means: str) -> dict[str, Any]:
-    """The HTML report's search history: every check of the session in order, its candidate's size and verdict."""
-    checks = [
-        {"check": r["iteration"], "size": r["size"], "verdict": r["verdict"], "label": r["label"], "resumed": r["resumed"]}
-        for r in sorted(session.records, key=lambda r: r["iteration"])
-    ]
+    """The HTML report's search history: every check the search used, in its serial order (the same for every
+    --jobs), its candidate's size and verdict."""
+    checks = [{"check": i, "size": r["size"], "verdict": r["verdict"], "label": r["label"], "resumed": r["resumed"]} for i, r in enumerate(session.consumed)]
     return {"what": what, "total": total, "result": result, "good_means": good_means, "checks": checks}
 
 

@@ -264,7 +264,6 @@ def run_reference(model: onnx.ModelProto, feeds: Sequence[Mapping[str, np.ndarra
     the data folder), so a model past 2 GiB runs without ever being one protobuf message."""
     import onnxruntime as ort
 
-
     outputs = model.graph.output
     kept = len(outputs)
     have = {o.name for o in outputs}
@@ -293,3 +292,55 @@ def run_reference(model: onnx.ModelProto, feeds: Sequence[Mapping[str, np.ndarra
         sample.update(zip(names, (np.asarray(v) for v in values)))
         samples.append(sample)
     return Reference(samples)
+
+
+def counterpart(model: onnx.ModelProto, golden: Reference) -> dict[str, str]:
+    """Each tensor of ``model`` that has a value in ``golden`` (a reference model's run): the same name, or,
+    for a tensor a Cast made (an fp16-converted model keeps the names and adds Casts at its fp32 edges and
+    around blocked nodes), the counterpart of the Cast's input."""
+    have = golden.samples[0].keys() if golden.samples else set()
+    casts = {n.output[0]: n.input[0] for n in model.graph.node if n.op_type == "Cast" and n.domain in ("", "ai.onnx") and n.output and n.input}
+    names = {i.name for i in model.graph.input} | {o for n in model.graph.node for o in n.output if o}
+    out: dict[str, str] = {}
+    for name in names:
+        t, seen = name, set()
+        while t not in have and t in casts and t not in seen:
+            seen.add(t)
+            t = casts[t]
+        if t in have:
+            out[name] = t
+    return out
+
+
+def against_reference(own: Reference, model: onnx.ModelProto, golden: Reference) -> tuple[Reference, Reference]:
+    """(feeding, expected) for ``debug reduce --reference-model``: ``feeding`` is ``own`` (the model's run) with
+    every tensor that has a counterpart in ``golden`` replaced by the reference's value cast to this model's
+    dtype, so every cut tensor carries the reference's (fp32) intermediate; ``expected`` maps this model's
+    tensor names to the reference's values as they are, what a candidate's outputs are compared with.
+    A counterpart of another shape is left out (the model's own value stays)."""
+    pairs = counterpart(model, golden)
+    feeding, expected = [], []
+    for mine, ref in zip(own.samples, golden.samples):
+        feed, want = dict(mine), {}
+        for name, other in pairs.items():
+            value = ref[other]
+            if name in mine and tuple(mine[name].shape) != tuple(value.shape):
+                continue
+            want[name] = value
+            if name in mine:
+                feed[name] = value.astype(mine[name].dtype, copy=False) if value.dtype != mine[name].dtype else value
+        feeding.append(feed)
+        expected.append(want)
+    return Reference(feeding), Reference(expected)
+
+
+def unfeedable(feeding: Reference, own: Reference) -> set[str]:
+    """Tensors whose fed (reference) value is finite in the reference but not once cast to this model's dtype."""
+    out = set()
+    for fed, mine in zip(feeding.samples, own.samples):
+        for name, value in fed.items():
+            if value is mine.get(name) or value.dtype.kind != "f":
+                continue
+            if not np.isfinite(value).all():
+                out.add(name)
+    return out

@@ -53,7 +53,7 @@ from parity.api import (
 )
 from parity.api import warn as print_warning
 from parity_reduce.external import CandidateFiles, clone_file
-from parity_reduce.graph import GraphIndex, Reference, prepare, run_reference
+from parity_reduce.graph import GraphIndex, Reference, against_reference, prepare, run_reference, unfeedable
 from parity_reduce.strategies import REDUCE_DEFAULT_MODE
 
 SAVE_AT_ONCE = 256 << 20  # bytes of weights: an improvement this small is written to save_best as soon as found
@@ -77,6 +77,7 @@ class ReduceResult:
     history: list[tuple[frozenset[int], bool]] = field(default_factory=list)
     stopped: str | None = None  # why the search stopped early (--max-checks / --max-time), None when it completed
     base_dir: Path | None = None  # where the external tensors of ``model`` and ``min_good`` resolve
+    golden: Reference | None = None  # the outputs' expected values (the --reference-model's run), else ``reference``
 
     @property
     def checks(self) -> int:
@@ -102,7 +103,8 @@ class ReduceResult:
     def expected(self) -> list[dict[str, np.ndarray]]:
         """Per-sample values its outputs had in the full model (the reference run)."""
         names = [o.name for o in self.model.graph.output]
-        return self.reference.feeds(names) if self.reference and all(self.reference.has(n) for n in names) else []
+        expected = self.golden or self.reference
+        return expected.feeds(names) if expected and all(expected.has(n) for n in names) else []
 
 
 def load_model(model: str | Path | onnx.ModelProto, external_data_dir: str | Path | None = None) -> onnx.ModelProto:
@@ -155,7 +157,11 @@ class Search:
         inputs_for: Callable[[onnx.ModelProto], list[dict[str, np.ndarray]]] | None = None,
         describe: Callable[[frozenset[int]], str] = lambda s: f"{len(s)} nodes",
         files: CandidateFiles | None = None,
+        iter_expected: str | None = None,
+        expected_for: Callable[[onnx.ModelProto], list[dict[str, np.ndarray]]] | None = None,
     ) -> None:
+        self.iter_expected = iter_expected
+        self.expected_for = expected_for
         self.session = session
         self.files = files  # a model with external data: candidates are written there (parity_reduce.external)
         self.build = build
@@ -175,12 +181,13 @@ class Search:
             if self.files is not None:  # the check gets the candidate in the work folder, beside the shared weights
                 written = str(self.files.write(model, Path(it.artifact).name))
             else:
-
                 write_bytes_atomic(it.artifact, onnx_external.serialize(model, "the candidate"))
             if self.iter_inputs and self.inputs_for:
                 from parity.api import save_inputs
 
                 save_inputs(self.inputs_for(model), it.slot_path(self.iter_inputs))
+            if self.iter_expected and self.expected_for:
+                save_expected(self.expected_for(model), it.slot_path(self.iter_expected))
             return written
 
         return Candidate(subset_key(subset), make_artifact, {"label": self.describe(subset), "size": len(subset)})
@@ -197,6 +204,23 @@ class Search:
             self.session.original(self.candidate(subset), what)
         except OriginalNotFailing as exc:
             raise NotFailing(str(exc)) from None
+
+
+def save_expected(samples: Sequence[Mapping[str, np.ndarray]], path: str) -> None:
+    """Per-sample expected outputs in Parity's results format (what ``parity run --load-outputs`` reads)."""
+    from parity.api import IterationResult, RunResults, save_results
+
+    save_results(RunResults([("reference", [IterationResult(dict(e)) for e in samples])]), path)
+
+
+def model_outputs_of(expected: Reference | None) -> Callable[[onnx.ModelProto], list[dict[str, np.ndarray]]]:
+    """A candidate's expected outputs: those with a value in ``expected`` (the reference model's run)."""
+
+    def outputs(model: onnx.ModelProto) -> list[dict[str, np.ndarray]]:
+        names = [o.name for o in model.graph.output if expected is not None and expected.has(o.name)]
+        return expected.feeds(names) if expected else []
+
+    return outputs
 
 
 def model_inputs_of(reference: Reference | None) -> Callable[[onnx.ModelProto], list[dict[str, np.ndarray]]]:
@@ -248,6 +272,8 @@ class Reducer:
         save_best: str | Path | None = None,
         external_data_dir: str | Path | None = None,
         external: ExternalData | None = None,
+        reference_model: str | Path | onnx.ModelProto | None = None,
+        iter_expected: str | None = None,
     ) -> None:
         if (predicate is None) == (session is None):
             raise UsageError("give the Reducer either a predicate or a DebugSession")
@@ -262,6 +288,13 @@ class Reducer:
         self.data_files = onnx_external.data_files(self.model, self.base_dir)  # the input's weights: never written
         self.index = GraphIndex(self.model)
         self.reference = make_reference(self.model, inputs, self.warn, self.base_dir) if reference else None
+        # what a candidate's outputs are compared with: the reference model's values (--reference-model), else the
+        # model's own (the repro bundle's expected.npz)
+        self.expected: Reference | None = self.reference
+        self.unfeedable: set[str] = set()
+        if reference_model is not None:
+            self.reference, self.expected, self.unfeedable = self._against(reference_model, inputs, input_shapes)
+        self.iter_expected = iter_expected
         if cut == "constant" and self.reference and len(self.reference.samples) > 1:
             self.warn("--cut-tensors constant with several samples: tensors whose values differ between samples stay inputs")
         self.session = session or DebugSession(PredicateCheck(lambda it: predicate(it.payload)))  # type: ignore[misc]
@@ -278,6 +311,29 @@ class Reducer:
         near = work_near(self.session)
         self.files = CandidateFiles(self.model, self.base_dir, near, self.warn) if near is not None and onnx_external.has_external(self.model) else None
 
+    def _against(
+        self, reference_model: str | Path | onnx.ModelProto, inputs: Sequence[Mapping[str, np.ndarray]] | None, input_shapes: Any
+    ) -> tuple[Reference, Reference, set[str]]:
+        """``--reference-model``: run it on the same inputs; every tensor of the model that has a counterpart
+        there (same name, through Casts) is fed the reference's value from now on, and candidates' outputs are
+        expected to equal the reference's. So each candidate is judged against the same subgraph of the
+        reference fed the same inputs: only a candidate holding a node that introduces the error fails."""
+        if self.reference is None:
+            raise ParityError("--reference-model: the model under test could not be run with onnxruntime to find its tensors' types")
+        if inputs is None:
+            inputs = self.reference.feeds([n for n in self.index.graph_inputs])
+        ref_dir = data_dir_of(reference_model)
+        ref = prepare(load_model(reference_model), input_shapes, copy=isinstance(reference_model, onnx.ModelProto))
+        ref_inputs = {i.name for i in ref.graph.input} - {w.name for w in ref.graph.initializer}
+        missing = sorted(ref_inputs - set(self.index.graph_inputs))
+        if missing:
+            raise UsageError(f"--reference-model {reference_model}: its input(s) {', '.join(missing[:3])} are not inputs of the model under test")
+        golden = run_reference(ref, [{k: v for k, v in feed.items() if k in ref_inputs} for feed in inputs], ref_dir)
+        feeding, expected = against_reference(self.reference, self.model, golden)
+        if not any(expected.has(o) for o in self.index.outputs):
+            raise UsageError(f"--reference-model {reference_model}: none of the model's outputs ({', '.join(self.index.outputs[:3])}) is in the reference model")
+        return feeding, expected, unfeedable(feeding, self.reference)
+
     def close(self) -> None:
         """Remove the candidates' work folder (idempotent)."""
         if self.files is not None:
@@ -288,6 +344,20 @@ class Reducer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _feedable(self, subset: frozenset[int]) -> frozenset[int]:
+        """``subset`` plus the producers of its cut tensors whose reference value this model's dtype cannot hold
+        (an fp32 value past fp16's range): fed as inf, a candidate would fail for an error made upstream."""
+        index, grown = self.index, set(subset)
+        todo = list(subset)
+        while todo:
+            i = todo.pop()
+            for t in index.reads[i]:
+                p = index.producer.get(t)
+                if p is not None and p not in grown and t in self.unfeedable:
+                    grown.add(p)
+                    todo.append(p)
+        return frozenset(grown)
 
     def build(self, subset: frozenset[int]) -> onnx.ModelProto:
         return self.index.build(subset, self.reference, self.cut)
@@ -321,11 +391,22 @@ class Reducer:
 
     def run(self) -> ReduceResult:
         strategy = self.strategy()  # unknown --mode fails before any check
-        search = Search(self.session, self.build, iter_inputs=self.iter_inputs, inputs_for=model_inputs_of(self.reference), files=self.files)
+        search = Search(
+            self.session,
+            self.build,
+            iter_inputs=self.iter_inputs,
+            inputs_for=model_inputs_of(self.reference),
+            files=self.files,
+            iter_expected=self.iter_expected,
+            expected_for=model_outputs_of(self.expected),
+        )
         index = self.index
 
         def closure(s: frozenset[int]) -> frozenset[int]:
-            return index.closure(s, up=not self.reduce_inputs, down=not self.reduce_outputs) if s else s
+            if not s:
+                return s
+            s = index.closure(s, up=not self.reduce_inputs, down=not self.reduce_outputs)
+            return self._feedable(s) if self.unfeedable else s
 
         oracle = search.oracle(True, closure)
         stopped = None
@@ -351,7 +432,7 @@ class Reducer:
         summary = self.session.finish()
         good = _min_good(search.history, best, search.outcomes)
         min_good = self.build(good) if good else None
-        return ReduceResult(model, sorted(best), index.names(best), summary, index, self.reference, min_good, search.history, stopped, self.base_dir)
+        return ReduceResult(model, sorted(best), index.names(best), summary, index, self.reference, min_good, search.history, stopped, self.base_dir, self.expected)
 
 
 class BudgetSpent(Exception):
@@ -359,8 +440,8 @@ class BudgetSpent(Exception):
 
 
 class Budget:
-    """Stops a search before a check that ``max_checks`` (checks in all, the original's and resumed ones
-    included) or ``max_time`` (seconds since the search started; a running check is never cut) does not
+    """Stops a search before a check that ``max_checks`` (checks the search uses, the original's and resumed ones
+    included; checks run ahead with ``--jobs`` count only once used) or ``max_time`` (seconds since the search started; a running check is never cut) does not
     allow, and calls ``on_improve(subset)`` whenever a failing subset smaller than every earlier one is seen
     (the reducer writes it to ``-o`` at once, so stopping at any moment leaves the best model so far)."""
 
@@ -380,13 +461,20 @@ class Budget:
         best: list[int] = []  # size of the last improvement reported
 
         def budgeted_many(subsets: Sequence[Any]) -> list[bool]:
+            # Counted over the checks the search uses (a verdict already used costs nothing; one run ahead with
+            # --jobs costs what the serial search would have paid), so --max-checks stops where it does serially.
             keys = {subset_key(p) for p in (oracle._prepare(s) for s in subsets) if p or oracle.empty is None}
-            new = sum(1 for k in keys if session.known(k) is None)  # cached and resumed verdicts cost nothing
-            if new and self.max_checks is not None and session.summary.total + new > self.max_checks:
+            new = sum(1 for k in keys if not session.used(k))
+            if new and self.max_checks is not None and session.consumed_count + new > self.max_checks:
                 raise BudgetSpent(f"--max-checks {self.max_checks} reached")
             if new and self.max_time is not None and time.perf_counter() - started > self.max_time:
                 raise BudgetSpent(f"--max-time {self.max_time:g}s reached")
             return many(subsets)
+
+        def ahead(wanted: int) -> int:  # no check run ahead that the budget could never use
+            if self.max_time is not None and time.perf_counter() - started > self.max_time:
+                return 0
+            return wanted if self.max_checks is None else max(0, min(wanted, self.max_checks - session.consumed_count))
 
         def on_result(subset: frozenset[int], hit: bool) -> None:
             if noted:
@@ -396,6 +484,7 @@ class Budget:
                 on_improve(subset)
 
         oracle.many = budgeted_many  # type: ignore[method-assign]
+        oracle.ahead = ahead  # type: ignore[method-assign]
         oracle.on_result = on_result
 
 
@@ -441,7 +530,6 @@ def _clone_or_copy(src: str, dst: str) -> str:
     (a hard link would do, but onnx refuses a data file with two links)."""
     import os
     import shutil
-
 
     if os.path.getsize(src) > 64 << 20 and clone_file(Path(src), Path(dst)):
         shutil.copystat(src, dst)

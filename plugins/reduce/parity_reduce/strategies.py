@@ -17,9 +17,13 @@ parallel with ``--jobs``). Indices are in topological order, so contiguous chunk
   failure is monotone (adding nodes never hides it).
 * ``quickxplain``: QuickXplain (Junker 2004), divide and conquer, O(k log(n/k)) checks.
 * ``ddmin``: delta debugging (Zeller & Hildebrandt 2002) over contiguous regions; 1-minimal even when
-  the failure is not monotone, at more checks; its subset/complement tests run in parallel with ``--jobs``.
+  the failure is not monotone, at more checks.
 * ``bisect`` / ``linear``: Polygraphy-compatible: shrink to the ancestors of one node (outputs phase),
   then to the descendants of one node (inputs phase), by binary search or by trying every node.
+
+Every strategy is a serial search: ``--jobs`` only checks ahead what it may ask next (the next levels of each
+binary search, the next tests of ddmin's ``first``, every node in ``linear``), so the result and the checks
+it uses are the same for any ``--jobs`` and ``--executor`` (parity.debug.strategy).
 """
 
 from __future__ import annotations
@@ -29,6 +33,38 @@ from dataclasses import dataclass
 from typing import Any
 
 from parity.api import Oracle
+
+
+def speculation(lo: int, hi: int, ways: int) -> list[int]:
+    """The midpoints a serial binary search over ``(lo, hi]`` (mid = (lo + hi) // 2) may test next, breadth
+    first through its decision tree, at most ``ways`` of them: whichever way each verdict goes, the next
+    midpoints are among them (all of the next d levels when ways >= 2**d - 1)."""
+    out: list[int] = []
+    queue = [(lo, hi)]
+    while queue and len(out) < ways:
+        a, b = queue.pop(0)
+        if b - a <= 1:
+            continue
+        mid = (a + b) // 2
+        out.append(mid)
+        queue += [(a, mid), (mid, b)]
+    return out
+
+
+def bisect(oracle: Oracle, lo: int, hi: int, subset_at: Callable[[int], Sequence[int]], hit_lowers_hi: bool = True) -> tuple[int, int]:
+    """A serial binary search over ``(lo, hi]``: test ``subset_at((lo + hi) // 2)``; an interesting verdict moves
+    ``hi`` there (``hit_lowers_hi``) or ``lo``. With ``--jobs`` the next levels' midpoints are checked ahead
+    (:func:`speculation`, :meth:`Oracle.prefetch`); the verdicts used, and so the answer, are the serial search's. Returns (lo, hi)."""
+    oracle.expect_search(hi - lo)
+    while hi - lo > 1:
+        if oracle.jobs > 1:
+            oracle.prefetch([subset_at(m) for m in speculation(lo, hi, oracle.jobs)])
+        mid = (lo + hi) // 2
+        if oracle(subset_at(mid)) == hit_lowers_hi:
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
 
 
 @dataclass
@@ -42,21 +78,9 @@ class Dichotomic:
 
 
 def _first_interesting_prefix(found: list[int], rest: list[int], oracle: Oracle) -> int:
-    """Smallest m with found + rest[:m] interesting (m = len(rest) is assumed to be), by (k-ary) search."""
-    lo, hi = 0, len(rest)  # found + rest[:lo] is not interesting, found + rest[:hi] is
-    oracle.expect_search(hi - lo, min(max(1, oracle.jobs), max(hi - lo - 1, 1)))
-    while hi - lo > 1:
-        ways = min(max(1, oracle.jobs), hi - lo - 1)
-        mids = sorted({lo + (hi - lo) * (k + 1) // (ways + 1) for k in range(ways)} - {lo, hi})
-        verdicts = oracle.many([found + rest[:m] for m in mids])
-        new_lo, new_hi = lo, hi
-        for m, hit in zip(mids, verdicts):
-            if hit:
-                new_hi = m
-                break
-            new_lo = m
-        lo, hi = new_lo, new_hi
-    return hi
+    """Smallest m with found + rest[:m] interesting (m = len(rest) is assumed to be), by binary search (serial
+    order; ``--jobs`` checks the next levels ahead, see :func:`bisect`)."""
+    return bisect(oracle, 0, len(rest), lambda m: found + rest[:m])[1]
 
 
 @dataclass
@@ -165,19 +189,12 @@ class PolygraphyStyle:
         if self.linear:  # try every node; keep the smallest failing model
             oracle.expect(len(cands) - 1)
             best = current
-            for cand, hit in zip(cands, [oracle(c) for c in cands[:-1]]):
+            for cand, hit in zip(cands, oracle.many(cands[:-1])):  # all used, in this order: parallel with --jobs
                 if hit and len(cand) < len(best):
                     best = cand
             return best
-        lo, hi = -1, len(cands) - 1  # cands[hi] is assumed failing
-        oracle.expect_search(hi - lo)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if oracle(cands[mid]):
-                hi = mid
-            else:
-                lo = mid
-        return cands[hi]
+        # cands[hi] is assumed failing
+        return cands[bisect(oracle, -1, len(cands) - 1, lambda m: cands[m])[1]]
 
 
 def _polygraphy(linear: bool):
@@ -265,15 +282,7 @@ class Staged:
 
 def _last_interesting_suffix(region: list[int], oracle: Oracle, hi: int) -> int:
     """Largest s with region[s:] interesting; region is assumed interesting and region[hi:] known not to be."""
-    lo = 0
-    oracle.expect_search(hi - lo)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if oracle(region[mid:]):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return bisect(oracle, 0, hi, lambda m: region[m:], hit_lowers_hi=False)[0]
 
 
 def _dichotomic(found: list[int], rest: list[int], oracle: Oracle) -> list[int]:

@@ -145,6 +145,7 @@ class NodeVerdict:
     overflowed: tuple[str, ...] = ()  # inputs whose reference values do not fit the node's input dtype
     rounded: tuple[str, ...] = ()  # inputs whose reference values were rounded to the node's dtype; then the
     # reference's output is recomputed from the rounded values too, so both sides see exactly the same inputs
+    thresholds: dict[str, Any] = field(default_factory=dict)  # what ``own`` was judged against (atol, rtol, stat)
 
     @property
     def verdict(self) -> str:
@@ -277,9 +278,11 @@ class LocalizeResult:
             elif v.verdict == "input overflow":
                 out.append(f"Node '{v.node}' ({v.op_type}) cannot be judged alone: the reference's values of {list(v.overflowed)} overflow its input dtype")
             elif v.verdict == "propagates":
+                rule = tolerance_rule(v.thresholds)
                 out.append(
-                    f"Node '{v.node}' ({v.op_type}) only PROPAGATES error: run alone on the reference's inputs it is within tolerance ({own});"
-                    " its inputs' small errors grow through it"
+                    f"Node '{v.node}' ({v.op_type}) only PROPAGATES error: run alone on the reference's inputs it is within tolerance ({own}"
+                    + (f"; {rule}" if rule else "")
+                    + "); its inputs' small errors grow through it"
                 )
         introducing = [v for v in self.isolation if v.verdict == "introduces"]
         if len(self.isolation) > 1:
@@ -311,6 +314,18 @@ class LocalizeResult:
             "nonfinite": None if self.nonfinite is None else [self.nonfinite.to_json()],
             "quantization": None if self.quantization is None else self.quantization.to_json(),
         }
+
+
+def tolerance_rule(thresholds: Mapping[str, Any]) -> str:
+    """The pass rule of the simple metric's thresholds in words (core/parity/compare/simple.py): per element, an
+    error within atol *or* within rtol of the reference passes, so a max abs error above atol is not a failure
+    when those elements' relative error is within rtol (and the max rel may come from another element)."""
+    if "atol" not in thresholds or "rtol" not in thresholds:
+        return ""
+    atol, rtol, stat = thresholds["atol"], thresholds["rtol"], thresholds.get("check_error_stat", "elemwise")
+    if stat == "elemwise":
+        return f"an element passes if |actual-ref| <= atol {atol:g} or |actual-ref| <= rtol {rtol:g} x |ref|"
+    return f"it fails only if the {stat} abs error > atol {atol:g} and the {stat} rel error > rtol {rtol:g}"
 
 
 def _strict(value: Any) -> Any:
@@ -392,6 +407,7 @@ class _Session:
         self.own_sqnr: dict[str, float | None] = {}  # dequantized tensor -> SQNR against its value before quantization
         self.cosines: dict[str, float | None] = {}
         self.kept: tuple[str, dict[str, Any]] | None = None  # scan: the first NaN/Inf tensor so far, with its node's values
+        self.last_thresholds: dict[str, Any] = {}  # the thresholds the last compared tensor was judged against
 
     def close(self) -> None:
         import shutil
@@ -573,6 +589,7 @@ class _Session:
 
         a, b = np.asarray(a), np.asarray(b)
         checks = [f(name, a, b) for f in self.funcs]
+        self.last_thresholds = dict(next((c.thresholds for c in checks if "atol" in c.thresholds), {}))
         if observed and self.observe is not None:
             self.observe(name, a, b, checks)
         if self.quantized:
@@ -648,8 +665,9 @@ class _Session:
                     expected = self._reference_on(node_name, feed, cast, Path(tmp)) if rounded else None
                     if expected is None or tensor not in expected:
                         expected, rounded = ref, ()
+                    self.last_thresholds = {}
                     own = self._error(tensor, got[tensor], expected[tensor]) if tensor in got else None
-                    verdicts.append(NodeVerdict(node_name, node.op_type, tensor, full.get(tensor), own, overflowed, rounded))
+                    verdicts.append(NodeVerdict(node_name, node.op_type, tensor, full.get(tensor), own, overflowed, rounded, self.last_thresholds))
             del ref
         return verdicts
 
