@@ -88,7 +88,8 @@ class ReduceResult:
         validated on the path by the full checker and an onnxruntime load, then renamed into place; a minimal
         model the user cannot open answers nothing: that is a ModelError, exit 3). ``external``: the
         ``--save-external-data`` flags; without them the weights go inside unless that would pass 2 GiB."""
-        return save_model(self.model, path, base_dir=self.base_dir, external=external, what=f"the minimal model ({len(self.nodes)} nodes)", missing_kernels_ok=True)
+        what = f"the minimal model ({len(self.nodes)} node{'' if len(self.nodes) == 1 else 's'})"
+        return save_model(self.model, path, base_dir=self.base_dir, external=external, what=what, missing_kernels_ok=True)
 
     def save_min_good(self, path: str | Path, external: ExternalData | None = None) -> SavedModel:
         """Write ``min_good`` (Polygraphy's --min-good) the same way."""
@@ -155,7 +156,7 @@ class Search:
         *,
         iter_inputs: str | None = None,
         inputs_for: Callable[[onnx.ModelProto], list[dict[str, np.ndarray]]] | None = None,
-        describe: Callable[[frozenset[int]], str] = lambda s: f"{len(s)} nodes",
+        describe: Callable[[frozenset[int]], str] = lambda s: f"{len(s)} node{'' if len(s) == 1 else 's'}",
         files: CandidateFiles | None = None,
         iter_expected: str | None = None,
         expected_for: Callable[[onnx.ModelProto], list[dict[str, np.ndarray]]] | None = None,
