@@ -44,7 +44,8 @@ def test_tolerances_per_output_and_global(main, tmp_path):
     main("run", tmp_path / "a.onnx", "--onnxrt", "--save-outputs", golden)
     # max abs diff is 0.001 * x <= 0.001 for x in [0,1]
     assert main("run", tmp_path / "b.onnx", "--onnxrt", "--load-outputs", golden, "--atol", "y:2e-3", "1e-9", "--rtol", "0")[0] == 0
-    assert main("run", tmp_path / "b.onnx", "--onnxrt", "--load-outputs", golden, "--atol", "other:1", "1e-9", "--rtol", "0")[0] == 1
+    assert main("run", tmp_path / "b.onnx", "--onnxrt", "--load-outputs", golden, "--atol", "y:1e-9", "1", "--rtol", "0")[0] == 1
+    assert main("run", tmp_path / "b.onnx", "--onnxrt", "--load-outputs", golden, "--atol", "other:1", "1e-9")[0] == 2  # names no output
     # the fp16 preset is loose enough for this difference; explicit values win over it
     assert main("run", tmp_path / "b.onnx", "--onnxrt", "--load-outputs", golden, "--tolerance-preset", "fp16")[0] == 0
     assert main("run", tmp_path / "b.onnx", "--onnxrt", "--load-outputs", golden, "--tolerance-preset", "fp16", "--atol", "0", "--rtol", "0")[0] == 1

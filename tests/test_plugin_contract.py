@@ -274,7 +274,7 @@ def test_hook_parity_register_executors(toy):
     assert "--inline-mark" in ok(parity("--plugin", toy["plugin"], "debug", "repeat", "--help")).stdout
     repeat = ("--plugin", toy["plugin"], "debug", "repeat", "--until", "1")
     assert "unknown executor 'outline'" in one_line_error(parity(*repeat, "--executor", "outline", "--check", "true"))
-    assert "--inline-mark needs --executor inline" in one_line_error(parity(*repeat, "--inline-mark", mark, "--check", "true"))
+    assert "--inline-mark applies to the inline executor (--executor inline)" in one_line_error(parity(*repeat, "--inline-mark", mark, "--check", "true"))
     plugins.add_plugin_files([str(toy["plugin"])])
     registry = plugins.get_registry()
     assert registry.executor("inline").factory({"inline_mark": "m"}).mark == "m" and "local" in registry.executors

@@ -166,10 +166,13 @@ def mark_outputs(model: onnx.ModelProto, outputs: Sequence[str], exclude: Sequen
     graph = model.graph
     produced = [out for node in graph.node for out in node.output if out]
     existing = {vi.name: vi for vi in graph.output}
+    known = set(produced) | set(existing) | {vi.name for vi in graph.input}
+    for name in exclude:  # a misspelt exclusion would leave the tensor marked without a word
+        if name not in known:
+            raise UsageError(f"--onnx-exclude-outputs: the model has no tensor '{name}'{did_you_mean(name, known)}")
     if _wants_all(outputs):
         wanted = list(dict.fromkeys([*produced, *existing]))
     else:
-        known = set(produced) | set(existing) | {vi.name for vi in graph.input}
         for name in outputs:
             if name not in known:
                 raise UsageError(f"--onnx-outputs: the model has no tensor '{name}'{did_you_mean(name, known)}")

@@ -99,6 +99,11 @@ class Backend(Record, frozen=True):
     # before any work, an output that is the model or a file read, and two outputs on one file
     reads: tuple[str, ...]
     writes: tuple[str, ...]
+    # the name messages use ("a TensorRT runner (--trt)"); defaults to ``name``
+    title: str
+    # parameter names of the core's options this backend's runners read besides its own and ``mark_options``
+    # (e.g. "input_shapes" for TensorRT profiles): the option rule (docs/cli.md) counts them as used by it
+    honours: tuple[str, ...]
 
     def __init__(
         self,
@@ -113,8 +118,18 @@ class Backend(Record, frozen=True):
         mark_options: tuple[str, ...] = (),
         reads: tuple[str, ...] = (),
         writes: tuple[str, ...] = (),
+        title: str = "",
+        honours: tuple[str, ...] = (),
     ) -> None:
         fill(self, locals())
+
+    @property
+    def label(self) -> str:
+        return self.title or self.name
+
+    def reads_option(self, param: str) -> bool:
+        """Whether this backend's runners read the core option ``param`` (a marking option or one it honours)."""
+        return param in self.mark_options or param in self.honours
 
     @property
     def cli_flag(self) -> str:
@@ -173,9 +188,7 @@ class DataLoaderSpec(Record, frozen=True):
     help: str
     options: Sequence[click.Option]
 
-    def __init__(
-        self, name: str, factory: Callable[[DataRequest], Iterable[dict[str, np.ndarray]]], help: str = "", options: Sequence[click.Option] = ()
-    ) -> None:
+    def __init__(self, name: str, factory: Callable[[DataRequest], Iterable[dict[str, np.ndarray]]], help: str = "", options: Sequence[click.Option] = ()) -> None:
         fill(self, locals())
 
 
@@ -230,9 +243,7 @@ class ConverterSpec(Record, frozen=True):
     help: str
     options: Sequence[click.Option]
 
-    def __init__(
-        self, name: str, suffixes: tuple[str, ...], convert: Callable[[ConvertRequest], None], help: str = "", options: Sequence[click.Option] = ()
-    ) -> None:
+    def __init__(self, name: str, suffixes: tuple[str, ...], convert: Callable[[ConvertRequest], None], help: str = "", options: Sequence[click.Option] = ()) -> None:
         fill(self, locals())
 
 
@@ -248,6 +259,9 @@ class OptionSpec(Record, frozen=True):
     # before any work, an output that is the model or a file read, and two outputs on one file
     reads: tuple[str, ...]
     writes: tuple[str, ...]
+    # the backends whose runners read these options: a command with backend flags and none of these refuses
+    # them (the option rule, docs/cli.md); empty: the command itself reads them
+    backends: tuple[str, ...]
 
     def __init__(
         self,
@@ -258,9 +272,20 @@ class OptionSpec(Record, frozen=True):
         help: str = "",
         reads: tuple[str, ...] = (),
         writes: tuple[str, ...] = (),
+        backends: tuple[str, ...] = (),
     ) -> None:
         fill(self, locals())
 
+
+# what the option rule (parity.cli.owners) calls the owner of a registered item's options
+OWNER_KINDS = {
+    "backends": "backend",
+    "comparators": "metric",
+    "executors": "executor",
+    "converters": "converter",
+    "data_loaders": "data",
+    "model_kinds": "model kind",
+}
 
 _KINDS = {
     "backends": Backend,
@@ -311,8 +336,7 @@ class Registry(Record):
         previous = self.owners.get((kind, item.name))
         if previous is not None:
             raise PluginError(
-                f"{kind[:-1].replace('_', ' ')} '{item.name}' is registered by both {previous} and {owner}; "
-                f"uninstall one or block it with PARITY_DISABLE_PLUGINS"
+                f"{kind[:-1].replace('_', ' ')} '{item.name}' is registered by both {previous} and {owner}; uninstall one or block it with PARITY_DISABLE_PLUGINS"
             )
         names = [*(getattr(o, "opts", []) for o in getattr(item, "options", ()))]
         if kind == "backends":
@@ -324,6 +348,7 @@ class Registry(Record):
                 raise PluginError(f"option {opt} is registered by both {other} and {owner}")
         for opt in flat:
             self.option_owners[opt] = owner
+        _tag_owner(kind, item)
         table[item.name] = item
         self.owners[(kind, item.name)] = owner
 
@@ -345,6 +370,22 @@ class Registry(Record):
 
     def executor(self, name: str) -> ExecutorSpec:
         return _lookup(self.executors, name, "executor")
+
+
+OWNER_ATTR = "parity_owners"  # on a click.Option: the (kind, name) pairs whose use makes it take effect
+
+
+def _tag_owner(kind: str, item: Any) -> None:
+    """Each option a backend, metric, executor, converter or data loader declares knows its owner, so that a
+    command refuses it when that owner is not in use (:mod:`parity.cli.owners`)."""
+    owners: tuple[tuple[str, str], ...] = ()
+    if kind in OWNER_KINDS:
+        owners = ((OWNER_KINDS[kind], item.name),)
+    elif kind == "command_options" and item.backends:
+        owners = tuple(("backend", name) for name in item.backends)
+    for option in getattr(item, "options", ()):
+        if owners:
+            setattr(option, OWNER_ATTR, owners)
 
 
 def _lookup(table: Mapping[str, Any], name: str, what: str) -> Any:

@@ -38,6 +38,7 @@ from parity.assemble import (
 from parity.backend.base import BaseRunner
 from parity.compare.comparator import Comparator, CompareFunc, compare_iteration, resolve_compare_funcs, runner_labels
 from parity.compare.dataset import finish, refuse_unaveraged
+from parity.compare.names import OutputNames
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
 from parity.console import command_line
 from parity.errors import ExitCode, UsageError
@@ -389,6 +390,8 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         from parity.onnx_models import data_dir  # here: a plain run does not import it
 
         data_dir(model, params["external_data_dir"])
+    names = OutputNames.from_options(params, registry)  # --atol NAME:TOL names an output: checked before any runner is built
+    names.check_model(model, kind, golden, outputs_were_marked(params), params.get("external_data_dir"))
     if params.get("save_model_explorer") and kind != "onnx":
         what = f"{model} is not an ONNX model" if model else "give the ONNX model that was run"
         raise UsageError(f"--save-model-explorer: {what} (Model Explorer's node data is keyed by ONNX node names)")
@@ -407,6 +410,8 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
 
         collector = ReportCollector(samples=bool(params.get("save_report_html")))
     watchers = [w.on_compared for w in (pictures if pictures is not None and pictures.heatmaps else None, collector) if w is not None]
+    if names:  # and against the first compared outputs (engines; tensors not marked)
+        watchers.append(names.on_compared)
     summary = run(
         runners,
         data,

@@ -34,6 +34,7 @@ def make_command() -> click.Command:
     for backend in registry.backends.values():  # builder options of backends (e.g. --fp16) apply to conversion too
         opts.add_unique(params, backend.options)
     command = ParityCommand("convert", params=params, callback=convert_command, help=CONVERT_HELP, short_help="Convert a model (ONNX fp16, TensorRT engine, ...).")
+    command.parity_uses = _uses  # type: ignore[attr-defined]
     return verbosity_options(command)
 
 
@@ -54,6 +55,14 @@ _ONNX_ONLY = {
     "external_data_size_threshold": "--external-data-size-threshold",
     "no_save_all_tensors_to_one_file": "--no-save-all-tensors-to-one-file",
 }
+
+
+def _uses(ctx: click.Context) -> dict[str, set[str]]:
+    """For the option rule: the converter this command picks, and the backend of that name (its builder options)."""
+    output = ctx.params.get("output")
+    conv = pick_converter(output, ctx.params.get("convert_to")) if output else None
+    names = {conv.name} if conv is not None else set()
+    return {"converter": names, "backend": names}
 
 
 def pick_converter(output: str, convert_to: str | None):

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from parity.cli.owners import owned
 from parity.cli.parsing import BackendFlag, GreedyOption
 from parity.compare.tolerance import ERROR_STATS, PRESETS
 from parity.console import echo
@@ -17,24 +18,40 @@ if TYPE_CHECKING:  # pragma: no cover
     from parity.onnx_external import ExternalData, SavedModel
 
 
+RANDOM = ("data", "random")  # generated inputs: --data-loader random, without --load-inputs or a script
+SIMPLE = ("metric", "simple")
+
+
+def per_output(option: click.Option) -> click.Option:
+    """Mark ``option`` as taking ``[OUT:]VALUE`` values: each OUT must name a compared output
+    (:mod:`parity.compare.names`). A metric's option whose metavar starts with ``[OUT:]`` counts too."""
+    option.per_output = True  # type: ignore[attr-defined]
+    return option
+
+
 def model_options() -> list[click.Parameter]:
     return [
-        GreedyOption(["--input-shapes", "--inputs"], metavar="NAME:[D0,D1,..]", help="Shapes of model inputs, e.g. x:[1,3,224,224] (sets dynamic dims)."),
+        # generated inputs read it, and backends that say so (TensorRT's default profile: Backend.honours)
+        owned(GreedyOption(["--input-shapes", "--inputs"], metavar="NAME:[D0,D1,..]", help="Shapes of model inputs, e.g. x:[1,3,224,224] (sets dynamic dims)."), RANDOM),
         click.Option(["--model-type"], type=str, default=None, help="Model kind when the suffix does not tell (onnx, engine, ...)."),
     ]
 
 
 def onnx_options() -> list[click.Parameter]:
     return [
-        GreedyOption(["--onnx-outputs"], metavar="NAME", help="Mark tensors as outputs: names, or 'mark all' for every tensor (layerwise)."),
+        # read by the backends that declare it among their Backend.mark_options
+        owned(
+            GreedyOption(["--onnx-outputs"], metavar="NAME", help="Mark tensors as outputs: names, or 'mark all' for every tensor (layerwise)."),
+            ("core", "onnx_outputs"),
+        ),
         GreedyOption(["--onnx-exclude-outputs"], metavar="NAME", help="Outputs to leave out (with --onnx-outputs mark all)."),
     ]
 
 
 def data_options() -> list[click.Parameter]:
     return [
-        click.Option(["--seed"], type=int, default=1, show_default=True, help="Seed of the random data."),
-        GreedyOption(["--val-range"], metavar="[NAME:][LO,HI]", help="Range of random values, per input or for all: [0,1] x:[-1,1]."),
+        owned(click.Option(["--seed"], type=int, default=1, show_default=True, help="Seed of the random data."), RANDOM),
+        owned(GreedyOption(["--val-range"], metavar="[NAME:][LO,HI]", help="Range of random values, per input or for all: [0,1] x:[-1,1]."), RANDOM),
         click.Option(["--iterations", "--iters"], type=click.IntRange(min=1), default=1, show_default=True, help="Number of inference iterations."),
         click.Option(["--data-loader-script"], metavar="FILE.py[:FUNC]", help="Python function (default load_data) returning an iterable of feed dicts."),
         click.Option(["--data-loader"], default="random", show_default=True, help="Registered data loader to use (see 'parity plugins')."),
@@ -43,16 +60,25 @@ def data_options() -> list[click.Parameter]:
     ]
 
 
+STAT_HELP = f"Statistic checked against tolerances: {', '.join(ERROR_STATS)} [elemwise]."
+
+
 def compare_options(registry: Registry) -> list[click.Parameter]:
     params: list[click.Parameter] = [
         GreedyOption(["--compare-func", "--compare"], metavar="NAME", help=f"Metrics that must all pass: {', '.join(sorted(registry.comparators))} [simple]."),
-        GreedyOption(["--atol", "--abs-tol"], metavar="[OUT:]TOL", help="Absolute tolerance, for all outputs or one: 1e-5 y:1e-3."),
-        GreedyOption(["--rtol", "--rel-tol"], metavar="[OUT:]TOL", help="Relative tolerance (relative to the reference, the later runner)."),
-        click.Option(["--tolerance-preset"], type=click.Choice(sorted(PRESETS)), help="Default atol/rtol sized for a precision, e.g. fp16."),
-        GreedyOption(["--check-error-stat"], metavar="[OUT:]STAT", help=f"Statistic checked against tolerances: {', '.join(ERROR_STATS)} [elemwise]."),
-        click.Option(["--error-quantile"], type=click.FloatRange(0, 1), default=None, help="Quantile for --check-error-stat quantile [0.99]."),
-        click.Option(["--infinities-compare-equal"], is_flag=True, help="Equal infinities are not a mismatch."),
-        click.Option(["--nans-compare-equal"], is_flag=True, help="NaNs at the same place in both outputs are not a mismatch."),
+        # the simple metric's options (the default --compare-func): another metric never reads them
+        *(
+            owned(option, SIMPLE)
+            for option in (
+                per_output(GreedyOption(["--atol", "--abs-tol"], metavar="[OUT:]TOL", help="Absolute tolerance, for all outputs or one: 1e-5 y:1e-3.")),
+                per_output(GreedyOption(["--rtol", "--rel-tol"], metavar="[OUT:]TOL", help="Relative tolerance (relative to the reference, the later runner).")),
+                click.Option(["--tolerance-preset"], type=click.Choice(sorted(PRESETS)), help="Default atol/rtol sized for a precision, e.g. fp16."),
+                per_output(GreedyOption(["--check-error-stat"], metavar="[OUT:]STAT", help=STAT_HELP)),
+                click.Option(["--error-quantile"], type=click.FloatRange(0, 1), default=None, help="Quantile for --check-error-stat quantile [0.99]."),
+                click.Option(["--infinities-compare-equal"], is_flag=True, help="Equal infinities are not a mismatch."),
+                click.Option(["--nans-compare-equal"], is_flag=True, help="NaNs at the same place in both outputs are not a mismatch."),
+            )
+        ),
         click.Option(["--fail-fast"], is_flag=True, help="Stop at the first failing iteration."),
         click.Option(["--check-average"], is_flag=True, help="Judge each output's metric averaged over the iterations (with --check-error-stat mean|max|...)."),
         click.Option(["--validate"], is_flag=True, help="Fail when any output holds NaN or Inf."),
@@ -106,7 +132,9 @@ def external_data_read_options(ignore: bool = False) -> list[click.Parameter]:
     ``--ignore-external-data``."""
     params: list[click.Parameter] = [
         click.Option(
-            ["--external-data-dir", "--ext"], type=click.Path(file_okay=False), default=None,
+            ["--external-data-dir", "--ext"],
+            type=click.Path(file_okay=False),
+            default=None,
             help="Folder of the model's external data files (default: the model's folder).",
         ),
     ]

@@ -159,8 +159,13 @@ class ParityCommand(click.Command):
         """Exit codes are part of the contract: a returned code (1 = mismatch) or a ParityError (one line) ends
         the command with that code, also when the tree is embedded (click's CliRunner, standalone mode)."""
         from parity.cli.common import run_guarded
+        from parity.cli.owners import refuse_unused  # here: the option rule needs the registry, which `parity --help` never loads
 
-        code = run_guarded(lambda: super(ParityCommand, self).invoke(ctx))
+        def call() -> Any:
+            refuse_unused(ctx)
+            return super(ParityCommand, self).invoke(ctx)
+
+        code = run_guarded(call)
         if code:
             ctx.exit(code)
         return code

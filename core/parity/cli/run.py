@@ -16,6 +16,7 @@ from parity.assemble import (  # the engine's building blocks, re-exported for p
 )
 from parity.cli import options as opts
 from parity.cli.common import verbosity_options
+from parity.cli.owners import backend_setting_owner
 from parity.cli.parsing import ParityCommand
 from parity.errors import UsageError
 from parity.plugins import get_registry
@@ -84,6 +85,9 @@ def cast_runner_settings(backend: Backend, overrides: Mapping[str, str | list[st
         param = by_name.get(key) or by_name.get(f"{backend.name.replace('-', '_')}_{key}")
         if param is None:
             raise UsageError(f"{backend.cli_flag}: unknown setting '{key}'")
+        refused = backend_setting_owner(backend, param)  # --onnxrt=fp16=1: the option rule, per runner
+        if refused:
+            raise UsageError(refused)
         values = raw if isinstance(raw, list) else [raw]
         if getattr(param, "multiple", False):
             value: Any = values
@@ -96,6 +100,7 @@ def cast_runner_settings(backend: Backend, overrides: Mapping[str, str | list[st
 
 
 # --- the command: parse -> request -> engine -> print ---------------------------------------------------
+
 
 def run_request(ctx: click.Context, model: str | None, params: Mapping[str, Any]) -> RunRequest:
     """The typed request the command line describes: backends in flag order, their settings cast by click."""

@@ -79,6 +79,7 @@ def parity_register_backends(register):
             model_kinds=("onnx",),
             requires=("onnxruntime",),
             install_hint="pip install onnxruntime",
+            title="ONNX Runtime",
             mark_options=("onnx_outputs",),  # the core's --onnx-outputs, which this backend honours
             reads=("onnxrt_custom_ops", "onnxrt_session_options"),  # `run` never writes over them
         )

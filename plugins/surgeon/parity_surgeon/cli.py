@@ -383,11 +383,11 @@ def make_localize_cmd() -> click.Command:
         *report_file_options("per-node errors of the compared tensors"),
         *backend_params(registry),
     ]
-    return verbosity_options(
-        ParityCommand(
-            "localize", params=params, callback=click.pass_context(localize_command), help=LOCALIZE_HELP, short_help="Find the first divergent node, in bounded memory."
-        )
+    command = ParityCommand(
+        "localize", params=params, callback=click.pass_context(localize_command), help=LOCALIZE_HELP, short_help="Find the first divergent node, in bounded memory."
     )
+    command.parity_consumes = ("onnx_outputs", "onnx_exclude_outputs")  # localize marks these tensors itself, whatever the runners
+    return verbosity_options(command)
 
 
 def localize_command(ctx: click.Context, model: str, **params: Any) -> int:

@@ -76,7 +76,7 @@ def test_seed_commands_fail_cleanly_without_tensorrt(tmp_path):
         assert out.returncode == 3, out.stderr
         assert out.stderr.strip().splitlines() == [out.stderr.strip()] and "tensorrt is not installed" in out.stderr
     out = subprocess.run([sys.executable, "-c", code, "run", model, "--onnxrt", "--save-tactics", "r.json"], capture_output=True, text=True, cwd=tmp_path)
-    assert out.returncode == 2 and "applies to TensorRT builds; add --trt" in out.stderr
+    assert out.returncode == 2 and "--save-tactics applies to a TensorRT runner (--trt)" in out.stderr  # the option rule
 
 
 # ---- real TensorRT ------------------------------------------------------------------------------------------

@@ -62,6 +62,8 @@ def parity_register_backends(register):
             requires=("tensorrt",),
             install_hint=INSTALL_HINT,
             mark_options=("trt_outputs", "mark_debug"),
+            title="TensorRT",
+            honours=("input_shapes",),  # the default optimisation profile, also with --load-inputs
             # --load-timing-cache is not a "read" here: loading and saving one timing cache updates it in place
             # (Polygraphy's --save-timing-cache appends), and a calibration cache is read and written by design
             writes=("save_engine", "save_timing_cache", "calibration_cache"),
