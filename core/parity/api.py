@@ -160,6 +160,7 @@ _EXPORTS: dict[str, str] = {
     "first_line": "parity.util.text",
     "one_line": "parity.util.text",
     "names_preview": "parity.util.text",
+    "counted": "parity.util.text",
     "warn": "parity.util.text",
     "load_user_function": "parity.util.scripts",
     "split_script_spec": "parity.util.scripts",

@@ -43,6 +43,7 @@ from parity.api import (
     SavedModel,
     Summary,
     UsageError,
+    counted,
     first_line,
     get_registry,
     onnx_external,
@@ -88,7 +89,7 @@ class ReduceResult:
         validated on the path by the full checker and an onnxruntime load, then renamed into place; a minimal
         model the user cannot open answers nothing: that is a ModelError, exit 3). ``external``: the
         ``--save-external-data`` flags; without them the weights go inside unless that would pass 2 GiB."""
-        what = f"the minimal model ({len(self.nodes)} node{'' if len(self.nodes) == 1 else 's'})"
+        what = f"the minimal model ({counted(len(self.nodes), 'node')})"
         return save_model(self.model, path, base_dir=self.base_dir, external=external, what=what, missing_kernels_ok=True)
 
     def save_min_good(self, path: str | Path, external: ExternalData | None = None) -> SavedModel:
@@ -156,7 +157,7 @@ class Search:
         *,
         iter_inputs: str | None = None,
         inputs_for: Callable[[onnx.ModelProto], list[dict[str, np.ndarray]]] | None = None,
-        describe: Callable[[frozenset[int]], str] = lambda s: f"{len(s)} node{'' if len(s) == 1 else 's'}",
+        describe: Callable[[frozenset[int]], str] = lambda s: counted(len(s), "node"),
         files: CandidateFiles | None = None,
         iter_expected: str | None = None,
         expected_for: Callable[[onnx.ModelProto], list[dict[str, np.ndarray]]] | None = None,

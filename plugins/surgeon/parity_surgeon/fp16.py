@@ -35,7 +35,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from parity.api import ModelError, UsageError, WeightReader, did_you_mean, onnx_external, onnx_models, refuse_overwrite, save_model
+from parity.api import ModelError, UsageError, WeightReader, counted, did_you_mean, onnx_external, onnx_models, refuse_overwrite, save_model
 
 FP16_MAX = 65504.0
 CONTROL_FLOW = {"If", "Loop", "Scan"}
@@ -64,8 +64,8 @@ class Fp16Report:
     serialized: bytes | None = field(default=None, repr=False)  # the validated bytes, when validated
 
     def lines(self) -> list[str]:
-        kept = _counted(len(self.blocked_nodes), "node")
-        out = [f"fp16: {_counted(self.converted_tensors, 'tensor')} converted, {_counted(self.casts_added, 'Cast node')} added, {kept} kept fp32"]
+        kept = counted(len(self.blocked_nodes), "node")
+        out = [f"fp16: {counted(self.converted_tensors, 'tensor')} converted, {counted(self.casts_added, 'Cast node')} added, {kept} kept fp32"]
         if self.bodies:
             out.append(f"control flow: {self.bodies} If/Loop/Scan bodies converted with their outer scope")
         if self.auto_blocked_ops:
@@ -831,8 +831,3 @@ class Fp16FromOnnx:
 
         model, _ = invoke_if_callable(self.model)
         return convert_to_fp16(model, **self.options)[0]
-
-
-def _counted(count: int, noun: str) -> str:
-    """``1 node``, ``2 nodes``."""
-    return f"{count} {noun if count == 1 else noun + 's'}"
