@@ -47,6 +47,7 @@ ALWAYS = {
     # debug reduce / precision / localize
     "--min-good": "reduce", "--mode": "the search", "--model-input-shapes": "the generated inputs' shapes (reduce/precision)",
     "--max-checks": "reduce", "--max-time": "reduce", "--no-reduce-inputs": "reduce", "--no-reduce-outputs": "reduce", "--cut-tensors": "reduce",
+    "--iter-expected": "reduce with --reference-model (the command refuses it without one)",
     "--iter-inputs": "reduce", "--repro": "reduce", "--no-repro": "reduce", "--save-nodes": "precision", "--precision": "precision",
     "--clamp-out-of-range": "precision (in convert: the onnx converter's, tagged)", "--reference-model": "localize", "--memory-budget": "localize",
     "--isolate": "localize", "--all-tensors": "localize", "--extract-to": "localize",

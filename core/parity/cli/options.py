@@ -38,12 +38,9 @@ def model_options() -> list[click.Parameter]:
 
 
 def onnx_options() -> list[click.Parameter]:
+    marking = GreedyOption(["--onnx-outputs"], metavar="NAME", help="Mark tensors as outputs: names, or 'mark all' for every tensor (layerwise).")
     return [
-        # read by the backends that declare it among their Backend.mark_options
-        owned(
-            GreedyOption(["--onnx-outputs"], metavar="NAME", help="Mark tensors as outputs: names, or 'mark all' for every tensor (layerwise)."),
-            ("core", "onnx_outputs"),
-        ),
+        owned(marking, ("core", marking.name)),  # read by the backends that declare it among their Backend.mark_options
         GreedyOption(["--onnx-exclude-outputs"], metavar="NAME", help="Outputs to leave out (with --onnx-outputs mark all)."),
     ]
 

@@ -40,6 +40,11 @@ def owners_of(option: click.Parameter) -> tuple[Owner, ...]:
     return tuple(getattr(option, OWNER_ATTR, ()) or ())
 
 
+def param_name(flag: str) -> str:
+    """click's parameter name for a long flag: ``--onnx-outputs`` -> ``onnx_outputs``."""
+    return flag.lstrip("-").replace("-", "_")
+
+
 def _stat_is_quantile(params: Mapping[str, Any]) -> bool:
     return any(str(v).rpartition(":")[2].strip() == "quantile" for v in params.get("check_error_stat") or ())
 
@@ -47,7 +52,7 @@ def _stat_is_quantile(params: Mapping[str, Any]) -> bool:
 # options whose effect depends on another option's value: param -> (is it used?, what it needs)
 CONDITIONS: dict[str, tuple[Callable[[Mapping[str, Any]], bool], str]] = {
     "error_quantile": (_stat_is_quantile, "--check-error-stat quantile"),
-    "onnx_exclude_outputs": (lambda params: bool(params.get("onnx_outputs")), "outputs marked with --onnx-outputs"),
+    "onnx_exclude_outputs": (lambda params: bool(params.get(param_name("--onnx-outputs"))), "outputs marked with --onnx-outputs"),
 }
 
 

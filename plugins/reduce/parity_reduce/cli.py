@@ -278,6 +278,8 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
     iter_inputs = params["iter_inputs"] if any(params["iter_inputs"] in tok for tok in check) else None
     iter_expected = params["iter_expected"] if any(params["iter_expected"] in tok for tok in check) else None
     reference_model = params.get("reference_model")
+    if not reference_model and click.get_current_context().get_parameter_source("iter_expected") is click.core.ParameterSource.COMMANDLINE:
+        raise UsageError("--iter-expected applies to --reference-model (the reference's outputs of each candidate); this command has none")
     if reference_model:
         check_model_path(reference_model)
         if not (iter_expected and iter_inputs):

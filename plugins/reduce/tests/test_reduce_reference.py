@@ -72,3 +72,11 @@ def test_reference_model_misuse_is_one_line(pair, extra, message):
         args += ["--reference-model", fp32]
     res = invoke(*args, *extra)
     assert res.exit_code == 2 and message in res.stderr and "Traceback" not in res.stderr, res.stdout + res.stderr
+
+
+def test_iter_expected_without_a_reference_model_is_refused(pair):
+    """--iter-expected names the reference's outputs: without --reference-model nothing would write it."""
+    _, fp16 = pair
+    res = invoke("debug", "reduce", fp16, "-o", "red.onnx", "--no-repro", "--load-inputs", "in.npz", "--iter-expected", "exp.npz", *CHECK)
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "--iter-expected applies to --reference-model" in res.stderr and "Traceback" not in res.stderr
