@@ -179,7 +179,7 @@ def run(
     outputs (layerwise), task ``"outputs"`` (outputs compared).
 
     ``unmarked``: ``{position in runners: (the same runner built without marked outputs, what marked it)}``
-    (``"--onnx-outputs mark all"``). Each twin runs first, on the same inputs, one runner loaded at a time as
+    (``"--onnx-outputs mark all"``). Each twin runs after the runners, on the same inputs, one runner loaded at a time as
     the others (memory does not double: the cost is one more session and inference per marked runner); its
     outputs are neither compared, saved nor timed, only held against the marked runner's real outputs:
     where they differ beyond the tolerance, ``summary.marking`` says so (:mod:`parity.compare.marking`)."""
@@ -221,8 +221,9 @@ def run(
             if outputs >= _MANY_OUTPUTS:
                 progress("outputs", done, outputs, "")
 
-        # twins first: they keep only the model's outputs while the marked runners (all their tensors) stream
-        for index, feed, results in Comparator.stream([t for _, (t, _) in twins] + list(runners), data_loader, lambda i, what: progress("iterations", i, total, what)):
+        # twins last: a marked runner that cannot load (a tensor name the model lacks) fails before any input is
+        # made or any twin runs; sessions load one at a time either way, so the peak is the same
+        for index, feed, results in Comparator.stream(list(runners) + [t for _, (t, _) in twins], data_loader, lambda i, what: progress("iterations", i, total, what)):
             progress("iterations", index, total, "comparing")
             plain = {t.name: results.pop(t.name) for _, (t, _) in twins}
             inputs_out.add_inputs(feed)
