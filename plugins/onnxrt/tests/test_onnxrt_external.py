@@ -47,6 +47,15 @@ def no_full_messages(monkeypatch, decoder):
     return built, weights
 
 
+def _marked_session(built, start, weights):
+    """The one session built from bytes since ``start``: the marked runner's graph-only message (its unmarked twin,
+    which keeps the user's own outputs neutral, reads the model by path)."""
+    from_bytes = [size for kind, size in built[start:] if kind == "bytes"]
+    assert len(from_bytes) == 1, built[start:]
+    assert all(kind == "path" for kind, _ in built[start:] if kind != "bytes")
+    return from_bytes[0] < weights // 8  # the graph only
+
+
 def _logits(path):
     (run,) = [iters for _, iters in load_results(path)]
     return run[0]["logits"]
@@ -59,10 +68,10 @@ def test_mark_all_runs_from_graph_only_bytes_and_keeps_the_logits(parity_invoke,
     code, text, err = parity_invoke("run", decoder, exact, *VALS, "--save-outputs", plain)
     assert code == 0, text + err
     assert built == [("path", str(decoder))]  # unmarked: onnxruntime reads the model and its data itself
+    start = len(built)
     code, text, err = parity_invoke("run", decoder, exact, "--onnx-outputs", "mark", "all", *VALS, "--save-outputs", marked)
     assert code == 0, text + err
-    kind, size = built[-1]
-    assert kind == "bytes" and size < weights // 8  # the graph only
+    assert _marked_session(built, start, weights)
     assert np.array_equal(_logits(plain), _logits(marked))
     (run,) = [iters for _, iters in load_results(marked)]
     assert len(run[0]) > 50 and "block1/mlp/gelu/mul_half:0" in run[0]
@@ -73,7 +82,7 @@ def test_named_outputs_too(parity_invoke, decoder, no_full_messages):
     built, weights = no_full_messages
     code, text, err = parity_invoke("run", decoder, "--onnxrt", "--onnx-outputs", "block0/mlp/residual:0", "logits", *VALS)
     assert code == 0, text + err
-    assert built[-1][0] == "bytes" and built[-1][1] < weights // 8
+    assert _marked_session(built, 0, weights)
 
 
 def test_mark_all_results_saved_then_loaded(parity_invoke, decoder, tmp_path, no_full_messages):
