@@ -5,6 +5,7 @@ output and the JSON report."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -67,9 +68,16 @@ def test_mark_all_that_changes_outputs_is_said_once_with_both_errors(fp16_case, 
     assert code == 1 and not _warnings(err), err  # unmarked: nothing to say about marking
     assert "marking" not in json.loads(plain_report.read_text())
 
-    code, out, err = main("run", fp16, *common, "--onnx-outputs", "mark", "all", "--report", marked_report, "--save-outputs", tmp_path / "out.npz")
+    page = tmp_path / "marked.html"
+    code, out, err = main(
+        "run", fp16, *common, "--onnx-outputs", "mark", "all", "--report", marked_report, "--save-outputs", tmp_path / "out.npz", "--save-report-html", page
+    )
     assert code == 1
     (line,) = _warnings(err)  # once, for the one marked runner
+    import html
+
+    (shown,) = re.findall(r'<ul class="warnings"><li>(.*?)</li></ul>', page.read_text())  # the report says it too, at the top
+    assert "parity: warning: " + html.unescape(shown) == line
     assert line.startswith("parity: warning: --onnx-outputs mark all changed onnxrt-0's output y: max abs error vs golden.npz:onnxrt-0 ")
     assert " unmarked, " in line and " marked;" in line and "does not fuse" in line
 

@@ -25,7 +25,7 @@ ALWAYS = {
     "--verbosity": "output detail", "--version": "the root's version", "--plugin": "loads a plugin before the tree is built",
     # runs
     "--model-type": "how the model is read (every runner and the data)", "--external-data-dir": "where the model's weights are read (checked against the model kind)",
-    "--iterations": "how many feeds are made or read", "--data-loader-script": "the feeds", "--data-loader": "the feeds (unknown names refused)",
+    "--data-loader-script": "the feeds",
     "--load-inputs": "the feeds", "--save-inputs": "written from the feeds", "--compare-func": "the metrics", "--fail-fast": "the run loop",
     "--check-average": "the verdict (refused with a metric that cannot average)", "--validate": "NaN/Inf check of every runner's outputs",
     "--load-outputs": "golden outputs compared", "--save-outputs": "written from the outputs", "--report": "the JSON report",
@@ -149,7 +149,7 @@ def _out_of_use(path: str, command: click.Command, option: click.Option, tmp: Pa
         extra += ["--compare-func", next(m for m in registry.comparators if m not in owned)]
     if "executor" in kinds:
         extra += ["--executor", next(e for e in registry.executors if e not in owned)]
-    if "data" in kinds:
+    if "data" in kinds or option.name in ("iterations", "data_loader"):  # a loaded file gives its own feeds
         extra += ["--load-inputs", str(tmp / "in.npz")]
     if "backend" in kinds and not flags and path != "convert":
         return None  # the command has no runner to choose: its backend options are its own
@@ -196,7 +196,7 @@ def test_every_option_is_consumed_or_refused(main, tmp_path):
         (["--onnxrt", "--onnxrt=fp16=1"], "--onnxrt: setting 'fp16' applies to a TensorRT runner (--trt), not to an ONNX Runtime runner"),
         (["--onnxrt", "--onnxrt", "--error-quantile", "0.5"], "--error-quantile applies to --check-error-stat quantile"),
         (["--onnxrt", "--onnx-exclude-outputs", "relu"], "--onnx-exclude-outputs applies to outputs marked with --onnx-outputs"),
-        (["--trt", "--onnx-outputs", "mark", "all"], "--onnx-outputs applies to an ONNX Runtime runner (--onnxrt)"),
+        (["--trt", "--onnx-outputs", "mark", "all"], "ONNX Runtime runner (--onnxrt); this command has none"),  # and onnx-ref where installed
         (["--load-outputs", "g.npz", "--seed", "3"], "--seed applies to generated inputs (--data-loader random); it runs no model"),
         (["--onnxrt", "--load-inputs", "in.npz", "--val-range", "[0,2]"], "--val-range applies to generated inputs (--data-loader random); it feeds --load-inputs"),
         (["--onnxrt", "--onnxrt", "--atol", "lgits:1e-3"], "--atol: no output 'lgits'; the model's outputs: probs"),
@@ -206,6 +206,8 @@ def test_every_option_is_consumed_or_refused(main, tmp_path):
         (["--onnxrt", "--onnxrt", "--onnx-outputs", "relu", "--rtol", "conv:1e-2"], "--rtol: no output 'conv'; the compared outputs: relu"),
         (["--onnxrt", "--onnx-outputs", "mark", "all", "--onnx-exclude-outputs", "rleu"], "--onnx-exclude-outputs: the model has no tensor 'rleu' (did you mean"),
         (["--onnxrt", "--val-range", "xx:[0,1]"], "--val-range: the model has no input 'xx' (did you mean 'x'?)"),
+        (["--onnxrt", "--load-inputs", "in.npz", "--iterations", "3"], "--iterations applies to inputs a data loader makes (--data-loader); --load-inputs"),
+        (["--onnxrt", "--load-inputs", "in.npz", "--data-loader", "random"], "--data-loader applies to inputs a data loader makes"),
     ],
 )
 def test_run_refuses(main, tmp_path, monkeypatch, args, message):
@@ -243,6 +245,30 @@ def test_other_commands(main, tmp_path):
     assert not (tmp_path / "m.onnx").exists() and not (tmp_path / "r.onnx").exists()
     code, _, err = main("inspect", "model", TINY, "--trt-network-func", "build")
     assert code == 2 and "--trt-network-func applies to a trt-network-script model (--model-type trt-network-script); the model is an onnx model" in err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--atol", "rleu:1e-3"], "--atol: no output 'rleu' (did you mean 'relu'?); the model's tensors:"),
+        (["--check-error-stat", "prbs:max"], "--check-error-stat: no output 'prbs' (did you mean 'probs'?)"),
+        (["--onnx-outputs", "mark", "all", "--onnx-exclude-outputs", "rleu"], "--onnx-exclude-outputs: the model has no computed tensor 'rleu' (did you mean 'relu'?)"),
+        (["--load-inputs", "in.npz", "--iterations", "2"], "--iterations applies to inputs a data loader makes"),
+    ],
+)
+def test_localize_refuses_names(main, tmp_path, monkeypatch, args, message):
+    """localize marks tensors itself: its per-tensor names are checked against every tensor of the model."""
+    monkeypatch.chdir(tmp_path)
+    np.savez(tmp_path / "in.npz", x=np.zeros((1, 3, 16, 16), np.float32))
+    code, _out, err = main("debug", "localize", TINY, "--onnxrt", "--onnxrt", *args)
+    lines = [line for line in err.splitlines() if line.startswith("parity: error:")]
+    assert code == 2 and len(lines) == 1 and message in lines[0], err
+
+
+def test_reduce_names_its_own_shapes_flag(main, tmp_path):
+    code, _, err = main("debug", "reduce", TINY, "-o", tmp_path / "r.onnx", "--model-input-shapes", "xx:[1,3,16,16]", "--check", "true")
+    assert code == 2 and "--model-input-shapes: the model has no input 'xx' (did you mean 'x'?)" in err, err
+    assert not (tmp_path / "r.onnx").exists()
 
 
 def test_golden_names(main, tmp_path, monkeypatch):

@@ -95,6 +95,7 @@ _EXPORTS: dict[str, str] = {
     "cast_runner_settings": "parity.cli.run",
     "make_data_loader": "parity.assemble",
     "make_compare_funcs": "parity.assemble",
+    "OutputNames": "parity.compare.names",
     # the debug engine
     "debug_options": "parity.cli.debug",
     "until_option": "parity.cli.debug",

@@ -9,7 +9,8 @@ The renderer is driven by plain data (dicts, lists, numbers, strings), which eac
 already has, so plugins use it through :mod:`parity.api` without knowing Parity's result classes:
 
 ``title`` (str), ``passed`` (bool or None), ``verdict`` (the badge's text), ``command`` (argv), ``facts``
-([label, value] pairs), ``notes`` (str lines) and any of these sections:
+([label, value] pairs), ``notes`` (str lines), ``warnings`` (str lines shown at the top, before any chart they put in
+doubt: ``parity run``'s marking effects) and any of these sections:
 
 * ``layerwise``: a list, one per compared pair: ``actual``, ``reference``, ``iteration``, ``first`` (the first
   divergent tensor's name, or None), ``tensors`` (topological order: ``name``, ``position``, ``passed``,
@@ -296,6 +297,9 @@ def run_report_data(
         "outputs": [],
         "notes": [],
     }
+    marking = getattr(summary, "marking", None) or []  # marking outputs changed a runner's own outputs (compare/marking.py)
+    if marking:
+        data["warnings"] = [effect.message() for effect in marking]
     if summary.validation:
         data["notes"] += [f"--validate: {v.runner} iteration {v.iteration} output '{v.output}' has {v.nan} NaN and {v.inf} Inf" for v in summary.validation]
     outputs: list[str] = []
@@ -412,6 +416,9 @@ def render_html(data: Mapping[str, Any]) -> str:
     when = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %z")
     facts = [*(data.get("facts") or []), ["written", f"{when} by Parity {__version__}"]]
     parts.append('<table class="facts">' + "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in facts) + "</table>")
+    warnings = data.get("warnings") or []
+    if warnings:
+        parts.append('<ul class="warnings">' + "".join(f"<li>{esc(w)}</li>" for w in warnings) + "</ul>")
     sections = _sections(data)
     if len(sections) > 1:
         parts.append("<nav>" + " ".join(f'<a href="#{sid}">{esc(label)}</a>' for sid, label, _ in sections) + "</nav>")
@@ -1028,6 +1035,7 @@ table.facts{border-collapse:collapse;font-size:13px}table.facts th{text-align:le
 nav a{margin-right:14px;color:#1a73e8;text-decoration:none}
 .verdict{padding:8px 12px;border-radius:6px}.verdict.ok{background:#e8f5e9}.verdict.bad{background:#fdecea}
 .name{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
+.warnings{margin:10px 0 0;padding:8px 12px 8px 28px;background:#fff4e5;border-left:4px solid var(--sat);color:#5d3200}
 .caption,.note,figcaption{color:var(--muted);font-size:12.5px;margin:4px 0}
 svg.chart{background:#fff;border:1px solid var(--line);border-radius:4px;display:block;max-width:100%;height:auto}
 svg.chart.network,svg.chart.history,svg.chart.scatter.wide{width:100%}

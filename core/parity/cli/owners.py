@@ -49,10 +49,21 @@ def _stat_is_quantile(params: Mapping[str, Any]) -> bool:
     return any(str(v).rpartition(":")[2].strip() == "quantile" for v in params.get("check_error_stat") or ())
 
 
-# options whose effect depends on another option's value: param -> (is it used?, what it needs)
+def _loader_makes_inputs(params: Mapping[str, Any]) -> bool:
+    """A registered data loader makes the inputs: not a --load-inputs file or a --data-loader-script, which give
+    their own number of feeds."""
+    return not params.get("load_inputs") and not params.get("data_loader_script")
+
+
+_FED = "applies to inputs a data loader makes (--data-loader); --load-inputs and --data-loader-script give their own feeds"
+_NONE = "; this command has none"
+
+# options whose effect depends on another option's value: param -> (is it used?, what it applies to)
 CONDITIONS: dict[str, tuple[Callable[[Mapping[str, Any]], bool], str]] = {
-    "error_quantile": (_stat_is_quantile, "--check-error-stat quantile"),
-    "onnx_exclude_outputs": (lambda params: bool(params.get(param_name("--onnx-outputs"))), "outputs marked with --onnx-outputs"),
+    "error_quantile": (_stat_is_quantile, "applies to --check-error-stat quantile" + _NONE),
+    "onnx_exclude_outputs": (lambda params: bool(params.get(param_name("--onnx-outputs"))), "applies to outputs marked with --onnx-outputs" + _NONE),
+    "iterations": (_loader_makes_inputs, _FED),
+    "data_loader": (_loader_makes_inputs, _FED),
 }
 
 
@@ -113,9 +124,9 @@ def refuse_unused(ctx: click.Context) -> None:
         if owners and not _any_used(param.name or "", owners, used):
             raise UsageError(unused_message(flag_of(param), param.name or "", owners, used))
         if param.name in CONDITIONS:
-            applies, needs = CONDITIONS[param.name]
+            applies, why = CONDITIONS[param.name]
             if not applies(ctx.params):
-                raise UsageError(f"{flag_of(param)} applies to {needs}; this command has none")
+                raise UsageError(f"{flag_of(param)} {why}")
 
 
 def _model_kind(model: Any, declared: Any) -> set[str]:

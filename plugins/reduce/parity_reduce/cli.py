@@ -175,6 +175,13 @@ def _feeds(model: str, params: dict[str, Any], shapes: dict) -> list[dict]:
     from parity.api import make_data_loader  # here: `debug reduce --help` imports this module, not parity.assemble
 
     loader_params = dict(params)
+    if shapes:  # named in the user's flag, before the loader words it as --input-shapes
+        from parity.api import did_you_mean, names_preview
+
+        inputs = get_registry().model_kinds["onnx"].read_inputs(model)
+        for name in shapes:
+            if name not in inputs:
+                raise UsageError(f"--model-input-shapes: the model has no input '{name}'{did_you_mean(name, inputs)}; inputs: {names_preview(inputs)}")
     if shapes and not loader_params.get("input_shapes"):
         loader_params["input_shapes"] = [f"{k}:[{','.join(map(str, v))}]" for k, v in shapes.items()]
     return list(make_data_loader(loader_params, model, "onnx", get_registry()))

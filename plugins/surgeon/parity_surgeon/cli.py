@@ -392,7 +392,7 @@ def make_localize_cmd() -> click.Command:
 
 def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
     # here, not at the top: the command's --help imports this module and never needs these
-    from parity.api import as_feed, cast_runner_settings, check_output_path, make_compare_funcs, make_data_loader
+    from parity.api import OutputNames, as_feed, cast_runner_settings, check_output_path, make_compare_funcs, make_data_loader
     from parity_surgeon.localizer import localize, runner_specs_from_cli
 
     registry = get_registry()
@@ -425,6 +425,7 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
     loader = make_data_loader({**params, "iterations": 1}, model, "onnx", registry)
     feed = as_feed(next(iter(loader)), 0)
     funcs = make_compare_funcs(params, registry)
+    OutputNames.from_options(params, registry).check_model(model, "onnx", None, marked=True, external_data_dir=params.get("external_data_dir"))
     result = localize(
         model,
         specs,

@@ -1229,6 +1229,10 @@ def _candidates(session: _Session, tensors: Sequence[str] | None, exclude: Seque
                 raise UsageError(f"--onnx-outputs: the model has no computed tensor '{t}'{did_you_mean(t, known)}")
         wanted = set(tensors)
         order = [t for t in order if t in wanted]
+    known = set(session.info.order)
+    for t in exclude:
+        if t not in known:
+            raise UsageError(f"--onnx-exclude-outputs: the model has no computed tensor '{t}'{did_you_mean(t, known)}")
     skip = set(exclude)
     order = [t for t in order if t not in skip and session._in_reference(t)]
     if not order:
