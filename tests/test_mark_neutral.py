@@ -114,6 +114,23 @@ def test_marking_that_changes_nothing_is_not_warned(tmp_path: Path, main):
     assert "marking" not in json.loads((tmp_path / "r.json").read_text())
 
 
+def test_no_marking_check_skips_the_unmarked_run(fp16_case, tmp_path: Path, main, monkeypatch):
+    import onnxruntime as ort
+
+    fp16, inputs, golden = fp16_case
+    built = []
+    real = ort.InferenceSession
+    monkeypatch.setattr(ort, "InferenceSession", lambda source, *a, **k: built.append(source) or real(source, *a, **k))
+    common = ("--onnxrt", "--load-inputs", inputs, "--load-outputs", golden, "--onnx-outputs", "mark", "all", "--report", tmp_path / "r.json")
+    code, _, err = main("run", fp16, *common, "--no-marking-check")
+    assert code == 1 and not _warnings(err), err
+    assert len(built) == 1 and "marking" not in json.loads((tmp_path / "r.json").read_text())
+    code, _, err = main("run", fp16, *common)  # the default: the unmarked twin runs and the change is said
+    assert code == 1 and len(_warnings(err)) == 1 and len(built) == 3
+    code, _, err = main("run", fp16, "--onnxrt", "--load-inputs", inputs, "--no-marking-check")
+    assert code == 2 and "--no-marking-check applies to outputs marked with --onnx-outputs or --trt-outputs; this command has none" in err
+
+
 def test_two_marked_runners_each_named_against_the_other(tmp_path: Path, main):
     fp16 = conv_bn(tmp_path / "m16.onnx")
     code, _, err = main("run", fp16, "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all", "--val-range", "[-3,3]")

@@ -398,7 +398,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         raise UsageError(f"--save-model-explorer: {what} (Model Explorer's node data is keyed by ONNX node names)")
     runners = make_runners(model, chosen, params, registry, request.cast_settings)  # validates backend options: usage errors come first
     check_requirements([name for name, _ in chosen], registry)  # a missing library before the inputs are examined
-    twins = _unmarked_twins(model, kind, chosen, params, registry, request.cast_settings)
+    twins = _unmarked_twins(model, kind, chosen, params, registry, request.cast_settings) if params.get("marking_check", True) else {}
     data = make_data_loader(params, model, kind, registry, reporter.warning) if model and chosen else None
     locator = None
     if params.get("validate") and outputs_were_marked(params):

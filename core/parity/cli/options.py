@@ -92,6 +92,17 @@ def compare_options(registry: Registry) -> list[click.Parameter]:
     return params
 
 
+def marking_check_option() -> click.Option:
+    """``parity run``'s switch for the unmarked rerun of each marked runner (:mod:`parity.compare.marking`)."""
+    return click.Option(
+        ["--marking-check/--no-marking-check"],
+        default=True,
+        show_default=True,
+        help="With marked outputs, also run each marked runner without the marks and say where marking changed the model's own outputs; "
+        "--no-marking-check saves that second session (TensorRT: a second engine build).",
+    )
+
+
 def report_file_options(model_explorer: str | None = "per-node errors") -> list[click.Parameter]:
     """``--save-report-html PATH`` and, unless ``model_explorer`` is None, ``--save-model-explorer PATH.json``
     (its help says what the nodes carry). Commands write them with :mod:`parity.html_report` and

@@ -58,10 +58,17 @@ def _loader_makes_inputs(params: Mapping[str, Any]) -> bool:
 _FED = "applies to inputs a data loader makes (--data-loader); --load-inputs and --data-loader-script give their own feeds"
 _NONE = "; this command has none"
 
+def _outputs_marked(params: Mapping[str, Any]) -> bool:
+    from parity.assemble import outputs_were_marked  # here: only a command given --no-marking-check gets this far
+
+    return outputs_were_marked(params)
+
+
 # options whose effect depends on another option's value: param -> (is it used?, what it applies to)
 CONDITIONS: dict[str, tuple[Callable[[Mapping[str, Any]], bool], str]] = {
     "error_quantile": (_stat_is_quantile, "applies to --check-error-stat quantile" + _NONE),
     "onnx_exclude_outputs": (lambda params: bool(params.get(param_name("--onnx-outputs"))), "applies to outputs marked with --onnx-outputs" + _NONE),
+    "marking_check": (_outputs_marked, "applies to outputs marked with --onnx-outputs or --trt-outputs" + _NONE),
     "iterations": (_loader_makes_inputs, _FED),
     "data_loader": (_loader_makes_inputs, _FED),
 }
@@ -70,6 +77,14 @@ CONDITIONS: dict[str, tuple[Callable[[Mapping[str, Any]], bool], str]] = {
 def flag_of(param: click.Parameter) -> str:
     opts = getattr(param, "opts", None) or [param.name or "?"]
     return max(opts, key=lambda o: o.startswith("--"))  # the long spelling
+
+
+def given_flag(param: click.Parameter, params: Mapping[str, Any]) -> str:
+    """The spelling the user gave: ``--no-marking-check`` for the off side of an on/off flag."""
+    secondary = getattr(param, "secondary_opts", None)
+    if secondary and params.get(param.name or "") is False:
+        return max(secondary, key=lambda o: o.startswith("--"))
+    return flag_of(param)
 
 
 def in_use(ctx: click.Context) -> dict[str, set[str]]:
@@ -122,11 +137,11 @@ def refuse_unused(ctx: click.Context) -> None:
     for param in given:
         owners = owners_of(param)
         if owners and not _any_used(param.name or "", owners, used):
-            raise UsageError(unused_message(flag_of(param), param.name or "", owners, used))
+            raise UsageError(unused_message(given_flag(param, ctx.params), param.name or "", owners, used))
         if param.name in CONDITIONS:
             applies, why = CONDITIONS[param.name]
             if not applies(ctx.params):
-                raise UsageError(f"{flag_of(param)} {why}")
+                raise UsageError(f"{given_flag(param, ctx.params)} {why}")
 
 
 def _model_kind(model: Any, declared: Any) -> set[str]:
