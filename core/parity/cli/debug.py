@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from parity.cli import main as cli_main
 from parity.cli.common import SETTINGS, echo, verbosity_options, warn
 from parity.cli.parsing import GreedyOption, ParityCommand, RemainderOption
 from parity.cli.progress import LiveProgress, progress_wanted
@@ -140,7 +141,10 @@ def make_check(params: Mapping[str, Any]) -> Callable:
             raise UsageError(f"--executor {params['executor']} needs a --check command (interactive mode asks here)")
         return InteractiveCheck(prompt=lambda text: click.prompt(text, prompt_suffix=" ", err=True))
     verdict = Verdict(tuple(params.get("fail_code") or ()), tuple(params.get("ignore_fail_code") or ()), tuple(params.get("fail_regex") or ()))
-    return CommandCheck(list(argv), verdict, params.get("check_timeout"), bool(params.get("show_output")), bool(params.get("hide_fail_output")))
+    # `parity run` checks run in this process through the program itself (the engine never imports the CLI)
+    return CommandCheck(
+        list(argv), verdict, params.get("check_timeout"), bool(params.get("show_output")), bool(params.get("hide_fail_output")), program=cli_main
+    )
 
 
 def session_from_options(params: Mapping[str, Any], *, label: str, fingerprint: Mapping[str, Any], check: Callable | None = None) -> DebugSession:

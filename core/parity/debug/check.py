@@ -3,10 +3,10 @@
 Three kinds of check, all callables ``check(iteration) -> Outcome``:
 
 * :class:`CommandCheck`: the ``--check CMD ...`` command. A ``parity run ...`` command runs in this
-  process through the installed ``parity`` program's entry point (:func:`parity_program`; no new
-  interpreter, no re-import of onnxruntime per iteration)
-  unless a timeout or parallel jobs need a killable process; anything else is a subprocess in its own
-  process group, so ``--check-timeout`` kills the check *and* everything it started.
+  process through the ``program`` its caller gives (the CLI gives its own ``main``; no new interpreter, no
+  re-import of onnxruntime per iteration) unless a timeout or parallel jobs need a killable process;
+  anything else, or any command when no ``program`` is given, is a subprocess in its own process group, so
+  ``--check-timeout`` kills the check *and* everything it started.
 * :class:`InteractiveCheck`: no ``--check`` given: ask at the terminal.
 * :class:`PredicateCheck`: the Python API: a function of the iteration (e.g. of the candidate model).
 
@@ -21,7 +21,6 @@ never count it as passing (as in Zeller's ddmin).
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import os
 import re
@@ -34,17 +33,46 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from parity.console import SETTINGS
 from parity.debug import procs
 from parity.errors import UsageError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from parity.debug.session import Iteration
-
-
 GOOD, BAD, UNRESOLVED = "good", "bad", "unresolved"
+
+# The ``parity`` program's entry function, ``main(args) -> exit code``, through which ``parity run`` checks run
+# in this process. The engine never imports the CLI: whoever builds a :class:`CommandCheck` passes it.
+Program = Callable[[list[str]], int]
+
+
+@dataclass
+class Iteration:
+    """One check. ``artifact`` is where ``make_artifact`` must write (per job slot when ``--jobs`` > 1)."""
+
+    index: int
+    key: str
+    artifact: str
+    default_artifact: str
+    slot: int = 0
+    exclusive: bool = True  # only this check is running: in-process checks are allowed
+    info: dict[str, Any] = field(default_factory=dict)
+    substitutions: dict[str, str] = field(default_factory=dict)  # check argv token -> per-slot path
+    payload: Any = None  # e.g. the candidate model, for Python predicates
+    collect: list[str] = field(default_factory=list)  # files the check writes that the session sorts (--artifacts)
+
+    def slot_path(self, name: str) -> str:
+        """A companion file (``name`` as the check command spells it) private to this job slot."""
+        path = slot_path(name, self.slot, not self.exclusive)
+        self.substitutions[name] = path
+        return path
+
+
+def slot_path(name: str, slot: int, parallel: bool) -> str:
+    if not parallel:
+        return name
+    p = Path(name)
+    return str(p.with_name(f"{p.stem}.job{slot}{p.suffix}"))
 
 
 @dataclass
@@ -174,7 +202,9 @@ POLYGRAPHY_ARTIFACTS = ("polygraphy_debug.onnx", "polygraphy_debug.engine")
 class CommandCheck:
     """The ``--check`` command. ``argv`` tokens equal to ``artifact_name`` (or ``{artifact}``, or Polygraphy's
     ``polygraphy_debug.onnx``/``.engine``) are replaced by the iteration's own artifact path, so parallel
-    jobs each check their own file."""
+    jobs each check their own file. ``program``: the ``parity`` program's entry function (the CLI passes
+    ``parity.cli.main``); with it a ``parity run`` check runs in this process (see ``in_process``), without it
+    as a subprocess."""
 
     argv: list[str]
     verdict: Verdict = field(default_factory=Verdict)
@@ -186,6 +216,7 @@ class CommandCheck:
     reference: tuple | None = None  # the original failure's signature (set by the session)
     last_output: str = ""
     cwd: str | None = None  # where the check runs (default: here)
+    program: Program | None = None
 
     def __post_init__(self) -> None:
         if not self.argv:
@@ -208,8 +239,8 @@ class CommandCheck:
         argv = self.command_for(iteration)
         env = {**self.env, "PARITY_DEBUG_ITERATION": str(iteration.index), "PARITY_DEBUG_ARTIFACT": iteration.artifact}
         files = {tok: tok for tok in {iteration.artifact, *iteration.substitutions.values()} if tok in argv}
-        in_process = self.in_process and self.timeout is None and is_parity_run(argv)
-        return CheckJob(argv, env, self.cwd, self.timeout, in_process, files, list(iteration.collect))
+        in_process = self.in_process and self.program is not None and self.timeout is None and is_parity_run(argv)
+        return CheckJob(argv, env, self.cwd, self.timeout, in_process, files, list(iteration.collect), self.program if in_process else None)
 
     def __call__(self, iteration: Iteration) -> Outcome:
         job = self.job(iteration)
@@ -258,7 +289,8 @@ class CommandCheck:
 class CheckJob:
     """One command check as plain (picklable) data: see :meth:`CommandCheck.job`. ``files`` maps the argv
     tokens that name the iteration's files to their paths where the job was made; ``collect`` names files the
-    check writes that the session sorts afterwards (``--artifacts``)."""
+    check writes that the session sorts afterwards (``--artifacts``); ``program``: the entry function an
+    in-process ``parity run`` check calls (a module-level function, so it pickles by name to other processes)."""
 
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
@@ -267,6 +299,7 @@ class CheckJob:
     in_process: bool = False
     files: dict[str, str] = field(default_factory=dict)
     collect: list[str] = field(default_factory=list)
+    program: Program | None = None
 
 
 @dataclass
@@ -284,12 +317,12 @@ class CheckRun:
 
 
 def run_check_job(job: CheckJob) -> CheckRun:
-    """Run a :class:`CheckJob` here: in this process when ``job.in_process`` (a ``parity run`` through the
-    installed program's entry point), else as a subprocess in its own session and process group (killed with
+    """Run a :class:`CheckJob` here: in this process when ``job.in_process`` (a ``parity run`` through
+    ``job.program``), else as a subprocess in its own session and process group (killed with
     everything it started at the timeout, see :mod:`parity.debug.procs`). Executors' workers call this."""
     start = time.perf_counter()
-    if job.in_process and is_parity_run(job.argv) and parity_program() is not None:
-        code, output = _run_in_process(job.argv[job.argv.index("run") :])
+    if job.in_process and job.program is not None and is_parity_run(job.argv):
+        code, output = _run_in_process(job.program, job.argv[job.argv.index("run") :])
         return CheckRun(code, output, False, time.perf_counter() - start)
     run = _subprocess(job)
     run.seconds = time.perf_counter() - start
@@ -410,28 +443,13 @@ def indent_output(text: str) -> str:
     return "".join(f"    | {line}\n" for line in lines)
 
 
-@functools.lru_cache(maxsize=1)
-def parity_program() -> Callable[[list[str]], int] | None:
-    """The ``parity`` program as installed: its ``console_scripts`` entry point, the function a ``parity``
-    subprocess would run. The debug engine calls it in this process; it never imports the CLI by name.
-    None when no installed distribution provides it (then ``parity run`` checks run as subprocesses)."""
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group="console_scripts", name="parity"):
-        if ep.value.split(":", 1)[0].split(".", 1)[0] == "parity":
-            return ep.load()
-    return None
-
-
-def _run_in_process(args: list[str]) -> tuple[int, str]:
-    """``parity run`` through :func:`parity_program`, capturing what it prints (for ``--fail-regex``)."""
-    main = parity_program()
-    assert main is not None
+def _run_in_process(program: Program, args: list[str]) -> tuple[int, str]:
+    """``parity run`` through ``program``, capturing what it prints (for ``--fail-regex``)."""
     saved = dict(SETTINGS)
     buffer = io.StringIO()
     try:
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-            code = main(list(args))
+            code = program(list(args))
     finally:
         SETTINGS.update(saved)
     return code, buffer.getvalue()

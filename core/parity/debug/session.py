@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from parity.debug import procs
-from parity.debug.check import BAD, GOOD, UNRESOLVED, Outcome, indent_output
+from parity.debug.check import BAD, GOOD, UNRESOLVED, Iteration, Outcome, indent_output, slot_path
 from parity.debug.executor import Executor, SerialExecutor
 from parity.errors import ExitCode, ParityError, UsageError
 from parity.onnx_external import copy_with_data
@@ -77,35 +77,6 @@ def _decode(value: Any) -> str:
 
 def _encode(verdict: str) -> Any:
     return {BAD: True, GOOD: False}.get(verdict, UNRESOLVED)
-
-
-@dataclass
-class Iteration:
-    """One check. ``artifact`` is where ``make_artifact`` must write (per job slot when ``--jobs`` > 1)."""
-
-    index: int
-    key: str
-    artifact: str
-    default_artifact: str
-    slot: int = 0
-    exclusive: bool = True  # only this check is running: in-process checks are allowed
-    info: dict[str, Any] = field(default_factory=dict)
-    substitutions: dict[str, str] = field(default_factory=dict)  # check argv token -> per-slot path
-    payload: Any = None  # e.g. the candidate model, for Python predicates
-    collect: list[str] = field(default_factory=list)  # files the check writes that the session sorts (--artifacts)
-
-    def slot_path(self, name: str) -> str:
-        """A companion file (``name`` as the check command spells it) private to this job slot."""
-        path = slot_path(name, self.slot, not self.exclusive)
-        self.substitutions[name] = path
-        return path
-
-
-def slot_path(name: str, slot: int, parallel: bool) -> str:
-    if not parallel:
-        return name
-    p = Path(name)
-    return str(p.with_name(f"{p.stem}.job{slot}{p.suffix}"))
 
 
 @dataclass
