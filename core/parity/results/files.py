@@ -32,7 +32,7 @@ import numpy as np
 
 from parity.errors import UsageError
 from parity.results import npy
-from parity.results.model import IterationResult, RunResults
+from parity.results.model import IterationResult, RunResults, use_files
 from parity.util.fs import atomic_write
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -366,3 +366,6 @@ def file_kind(path: str | Path) -> str:
     from parity.results import polygraphy
 
     return polygraphy.file_kind(p)
+
+
+use_files(save_results, load_results)  # RunResults.save/load: the value type names no format (see parity.results.model)

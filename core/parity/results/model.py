@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
+
+# The file formats (parity.results.files) stand above these value types and import them, so this module imports no
+# format: files.py hands its two functions to :meth:`RunResults.save`/:meth:`RunResults.load` when it is imported,
+# and the package (``parity.results``, imported before any of its modules) imports it first.
+_FILES: dict[str, Callable] = {}
+
+
+def use_files(save: Callable[[RunResults, str | Path], None], load: Callable[[str | Path], RunResults]) -> None:
+    """Set the functions :meth:`RunResults.save` and :meth:`RunResults.load` call (:mod:`parity.results.files` does)."""
+    _FILES.update(save=save, load=load)
 
 
 class IterationResult(dict[str, np.ndarray]):
@@ -70,15 +80,13 @@ class RunResults:
 
     # files -----------------------------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
-        from parity.results.files import save_results
-
-        save_results(self, path)
+        """:func:`parity.results.files.save_results`."""
+        _FILES["save"](self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> RunResults:
-        from parity.results.files import load_results
-
-        return load_results(path)
+        """:func:`parity.results.files.load_results`."""
+        return _FILES["load"](path)
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{n}: {len(i)} iteration(s)" for n, i in self._runs)
