@@ -1,10 +1,12 @@
-"""Weights that stay in their files: reading, running and writing ONNX models with external data.
+"""Weights that stay in their files: running and writing ONNX models with external data.
 
 A model past protobuf's 2 GiB limit cannot be one serialized message, so Parity never makes it one. Every
 command loads models with their external tensors left as references (``onnx_models.load`` checks that each
-reference resolves, and reads no weight byte); this module is the rest of that layer:
+reference resolves, and reads no weight byte). Reading stands below this module, in :mod:`parity.onnx_models`
+(:class:`WeightReader` reads a tensor's values on demand, as a read-only NumPy view of a memory map; also
+:func:`tensors`, :func:`nbytes`, :func:`load_values`, ...: imported here, so ``onnx_external.WeightReader`` and the
+rest keep working); this module is the rest of that layer:
 
-- :class:`WeightReader` reads a tensor's values on demand, as a read-only NumPy view of a memory map;
 - :func:`runtime_bytes` gives onnxruntime the small graph-only message plus the folder its weights are in
   (``session.model_external_initializers_file_folder_path``), so an edited model runs without a copy of them;
 - :func:`save_model` writes a model and its data files together: weights are streamed tensor by tensor
@@ -18,24 +20,39 @@ reference resolves, and reads no weight byte); this module is the rest of that l
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parity import onnx_models
-from parity.errors import ModelError, ParityError, UsageError
-from parity.onnx_models import dtype_of
+from parity.errors import ParityError, UsageError
+
+# the readers, re-exported: plugins and the API name them here (see the module docstring)
+from parity.onnx_models import (  # noqa: F401
+    STORAGE_DTYPES,
+    WeightReader,
+    check_references,
+    dtype_of,
+    external_bytes,
+    external_info,
+    external_path,
+    inline_bytes,
+    is_external,
+    load_values,
+    nbytes,
+    tensors,
+    weight_bytes,
+)
 from parity.util.fs import kernel_copy, part_path, remove_stale_parts, same_file, write_errors
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import onnx
 
-PROTOBUF_LIMIT = 2**31 - 1  # bytes: protobuf refuses to serialize a message this large
+PROTOBUF_LIMIT = onnx_models.PROTOBUF_LIMIT  # bytes: protobuf refuses to serialize a message this large (tests lower it here)
 ALIGN = 4096  # external tensors start on page boundaries, so each maps on its own (onnx aligns the same way)
 # onnxruntime's session config key for the folder of a model's external data when the model is given as bytes
 ORT_DATA_FOLDER = "session.model_external_initializers_file_folder_path"
@@ -70,52 +87,6 @@ class SavedModel:
     weight_bytes: int = 0
 
 
-def tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
-    """Every tensor a model holds: initializers and Constant-like attribute values, in subgraphs too."""
-    from onnx.external_data_helper import _get_all_tensors
-
-    return _get_all_tensors(model)
-
-
-def is_external(tensor: onnx.TensorProto) -> bool:
-    import onnx
-
-    return tensor.data_location == onnx.TensorProto.EXTERNAL
-
-
-def external_info(tensor: onnx.TensorProto) -> tuple[str, int, int | None]:
-    """``(location, offset, length)`` of an external tensor (length None when the file does not say)."""
-    info = {e.key: e.value for e in tensor.external_data}
-    length = info.get("length")
-    return info.get("location", ""), int(info.get("offset") or 0), int(length) if length else None
-
-
-def nbytes(tensor: onnx.TensorProto) -> int:
-    """The tensor's size in bytes as stored, without reading external data, and without ``ByteSize()`` where the
-    element type says it (upb computes ``ByteSize`` by serializing the message)."""
-    if is_external(tensor):
-        length = external_info(tensor)[2]
-        if length is not None:
-            return length
-    if tensor.data_type in _STORAGE:
-        import numpy as np
-
-        count = 1
-        for dim in tensor.dims:
-            count *= dim
-        return count * np.dtype(_STORAGE[tensor.data_type]).itemsize
-    return tensor.ByteSize()
-
-
-def weight_bytes(model: onnx.ModelProto) -> int:
-    """All weight bytes of a model, inside it or in its data files, without reading any."""
-    return sum(nbytes(t) for t in tensors(model))
-
-
-def external_bytes(model: onnx.ModelProto) -> int:
-    return sum(nbytes(t) for t in tensors(model) if is_external(t))
-
-
 def has_external(model: onnx.ModelProto) -> bool:
     return any(is_external(t) for t in tensors(model))
 
@@ -143,137 +114,12 @@ def set_external(tensor: onnx.TensorProto, location: str, offset: int, length: i
         entry.key, entry.value = key, value
 
 
-def check_references(model: onnx.ModelProto, base_dir: Path, what: str) -> None:
-    """Each external tensor's file exists in ``base_dir`` and holds its bytes; a one-line ModelError naming the
-    first that does not (the model's own location strings are kept; nothing is read)."""
-    sizes: dict[str, int | None] = {}
-    for tensor in tensors(model):
-        if not is_external(tensor):
-            continue
-        location, offset, length = external_info(tensor)
-        if location not in sizes:
-            file = _resolve(base_dir, location, tensor.name, what)
-            sizes[location] = file.stat().st_size if file.is_file() else None
-        size = sizes[location]
-        if size is None:
-            raise ModelError(
-                f"{what}: external data file '{location}' of tensor '{tensor.name}' is missing "
-                f"(looked for {base_dir / location}); keep the model's data files beside it or name their folder with --external-data-dir"
-            )
-        if length is not None and offset + length > size:
-            raise ModelError(f"{what}: external data file '{location}' is too short for tensor '{tensor.name}' (needs {offset + length} bytes, has {size})")
-
-
-def _resolve(base_dir: Path, location: str, name: str, what: str) -> Path:
-    """``base_dir / location``, refusing locations that leave the folder (as onnx and onnxruntime do)."""
-    if not location or os.path.isabs(location) or ".." in Path(location).parts:
-        raise ModelError(f"{what}: tensor '{name}' names external data '{location}' outside the model's folder; onnx refuses such paths")
-    return base_dir / location
-
-
-class WeightReader:
-    """Values of a model's tensors, read on demand: an external tensor is a read-only NumPy view of a memory
-    map of its file (pages come from the page cache and are dropped under pressure, so a weight is never held
-    twice); others come from the proto. Use as a context manager, or call :meth:`close`."""
-
-    def __init__(self, base_dir: str | os.PathLike[str] | None) -> None:
-        self.base_dir = Path(base_dir) if base_dir is not None else Path(".")
-        self._maps: dict[str, mmap.mmap] = {}
-
-    def __enter__(self) -> WeightReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        for m in self._maps.values():
-            with contextlib.suppress(BufferError):  # a view still alive keeps its map open until collected
-                m.close()
-        self._maps.clear()
-
-    def buffer(self, tensor: onnx.TensorProto) -> memoryview:
-        """The stored bytes of an external tensor (little-endian raw data), without a copy."""
-        location, offset, length = external_info(tensor)
-        mapped = self._maps.get(location)
-        if mapped is None:
-            file = _resolve(self.base_dir, location, tensor.name, "the model")
-            try:
-                with open(file, "rb") as handle:
-                    mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-            except OSError as exc:
-                raise ModelError(f"cannot read external data {file} of tensor '{tensor.name}': {exc.strerror or exc}") from None
-            self._maps[location] = mapped
-        end = len(mapped) if length is None else offset + length
-        if end > len(mapped):
-            raise ModelError(f"external data file '{location}' is too short for tensor '{tensor.name}'")
-        return memoryview(mapped)[offset:end]
-
-    def release(self, tensor: onnx.TensorProto) -> None:
-        """Drop an external tensor's pages from this process (``madvise(MADV_DONTNEED)``; they stay in the page
-        cache and views of them stay valid): a pass over every weight then keeps about one tensor resident,
-        not the whole file."""
-        if not is_external(tensor) or not hasattr(mmap, "MADV_DONTNEED"):
-            return
-        location, offset, length = external_info(tensor)
-        mapped = self._maps.get(location)
-        if mapped is None:
-            return
-        start = offset - offset % mmap.PAGESIZE
-        end = len(mapped) if length is None else min(len(mapped), offset + length)
-        if end > start:
-            with contextlib.suppress(OSError, ValueError):
-                mapped.madvise(mmap.MADV_DONTNEED, start, end - start)
-
-    def array(self, tensor: onnx.TensorProto) -> np.ndarray:
-        """The tensor's values; zero-copy and read-only for an external tensor of a NumPy element type."""
-        import numpy as np
-        from onnx import numpy_helper
-
-
-        if not is_external(tensor):
-            return numpy_helper.to_array(tensor)
-        dtype = dtype_of(tensor.data_type)
-        storage = _STORAGE.get(tensor.data_type)
-        if dtype is None or storage is None:  # packed 4-bit, strings...: onnx reads it, from a copy made in memory
-            inline = self.inline_copy(tensor)
-            return numpy_helper.to_array(inline)
-        values = np.frombuffer(self.buffer(tensor), dtype=storage).reshape(tuple(tensor.dims))
-        return values if storage == dtype else values.view(dtype)
-
-    def inline_copy(self, tensor: onnx.TensorProto) -> onnx.TensorProto:
-        """A copy of ``tensor`` with its bytes inside (for code that needs a self-contained TensorProto)."""
-        import onnx
-
-        inline = onnx.TensorProto()
-        inline.CopyFrom(tensor)
-        del inline.external_data[:]
-        inline.data_location = onnx.TensorProto.DEFAULT
-        inline.raw_data = bytes(self.buffer(tensor)) if is_external(tensor) else tensor.raw_data
-        return inline
-
-
 # save_model's per-tensor hook: (tensor, its stored values) -> the values to write instead, or None
 Transform = Callable[["onnx.TensorProto", "np.ndarray"], "np.ndarray | None"]
 
-# element types whose raw bytes are a plain little-endian NumPy array (bfloat16 and float8 read as their bits)
-_STORAGE = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?", 10: "<f2", 11: "<f8", 12: "<u4", 13: "<u8", 16: "<u2"}
-
-
-def load_values(model: onnx.ModelProto, names: Iterable[str], base_dir: str | os.PathLike[str] | None) -> int:
-    """Bring the named external tensors inside the model (for passes that compute on them, such as constant
-    folding); the rest stay in their files. Returns the bytes read."""
-    wanted = set(names)
-    read = 0
-    with WeightReader(base_dir) as reader:
-        for tensor in tensors(model):
-            if tensor.name in wanted and is_external(tensor):
-                data = bytes(reader.buffer(tensor))
-                del tensor.external_data[:]
-                tensor.data_location = 0
-                tensor.raw_data = data
-                read += len(data)
-    return read
+def serialize(model: onnx.ModelProto, what: str) -> bytes:
+    """``model.SerializeToString()``, or a one-line ModelError past :data:`PROTOBUF_LIMIT` (:func:`parity.onnx_models.serialize`)."""
+    return onnx_models.serialize(model, what, PROTOBUF_LIMIT)
 
 
 def runtime_bytes(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | None) -> tuple[bytes, dict[str, str]]:
@@ -283,26 +129,6 @@ def runtime_bytes(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | Non
     if base_dir is None or not has_external(model):
         return data, {}
     return data, {ORT_DATA_FOLDER: os.fspath(Path(base_dir).resolve())}
-
-
-def serialize(model: onnx.ModelProto, what: str) -> bytes:
-    """``model.SerializeToString()``, or a one-line ModelError when the message would pass protobuf's 2 GiB limit
-    (judged from the weights inside it, which dominate: cheaper than ``ByteSize``, which serializes)."""
-    inside = inline_bytes(model)
-    try:
-        if inside > PROTOBUF_LIMIT:
-            raise ValueError
-        return model.SerializeToString()
-    except ValueError:  # also protobuf's own refusal (EncodeError is a ValueError) for what the estimate missed
-        raise ModelError(
-            f"{what} holds {inside / 2**30:.1f} GiB of weights inside it, past protobuf's 2 GiB limit for one message; "
-            "write it with --save-external-data"
-        ) from None
-
-
-def inline_bytes(model: onnx.ModelProto) -> int:
-    """Weight bytes inside the message (not in external data files)."""
-    return sum(nbytes(t) for t in tensors(model) if not is_external(t))
 
 
 # --- writing ----------------------------------------------------------------------------------------
@@ -383,7 +209,7 @@ def _written_bytes(tensor: onnx.TensorProto, transform: Transform | None) -> int
     import numpy as np
 
     size = nbytes(tensor)
-    dtype = dtype_of(tensor.data_type) if transform is not None and tensor.data_type in _STORAGE else None
+    dtype = dtype_of(tensor.data_type) if transform is not None and tensor.data_type in STORAGE_DTYPES else None
     if dtype is None:
         return size
     out = transform(tensor, np.empty((0,), dtype))
@@ -393,7 +219,7 @@ def _written_bytes(tensor: onnx.TensorProto, transform: Transform | None) -> int
 def _transformed(reader: WeightReader, tensor: onnx.TensorProto, transform: Transform | None) -> np.ndarray | None:
     """What ``transform`` writes for an external tensor instead of its stored bytes (None: the bytes); the
     tensor's element type is set to the array's."""
-    if transform is None or tensor.data_type not in _STORAGE:
+    if transform is None or tensor.data_type not in STORAGE_DTYPES:
         return None
     out = transform(tensor, reader.array(tensor))
     if out is None:
@@ -578,7 +404,7 @@ def _copy_range(reader: WeightReader, tensor: onnx.TensorProto, handle: Any) -> 
     view = reader.buffer(tensor)
     length = len(view)
     location, offset, _ = external_info(tensor)
-    source = _resolve(reader.base_dir, location, tensor.name, "the model")
+    source = external_path(reader.base_dir, location, tensor.name, "the model")
     handle.flush()
     out = handle.tell()
     with open(source, "rb") as src:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from parity.onnx_models import dtype_of, graph_inputs, graph_outputs, load
+from parity.onnx_models import dtype_of, external_info, graph_inputs, graph_outputs, is_external, load, nbytes, tensors
 from parity.util.text import counted, names_preview
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,9 +72,6 @@ def describe(path: str, show: set[str] | frozenset[str] = frozenset(), options: 
 
 def _external_summary(model: onnx.ModelProto) -> str | None:
     """``  weights: 2.12 GiB, 2.12 GiB of them in external data: decoder.onnx.data`` (None without external data)."""
-    # here, not at the top: every `parity run` imports this module (the ONNX model kind), never this function
-    from parity.onnx_external import external_info, is_external, nbytes, tensors
-
     total = external = 0
     files: dict[str, None] = {}
     for t in tensors(model):

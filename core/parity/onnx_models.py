@@ -1,20 +1,27 @@
 """Reading ONNX models with one-line errors; shared by every ONNX-consuming plugin.
 
-``onnx`` is imported inside functions: importing this module is free.
+This module reads: the graph (:func:`load`, :func:`read_inputs`, ...), and the weights a model keeps in external
+data files (:func:`check_references`, :class:`WeightReader`, :func:`load_values`). Writing and running such models
+is :mod:`parity.onnx_external`, which stands on this module (and re-exports the readers under their old names).
+
+``onnx`` and ``numpy`` are imported inside functions: importing this module is free.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import mmap
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parity.data.meta import TensorMeta
 from parity.errors import ModelError, UsageError
+from parity.util.fs import check_model_path
 from parity.util.text import did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pathlib import Path
-
     import numpy as np
     import onnx
 
@@ -36,10 +43,6 @@ def load(
     import onnx
     from google.protobuf.message import DecodeError
 
-    # here: `parity run --help` imports this module, not these; and onnx_external imports this module at its top
-    from parity.onnx_external import check_references
-    from parity.util.fs import check_model_path
-
     p = check_model_path(path)
     if p.stat().st_size == 0:
         raise ModelError(f"{p}: empty file, not an ONNX model")
@@ -53,24 +56,218 @@ def load(
         return model
     base = data_dir(p, external_data_dir)
     check_references(model, base, str(p))
-    if load_external_data:
-        from parity.onnx_external import external_bytes, load_values, tensors  # here: as above
-
-        if external_bytes(model) > 0:
-            load_values(model, [t.name for t in tensors(model)], base)
+    if load_external_data and external_bytes(model) > 0:
+        load_values(model, [t.name for t in tensors(model)], base)
     return model
 
 
 def data_dir(path: str | Path, external_data_dir: str | Path | None = None) -> Path:
     """Where a model's external data files are: ``--external-data-dir``, else the model's folder."""
-    from pathlib import Path
-
     if external_data_dir is not None:
         folder = Path(external_data_dir)
         if not folder.is_dir():
             raise UsageError(f"--external-data-dir: {folder} is not a folder")
         return folder
     return Path(path).parent
+
+
+# --- external data: references and reading ----------------------------------------------------------------------
+# What loading needs of a model whose weights stay in their files (writing them is parity.onnx_external's part).
+
+PROTOBUF_LIMIT = 2**31 - 1  # bytes: protobuf refuses to serialize a message this large
+# element types whose raw bytes are a plain little-endian NumPy array (bfloat16 and float8 read as their bits)
+STORAGE_DTYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?", 10: "<f2", 11: "<f8", 12: "<u4", 13: "<u8", 16: "<u2"}
+
+
+def tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+    """Every tensor a model holds: initializers and Constant-like attribute values, in subgraphs too."""
+    from onnx.external_data_helper import _get_all_tensors
+
+    return _get_all_tensors(model)
+
+
+def is_external(tensor: onnx.TensorProto) -> bool:
+    import onnx
+
+    return tensor.data_location == onnx.TensorProto.EXTERNAL
+
+
+def external_info(tensor: onnx.TensorProto) -> tuple[str, int, int | None]:
+    """``(location, offset, length)`` of an external tensor (length None when the file does not say)."""
+    info = {e.key: e.value for e in tensor.external_data}
+    length = info.get("length")
+    return info.get("location", ""), int(info.get("offset") or 0), int(length) if length else None
+
+
+def nbytes(tensor: onnx.TensorProto) -> int:
+    """The tensor's size in bytes as stored, without reading external data, and without ``ByteSize()`` where the
+    element type says it (upb computes ``ByteSize`` by serializing the message)."""
+    if is_external(tensor):
+        length = external_info(tensor)[2]
+        if length is not None:
+            return length
+    if tensor.data_type in STORAGE_DTYPES:
+        import numpy as np
+
+        count = 1
+        for dim in tensor.dims:
+            count *= dim
+        return count * np.dtype(STORAGE_DTYPES[tensor.data_type]).itemsize
+    return tensor.ByteSize()
+
+
+def weight_bytes(model: onnx.ModelProto) -> int:
+    """All weight bytes of a model, inside it or in its data files, without reading any."""
+    return sum(nbytes(t) for t in tensors(model))
+
+
+def external_bytes(model: onnx.ModelProto) -> int:
+    return sum(nbytes(t) for t in tensors(model) if is_external(t))
+
+
+def load_values(model: onnx.ModelProto, names: Iterable[str], base_dir: str | os.PathLike[str] | None) -> int:
+    """Bring the named external tensors inside the model (for passes that compute on them, such as constant
+    folding); the rest stay in their files. Returns the bytes read."""
+    wanted = set(names)
+    read = 0
+    with WeightReader(base_dir) as reader:
+        for tensor in tensors(model):
+            if tensor.name in wanted and is_external(tensor):
+                data = bytes(reader.buffer(tensor))
+                del tensor.external_data[:]
+                tensor.data_location = 0
+                tensor.raw_data = data
+                read += len(data)
+    return read
+
+
+def check_references(model: onnx.ModelProto, base_dir: Path, what: str) -> None:
+    """Each external tensor's file exists in ``base_dir`` and holds its bytes; a one-line ModelError naming the
+    first that does not (the model's own location strings are kept; nothing is read)."""
+    sizes: dict[str, int | None] = {}
+    for tensor in tensors(model):
+        if not is_external(tensor):
+            continue
+        location, offset, length = external_info(tensor)
+        if location not in sizes:
+            file = external_path(base_dir, location, tensor.name, what)
+            sizes[location] = file.stat().st_size if file.is_file() else None
+        size = sizes[location]
+        if size is None:
+            raise ModelError(
+                f"{what}: external data file '{location}' of tensor '{tensor.name}' is missing "
+                f"(looked for {base_dir / location}); keep the model's data files beside it or name their folder with --external-data-dir"
+            )
+        if length is not None and offset + length > size:
+            raise ModelError(f"{what}: external data file '{location}' is too short for tensor '{tensor.name}' (needs {offset + length} bytes, has {size})")
+
+
+def external_path(base_dir: Path, location: str, name: str, what: str) -> Path:
+    """``base_dir / location``, refusing locations that leave the folder (as onnx and onnxruntime do)."""
+    if not location or os.path.isabs(location) or ".." in Path(location).parts:
+        raise ModelError(f"{what}: tensor '{name}' names external data '{location}' outside the model's folder; onnx refuses such paths")
+    return base_dir / location
+
+
+class WeightReader:
+    """Values of a model's tensors, read on demand: an external tensor is a read-only NumPy view of a memory
+    map of its file (pages come from the page cache and are dropped under pressure, so a weight is never held
+    twice); others come from the proto. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, base_dir: str | os.PathLike[str] | None) -> None:
+        self.base_dir = Path(base_dir) if base_dir is not None else Path(".")
+        self._maps: dict[str, mmap.mmap] = {}
+
+    def __enter__(self) -> WeightReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for m in self._maps.values():
+            with contextlib.suppress(BufferError):  # a view still alive keeps its map open until collected
+                m.close()
+        self._maps.clear()
+
+    def buffer(self, tensor: onnx.TensorProto) -> memoryview:
+        """The stored bytes of an external tensor (little-endian raw data), without a copy."""
+        location, offset, length = external_info(tensor)
+        mapped = self._maps.get(location)
+        if mapped is None:
+            file = external_path(self.base_dir, location, tensor.name, "the model")
+            try:
+                with open(file, "rb") as handle:
+                    mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            except OSError as exc:
+                raise ModelError(f"cannot read external data {file} of tensor '{tensor.name}': {exc.strerror or exc}") from None
+            self._maps[location] = mapped
+        end = len(mapped) if length is None else offset + length
+        if end > len(mapped):
+            raise ModelError(f"external data file '{location}' is too short for tensor '{tensor.name}'")
+        return memoryview(mapped)[offset:end]
+
+    def release(self, tensor: onnx.TensorProto) -> None:
+        """Drop an external tensor's pages from this process (``madvise(MADV_DONTNEED)``; they stay in the page
+        cache and views of them stay valid): a pass over every weight then keeps about one tensor resident,
+        not the whole file."""
+        if not is_external(tensor) or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        location, offset, length = external_info(tensor)
+        mapped = self._maps.get(location)
+        if mapped is None:
+            return
+        start = offset - offset % mmap.PAGESIZE
+        end = len(mapped) if length is None else min(len(mapped), offset + length)
+        if end > start:
+            with contextlib.suppress(OSError, ValueError):
+                mapped.madvise(mmap.MADV_DONTNEED, start, end - start)
+
+    def array(self, tensor: onnx.TensorProto) -> np.ndarray:
+        """The tensor's values; zero-copy and read-only for an external tensor of a NumPy element type."""
+        import numpy as np
+        from onnx import numpy_helper
+
+        if not is_external(tensor):
+            return numpy_helper.to_array(tensor)
+        dtype = dtype_of(tensor.data_type)
+        storage = STORAGE_DTYPES.get(tensor.data_type)
+        if dtype is None or storage is None:  # packed 4-bit, strings...: onnx reads it, from a copy made in memory
+            inline = self.inline_copy(tensor)
+            return numpy_helper.to_array(inline)
+        values = np.frombuffer(self.buffer(tensor), dtype=storage).reshape(tuple(tensor.dims))
+        return values if storage == dtype else values.view(dtype)
+
+    def inline_copy(self, tensor: onnx.TensorProto) -> onnx.TensorProto:
+        """A copy of ``tensor`` with its bytes inside (for code that needs a self-contained TensorProto)."""
+        import onnx
+
+        inline = onnx.TensorProto()
+        inline.CopyFrom(tensor)
+        del inline.external_data[:]
+        inline.data_location = onnx.TensorProto.DEFAULT
+        inline.raw_data = bytes(self.buffer(tensor)) if is_external(tensor) else tensor.raw_data
+        return inline
+
+
+def serialize(model: onnx.ModelProto, what: str, limit: int = PROTOBUF_LIMIT) -> bytes:
+    """``model.SerializeToString()``, or a one-line ModelError when the message would pass protobuf's 2 GiB limit
+    (judged from the weights inside it, which dominate: cheaper than ``ByteSize``, which serializes)."""
+    inside = inline_bytes(model)
+    try:
+        if inside > limit:
+            raise ValueError
+        return model.SerializeToString()
+    except ValueError:  # also protobuf's own refusal (EncodeError is a ValueError) for what the estimate missed
+        raise ModelError(
+            f"{what} holds {inside / 2**30:.1f} GiB of weights inside it, past protobuf's 2 GiB limit for one message; "
+            "write it with --save-external-data"
+        ) from None
+
+
+def inline_bytes(model: onnx.ModelProto) -> int:
+    """Weight bytes inside the message (not in external data files)."""
+    return sum(nbytes(t) for t in tensors(model) if not is_external(t))
 
 
 def dtype_of(elem_type: int) -> np.dtype | None:
@@ -188,8 +385,6 @@ def mark_outputs(model: onnx.ModelProto, outputs: Sequence[str], exclude: Sequen
 
 def read_inputs(path: str) -> dict[str, TensorMeta]:
     """The model's real inputs, read without loading its weights when possible (see :func:`_scan_inputs`)."""
-    from parity.util.fs import check_model_path  # (see load)
-
     file = check_model_path(path)
     try:
         found = _scan_inputs(file)
@@ -261,8 +456,6 @@ def _scan_inputs(path: Path) -> dict[str, TensorMeta] | None:
     skipped by their length prefix instead of being parsed and copied, so a 2 GB model costs no 2 GB here, and
     onnx itself is not imported (about 0.1 s of every ``parity run``). None for what it does not read (an input
     that is not a tensor, an element type outside ``_NUMPY_TYPES``): the caller then uses the full parser."""
-    import mmap
-
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
         graph = next((span for number, span in _fields(buf, 0, len(buf)) if number == _MODEL_GRAPH), None)
         if graph is None:
@@ -346,14 +539,6 @@ def is_onnx(head: bytes) -> bool:
     return head[:1] == b"\x08"
 
 
-def describe(path: str, show: set[str] | frozenset[str] = frozenset(), options: object = None) -> str:
-    """The text of ``parity inspect model`` for an ONNX file; rendered by :mod:`parity.onnx_inspect` (subgraphs,
-    Constant values)."""
-    from parity.onnx_inspect import describe as render  # here: onnx_inspect imports this module at its top
-
-    return render(path, show, options)
-
-
 class MissingKernelError(ModelError):
     """onnxruntime (CPU) has no kernel for an op at the types the model uses; ``op_type`` names it."""
 
@@ -379,8 +564,6 @@ def validate(model: onnx.ModelProto | bytes | str, what: str = "the model", onnx
     if isinstance(model, str):
         data: bytes | str = model
     else:
-        from parity.onnx_external import serialize  # here: onnx_external imports this module at its top
-
         data = model if isinstance(model, bytes) else serialize(model, what)
     try:
         onnx.checker.check_model(data, full_check=True)
