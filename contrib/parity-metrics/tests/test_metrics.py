@@ -42,7 +42,7 @@ def compare_drift(runs, *args: str) -> tuple[CliResult, list[dict]]:
 
 
 def expected(runs) -> tuple[np.ndarray, np.ndarray]:
-    from parity_onnxrt import OnnxrtRunner, SessionFromOnnx
+    from parity_onnxrt.api import OnnxrtRunner, SessionFromOnnx
 
     from parity import load_inputs, load_results
 

@@ -161,7 +161,7 @@ def test_unsupported_operator_is_a_one_line_error(parity_invoke, tmp_path):
 
 def test_python_api_against_onnxrt(tmp_path):
     from parity_onnx_reference import EvaluatorFromOnnx, OnnxReferenceRunner
-    from parity_onnxrt import OnnxrtRunner, SessionFromOnnx
+    from parity_onnxrt.api import OnnxrtRunner, SessionFromOnnx
 
     from parity import Comparator, DataLoader
 

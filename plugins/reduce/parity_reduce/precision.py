@@ -81,7 +81,7 @@ class PrecisionResult:
 
 class MixedPrecision:
     """Builds the model with a chosen set of nodes kept in fp32 and the other candidates in ``low``, with the
-    converter of ``parity convert --fp-to-fp16`` (``parity_surgeon.fp16.Fp16Converter``, same defaults:
+    converter of ``parity convert --fp-to-fp16`` (``parity_surgeon.api.Fp16Converter``, same defaults:
     fp32 graph inputs and outputs, out-of-range weights and their readers kept fp32, op types onnxruntime
     cannot run in fp16 kept fp32). So a search result with no node kept fp32 is exactly convert's model.
 
@@ -100,7 +100,7 @@ class MixedPrecision:
         files: CandidateFiles | None = None,
     ) -> None:
         try:
-            from parity_surgeon.fp16 import Fp16Converter
+            from parity_surgeon.api import Fp16Converter
         except ImportError:
             raise ParityError("debug precision converts with parity-surgeon's fp16 converter: pip install -e plugins/surgeon") from None
         self.model = model

@@ -11,7 +11,7 @@ from parity.testing import mlp
 
 
 def _marked_run(actual, reference):
-    from parity_onnxrt import ModifyOnnxOutputs, OnnxFromPath, OnnxrtRunner, SessionFromOnnx
+    from parity_onnxrt.api import ModifyOnnxOutputs, OnnxFromPath, OnnxrtRunner, SessionFromOnnx
 
     from parity import runflow
 

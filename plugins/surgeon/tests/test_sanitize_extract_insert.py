@@ -77,7 +77,7 @@ def test_extract_auto_shapes_and_dtypes(parity_invoke, mlp_model, tmp_path):
     assert [d.dim_value for d in vi.type.tensor_type.shape.dim] == [2, 16]
     # the cut computes what the full model computes at that tensor
     x = np.random.RandomState(1).rand(2, 16).astype(np.float32)
-    from parity_onnxrt.loaders import modify_onnx_outputs
+    from parity_onnxrt.api import modify_onnx_outputs
 
     full = modify_onnx_outputs(onnx.load(str(mlp_model)), ["a1", "a2"])
     onnx.save(full, str(tmp_path / "marked.onnx"))

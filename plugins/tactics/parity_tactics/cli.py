@@ -66,8 +66,8 @@ def debug_build_command() -> click.Command:
     from parity_tactics.options import tactic_options
 
     try:
-        from parity_trt.options import build_options
-    except ImportError:  # without the TensorRT plugin the command still explains what is missing
+        from parity_trt.api import build_options
+    except ImportError:  # a dependency, but if it is broken or removed the command still explains what is missing
         build_options = list  # type: ignore[assignment]
     params: list[click.Parameter] = [
         click.Argument(["model"]),

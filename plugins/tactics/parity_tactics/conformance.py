@@ -6,8 +6,8 @@ An AST walk collects ``trt.A.B`` attribute chains (module-level names, enum memb
 that runs on one TensorRT line only (guarded by a capability probe) is checked against that line's releases.
 Manifests: ``tensorrt-<version>-members.txt`` from ``shared/trt-api`` (first column: qualified name).
 
-It complements :mod:`parity_trt.conformance` (whose receivers are fixed plugin-wide, e.g. ``context`` is an
-``IExecutionContext`` there but an ``IAlgorithmContext`` here); the tests run both.
+It complements ``parity_trt.api.conformance``, the TensorRT plugin's checker (whose receivers are fixed plugin-wide,
+e.g. ``context`` is an ``IExecutionContext`` there but an ``IAlgorithmContext`` here); the tests run both.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from parity_trt.conformance import _chain  # the TensorRT plugin's checker; this one adds typed variables per function
+from parity_trt.api import conformance as trt_conformance  # the TensorRT plugin's checker; this one adds typed variables per function
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class _Walker(ast.NodeVisitor):
         self._scoped(node, node.name)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        chain = _chain(node)
+        chain = trt_conformance.attribute_chain(node)
         if chain:
             head, rest = chain[0], [p for p in chain[1:] if not (p.startswith("__") and p != "__version__")]
             name = None

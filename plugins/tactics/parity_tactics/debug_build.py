@@ -46,7 +46,7 @@ def timing_cache_path(iter_artifact: str) -> str:
 
 def trt_build(model: str, engine_path: str, options: Mapping[str, Any]) -> None:
     """Build with the TensorRT plugin's builder options; our recorder comes in as its build extension."""
-    from parity_trt.factory import convert
+    from parity_trt.api import convert
 
     convert(model, engine_path, options)
 
@@ -105,9 +105,8 @@ def debug_build(
     artifacts = [*dict.fromkeys([*(params.get("artifacts") or ()), cache])]
     options = {**params, "save_timing_cache": cache}
     if build is trt_build:  # fail before the session starts (and leaves a state file) when nothing can build
-        # here: parity-trt is optional for this plugin, and only a TensorRT build needs it
-        from parity_trt._trt import import_trt
-        from parity_trt.factory import check_options
+        # here: only a TensorRT build needs the TensorRT plugin (a custom build= does not)
+        from parity_trt.api import check_options, import_trt
 
         check_options(options)
         import_trt()

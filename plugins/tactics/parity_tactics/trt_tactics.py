@@ -89,17 +89,17 @@ _LOG_KEY = re.compile(r"Autotuning op ([^(\n]*?[^(\s])\s*\(key:\s*(0x[0-9a-fA-F]
 
 
 def import_trt() -> ModuleType:
-    """The TensorRT plugin's :func:`parity_trt._trt.import_trt` (one import, one "not installed" message)."""
-    # imported here: parity-trt is optional for this plugin (replay files need no TensorRT), and every caller
-    # runs inside a build of the TensorRT plugin
-    from parity_trt._trt import import_trt as trt_plugin_import
+    """The TensorRT plugin's :func:`parity_trt.api.import_trt` (one import, one "not installed" message)."""
+    # imported here: only builds need the TensorRT plugin (reading replay files does not), and every caller runs
+    # inside one of its builds
+    from parity_trt.api import import_trt as trt_plugin_import
 
     return trt_plugin_import()
 
 
 def available_mechanisms(trt: ModuleType) -> list[str]:
     """Mechanisms this TensorRT supports, preferred first (the timing cache is the non-deprecated one)."""
-    from parity_trt.versions import has  # here: parity-trt is optional (as in import_trt above)
+    from parity_trt.api import has  # here: only builds need it (as in import_trt above)
 
     found = []
     if all(has(trt, name) for name in CACHE_PROBES):
@@ -153,7 +153,7 @@ def tactic_from_algorithm(context: Any, algorithm: Any) -> Tactic:
 def _selector_class(trt: ModuleType) -> type:
     """One ``IAlgorithmSelector`` subclass per TensorRT module; defined lazily so importing needs no TensorRT."""
 
-    from parity_trt.callbacks import guard  # TensorRT swallows callback exceptions: keep them, re-raise after the build
+    from parity_trt.api import guard  # TensorRT swallows callback exceptions: keep them, re-raise after the build
 
     class ParitySelector(trt.IAlgorithmSelector):
         def __init__(self) -> None:
@@ -244,7 +244,7 @@ def engine_layer_kernels(trt: ModuleType, engine_bytes: bytes) -> list[tuple[str
     """``(layer name, TacticName)`` of each layer of a built engine, read with ``IEngineInspector`` as
     sampleEditableTimingCache.cpp@v11.0:L457-467 does (JSON form: Polygraphy's inspect reads ``Name`` and
     ``TacticName``). Without ``ProfilingVerbosity.DETAILED`` a layer's JSON is only its name: no tactic then."""
-    from parity_trt.engine import get_runtime
+    from parity_trt.api import get_runtime
 
     engine = get_runtime().deserialize_cuda_engine(bytes(engine_bytes))
     if engine is None:

@@ -49,8 +49,8 @@ def test_the_walk_sees_the_api_it_must_check(uses):
 
 def test_trt_plugin_checker_agrees_with_gates_for_one_line_names(uses):
     """The TensorRT plugin's checker (per-name version gates, argument names) on the same uses."""
-    from parity_trt import conformance as trt_conformance
-    from parity_trt.versions import Gate
+    from parity_trt.api import Gate
+    from parity_trt.api import conformance as trt_conformance
 
     gates = {name: Gate(until="11.0") for name in trt_tactics.SELECTOR_NAMES}
     gates.update({name: Gate(since="10.8") for name in trt_tactics.CACHE_NAMES})

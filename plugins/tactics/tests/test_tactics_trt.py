@@ -124,17 +124,17 @@ def test_record_then_replay_with_real_tensorrt(tmp_path):
 def test_one_import_trt_for_both_plugins(monkeypatch):
     """tactics reaches TensorRT through the TensorRT plugin's import_trt: one import, one 'not installed' line."""
     from parity_tactics import trt_tactics
-    from parity_trt import _trt
+    from parity_trt.api import import_trt
 
     from parity.api import ParityError
 
     monkeypatch.setitem(sys.modules, "tensorrt", None)  # import tensorrt fails
-    _trt.import_trt.cache_clear()
+    import_trt.cache_clear()
     try:
         with pytest.raises(ParityError) as tactics_error:
             trt_tactics.import_trt()
         with pytest.raises(ParityError) as trt_error:
-            _trt.import_trt()
+            import_trt()
         assert str(tactics_error.value) == str(trt_error.value)
     finally:
-        _trt.import_trt.cache_clear()
+        import_trt.cache_clear()

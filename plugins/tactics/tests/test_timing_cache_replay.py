@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import trt_model
 from tactics_synth import layer_key, layer_tactic
 from trt_model.engine import serialize_engine
 
@@ -57,15 +56,10 @@ def build(config: Any, choice: int = 0, retime: frozenset[str] = frozenset()) ->
 
 @pytest.fixture
 def trt(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
-    import parity_trt.engine
-    from parity_trt import _trt
+    from trt_model.install import install, uninstall
 
-    module = trt_model.make("11.0.0.114")
-    monkeypatch.setitem(sys.modules, "tensorrt", module)
-    monkeypatch.setattr(parity_trt.engine, "get_runtime", lambda: module.Runtime(module.Logger()))
-    _trt.import_trt.cache_clear()  # the plugins' one import_trt caches the module: read this one
-    yield module
-    _trt.import_trt.cache_clear()
+    yield install(monkeypatch, "11.0.0.114")  # the model as tensorrt, the plugins' cached TensorRT objects forgotten
+    uninstall()
 
 
 LOG = "\n".join(f"[V] Autotuning op {op}(key: {key})" for op, key in OPS.items())

@@ -57,7 +57,7 @@ class Use:
         return f"{self.file}:{self.line}"
 
 
-def _chain(node: ast.AST) -> list[str] | None:
+def attribute_chain(node: ast.AST) -> list[str] | None:
     """``trt.A.B`` -> ``['trt', 'A', 'B']``; ``self.x.y`` -> ``['self', 'x', 'y']``; else None."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
@@ -94,7 +94,7 @@ class _Collector(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        chain = _chain(node)
+        chain = attribute_chain(node)
         if chain and not isinstance(getattr(node, "_parent", None), ast.Attribute):
             keywords = self._calls.get(id(node), ())
             if chain[0] in MODULE_ALIASES and len(chain) > 1:
@@ -108,7 +108,7 @@ class _Collector(ast.NodeVisitor):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:
-            chain = _chain(base)
+            chain = attribute_chain(base)
             if chain and chain[0] in MODULE_ALIASES and len(chain) == 2:
                 for item in node.body:
                     if isinstance(item, ast.FunctionDef) and not item.name.startswith("_"):

@@ -1,0 +1,51 @@
+"""The ONNX Runtime plugin's public module for other plugins (parity-surgeon builds on it).
+
+A plugin that uses the ONNX Runtime plugin imports from here, never from its other modules, and declares
+``parity-onnxrt`` as a dependency. Each name:
+
+- ``OnnxFromPath(path)``: lazy loader of an ONNX model (external data read from the model's folder or a given one);
+  ``onnx_from_path`` is its immediately evaluated twin.
+- ``ModifyOnnxOutputs(model, outputs, exclude=())``: lazy loader of a copy of the model whose graph outputs are the
+  given tensors (``mark all`` marks every tensor); ``modify_onnx_outputs`` is its twin.
+- ``SessionFromOnnx(model, providers=None, ...)``: lazy loader of an ``onnxruntime.InferenceSession``
+  (one-line errors for models onnxruntime refuses); ``session_from_onnx`` is its twin.
+- ``OnnxrtRunner(session)``: the runner of ``--onnxrt``: ``with OnnxrtRunner(SessionFromOnnx(path)) as r:
+  r.infer(feed)``.
+
+Importing this module imports neither numpy nor onnx nor onnxruntime: every name is resolved on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for readers and type checkers
+    from parity_onnxrt.loaders import ModifyOnnxOutputs, OnnxFromPath, SessionFromOnnx, modify_onnx_outputs, onnx_from_path, session_from_onnx
+    from parity_onnxrt.runner import OnnxrtRunner
+
+__all__ = ["ModifyOnnxOutputs", "OnnxFromPath", "OnnxrtRunner", "SessionFromOnnx", "modify_onnx_outputs", "onnx_from_path", "session_from_onnx"]
+
+# Resolved on first use: loaders imports numpy, runner numpy and (when a session is made) onnxruntime, and plugin
+# discovery or `parity --help` must stay free of them.
+_LAZY = {
+    "ModifyOnnxOutputs": "parity_onnxrt.loaders",
+    "OnnxFromPath": "parity_onnxrt.loaders",
+    "SessionFromOnnx": "parity_onnxrt.loaders",
+    "modify_onnx_outputs": "parity_onnxrt.loaders",
+    "onnx_from_path": "parity_onnxrt.loaders",
+    "session_from_onnx": "parity_onnxrt.loaders",
+    "OnnxrtRunner": "parity_onnxrt.runner",
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

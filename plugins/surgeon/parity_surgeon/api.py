@@ -1,0 +1,37 @@
+"""The surgeon plugin's public module for other plugins (parity-reduce builds on it).
+
+A plugin that uses the surgeon plugin imports from here, never from its other modules, and declares
+``parity-surgeon`` as a dependency. Each name:
+
+- ``Fp16Converter(model, keep_io_types=True, ..., low="float16", base_dir=None)``: the fp16
+  converter of ``parity convert --fp-to-fp16``; it analyses a model once and builds converted copies with any
+  extra set of nodes kept float32 (``debug precision`` builds one per check).
+
+Importing this module does not import onnx or the converter: the name is resolved on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy name below resolves to, for readers and type checkers
+    from parity_surgeon.fp16 import Fp16Converter
+
+__all__ = ["Fp16Converter"]
+
+# Resolved on first use: the converter's module loads Parity's ONNX helpers (tens of milliseconds), which a plugin's
+# command line never needs.
+_LAZY = {"Fp16Converter": "parity_surgeon.fp16"}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

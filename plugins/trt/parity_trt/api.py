@@ -1,0 +1,65 @@
+"""The TensorRT plugin's public module for other plugins (parity-tactics builds on it).
+
+A plugin that uses the TensorRT plugin imports from here, never from its other modules, and declares
+``parity-trt`` as a dependency. Each name:
+
+- ``import_trt()``: the ``tensorrt`` module, imported once per process (``functools.cache``: tests clear it with
+  ``import_trt.cache_clear()``); a missing TensorRT is one ``parity: error:`` line with the install hint, the same
+  for every plugin.
+- ``has(trt, name)``: whether this TensorRT has a dotted name (``"IAlgorithmSelector"``,
+  ``"BuilderFlag.EDITABLE_TIMING_CACHE"``): probe capabilities, not version numbers.
+- ``Gate``: the TensorRT releases a name exists in (``Gate(since="10.8")``, ``Gate(until="11.0")``).
+- ``guard(what, default)``: decorator for a callback method TensorRT calls (algorithm selector, ...): keeps the
+  exception TensorRT would swallow and re-raises it after the build as one line.
+- ``build_options()``: the click options of a TensorRT build (``--trt-min-shapes``, ``--fp16``, ...), for a command
+  that builds engines.
+- ``check_options(options)``: refuses bad build options before any work (no TensorRT needed).
+- ``convert(model, output, options)``: builds an engine from an ONNX model with those options and saves it.
+- ``get_runtime()``: the process's one ``trt.Runtime`` (it must outlive the engines it deserialized).
+- ``conformance``: the checker of TensorRT names in Python source against per-release API manifests
+  (``Use``, ``collect_source``, ``attribute_chain``, ``Manifest``, ``check``), for tests and tools.
+
+Importing this module imports neither TensorRT nor numpy nor click: the names that would are resolved on first
+use (see ``_LAZY``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from parity_trt._trt import import_trt
+from parity_trt.callbacks import guard
+from parity_trt.versions import Gate, has
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for readers and type checkers
+    from parity_trt import conformance
+    from parity_trt.engine import get_runtime
+    from parity_trt.factory import check_options, convert
+    from parity_trt.options import build_options
+
+__all__ = ["Gate", "build_options", "check_options", "conformance", "convert", "get_runtime", "guard", "has", "import_trt"]
+
+# Resolved on each use, not cached here: options and factory import click, engine imports numpy, conformance is
+# tooling; a plugin that only probes TensorRT needs none of them. Not caching keeps a test's monkeypatch of the
+# defining module (e.g. ``parity_trt.engine.get_runtime``) in effect for every user.
+_LAZY = {
+    "build_options": ("parity_trt.options", "build_options"),
+    "check_options": ("parity_trt.factory", "check_options"),
+    "convert": ("parity_trt.factory", "convert"),
+    "get_runtime": ("parity_trt.engine", "get_runtime"),
+    "conformance": ("parity_trt.conformance", None),
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    found = importlib.import_module(module)
+    return found if attribute is None else getattr(found, attribute)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
