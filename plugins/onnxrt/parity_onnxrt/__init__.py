@@ -8,7 +8,7 @@ twins (``onnx_from_path``, ``modify_onnx_outputs``, ``session_from_onnx``) and `
         outputs = runner.infer({"x": x})
 
 Names resolve on first use, so Parity's plugin discovery (which imports ``parity_onnxrt.hooks``) stays
-free of numpy and onnxruntime.
+free of numpy and onnxruntime. Another plugin that builds on this one imports :mod:`parity_onnxrt.api`.
 """
 
 from __future__ import annotations

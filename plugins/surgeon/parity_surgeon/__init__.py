@@ -9,6 +9,7 @@ Immediately-evaluated functions (each returns a new model; the input is never mo
     print(result.first.node, result.suspect.verdict)
 
 Names resolve on first use so that plugin discovery (which imports ``parity_surgeon.hooks``) stays light.
+Another plugin that builds on this one imports :mod:`parity_surgeon.api`.
 """
 
 from __future__ import annotations

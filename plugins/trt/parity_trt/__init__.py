@@ -12,7 +12,7 @@ Lazy loaders compose; nothing runs until the outermost one is called::
 
 Each loader has an immediately evaluated twin (``network_from_onnx_path``, ``create_config``,
 ``engine_bytes_from_network``, ``engine_from_path``, ``save_engine``, ...). Importing this package does not
-import TensorRT.
+import TensorRT. Another plugin that builds on this one imports :mod:`parity_trt.api` (and nothing else of it).
 """
 
 from __future__ import annotations
