@@ -1,5 +1,5 @@
 """Heatmaps of a layerwise run: the old way (a matplotlib figure per picture, constrained layout, colorbars,
-savefig) against the new (parity.plots.render_heatmap: numpy and Pillow), on the tensors of a CNN-like run.
+savefig) against the new (parity_reports.plots.render_heatmap: numpy and Pillow), on the tensors of a CNN-like run.
 
     python bench/heatmaps.py [--count 165] [--out DIR]
 
@@ -37,8 +37,7 @@ def tensors(count: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
 def old(pairs: list[tuple[np.ndarray, np.ndarray]], folder: Path) -> float:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
-    from parity.plots import _errors, _mosaic, heatmap_figure
+    from parity_reports.plots import _errors, _mosaic, heatmap_figure
 
     start = time.perf_counter()
     for k, (a, b) in enumerate(pairs):
@@ -54,7 +53,7 @@ def old(pairs: list[tuple[np.ndarray, np.ndarray]], folder: Path) -> float:
 
 
 def new(pairs: list[tuple[np.ndarray, np.ndarray]], folder: Path) -> float:
-    from parity.plots import ErrorPictures
+    from parity_reports.plots import ErrorPictures
 
     class Pair:
         actual, reference = "a", "b"

@@ -17,7 +17,7 @@ import pytest
 MODEL = str(Path(__file__).resolve().parents[1] / "examples" / "models" / "tiny_cnn.onnx")
 WATCHED = (
     "dataclasses", "pathlib", "shutil", "json", "difflib", "statistics", "zipfile", "parity.compare.divergence", "parity.util.fs",
-    "matplotlib", "parity.plots",
+    "matplotlib", "parity_reports.plots",
 )  # fmt: skip
 
 # The editable install's path finders import pathlib (and more) before any Parity code runs: the probe forgets
@@ -51,7 +51,7 @@ def test_help_imports_none_of_the_avoided_modules(argv):
 
 def test_a_plain_run_imports_only_what_it_needs():
     found = set(imported("run", MODEL, "--onnxrt", "--input-shapes", "x:[4,3,16,16]"))
-    assert not found & {"dataclasses", "statistics", "zipfile", "parity.compare.divergence", "shutil", "difflib", "matplotlib", "parity.plots"}, sorted(found)
+    assert not found & {"dataclasses", "statistics", "zipfile", "parity.compare.divergence", "shutil", "difflib", "matplotlib", "parity_reports.plots"}, sorted(found)
 
 
 @pytest.mark.parametrize("columns", [None, "40", "100", "300", "abc", "0"])

@@ -43,10 +43,11 @@ DISTRIBUTIONS = {
     "parity-reduce": ("plugins/reduce", "parity_reduce"),
     "parity-tactics": ("plugins/tactics", "parity_tactics"),
     "parity-trt": ("plugins/trt", "parity_trt"),
+    "parity-reports": ("plugins/reports", "parity_reports"),
     "parity-onnx-reference": ("contrib/parity-onnx-reference", "parity_onnx_reference"),
     "parity-metrics": ("contrib/parity-metrics", "parity_metrics"),
 }
-FIRST_PARTY_PLUGINS = ["onnxrt", "surgeon", "reduce", "tactics", "trt"]
+FIRST_PARTY_PLUGINS = ["onnxrt", "surgeon", "reduce", "tactics", "trt", "reports"]
 PLUGINS = [name for name in DISTRIBUTIONS if name != "parity"]
 TEMPLATE = "contrib/parity-plugin-template"  # a module, not a package: no py.typed; built by tests/test_contrib_template.py
 PARITY_RANGE = ">=0.1,<1"  # hooks change incompatibly only across majors (docs/plugins/README.md)

@@ -90,7 +90,6 @@ _EXPORTS: dict[str, str] = {
     "data_options": "parity.cli.options",
     "compare_options": "parity.cli.options",
     "backend_params": "parity.cli.options",
-    "report_file_options": "parity.cli.options",
     # options -> runners, data loader and compare functions, as `parity run` builds them
     "cast_runner_settings": "parity.cli.run",
     "make_data_loader": "parity.assemble",
@@ -126,15 +125,11 @@ _EXPORTS: dict[str, str] = {
     "Strategy": "parity.debug.strategy",
     "Oracle": "parity.debug.strategy",
     "subset_key": "parity.debug.strategy",
-    # the HTML report and Model Explorer's node data (imported only when a command writes them)
-    "write_html_report": "parity.html_report",
-    "tensor_detail": "parity.html_report",
-    "layerwise_section": "parity.html_report",
-    "layerwise_panels": "parity.html_report",
-    "adapter_node_ids": "parity.model_explorer",
-    "error_node_data": "parity.model_explorer",
-    "fp32_node_data": "parity.model_explorer",
-    "write_node_data": "parity.model_explorer",
+    # watching a run (hook parity_watch_run): reports as plugins
+    "RunWatcher": "parity.reporting",
+    "FinishedRun": "parity.reporting",
+    "first_divergence": "parity.compare.divergence",
+    "decade_labels": "parity.compare.stats",
     # ONNX models (the module; its public functions are listed in docs/plugins/api.md)
     "onnx_models": "parity.onnx_models",
     "onnx_external": "parity.onnx_external",
@@ -153,6 +148,7 @@ _EXPORTS: dict[str, str] = {
     # files and text
     "write_bytes_atomic": "parity.util.fs",
     "write_text_atomic": "parity.util.fs",
+    "atomic_write": "parity.util.fs",
     "part_path": "parity.util.fs",
     "check_model_path": "parity.util.fs",
     "refuse_overwrite": "parity.util.fs",

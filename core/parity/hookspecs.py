@@ -5,7 +5,7 @@ register through the ``parity`` entry-point group (or ``--plugin file.py`` for o
 
 Rules that keep plugins working across Parity versions:
 
-* Every hook but :func:`parity_divergence_hint` is a *registration* hook: Parity passes a ``register``
+* Every hook but :func:`parity_divergence_hint` and :func:`parity_watch_run` is a *registration* hook: Parity passes a ``register``
   callable (or the click group) and the plugin hands over cheap descriptions (dataclasses from :mod:`parity.registry`). Heavy libraries
   (tensorrt, onnxruntime, onnx, torch) are imported only inside the factories those descriptions point
   to, never at module import time, so ``parity --help`` stays fast.
@@ -188,6 +188,31 @@ def parity_divergence_hint(report, output):
         ``report.first`` (the first divergent :class:`parity.api.TensorError`: ``name``, ``node``, ``op_type``)
         and ``report.outside_inputs()`` (the node's inputs that are not weights or constants).
     :param output: the path to write the cut-out model to, or ``None`` for a name of your choosing.
+    """
+
+
+@hookspec
+def parity_watch_run(options, reporter):
+    """Watch a comparison run (``parity run``, :func:`parity.run_comparison`): return a
+    :class:`parity.api.RunWatcher` when the run's options ask for you, else ``None``. This is how a report is
+    added to runs: the parity-reports plugin draws the heatmaps and writes the HTML report and Model Explorer's
+    node data through it, any other plugin may do the same. The options a watcher reads are the plugin's own,
+    added to ``run`` with :func:`parity_register_options` (an option with no owner: it takes effect whenever
+    the run runs).
+
+    Called by: :func:`parity.runflow.run_comparison`, once per run, through :func:`parity.api.call_hook` (a
+    failing implementation is reported and skipped), before any work: after the core has refused the run's
+    files that would overwrite its inputs and checked its own output paths. Check your output paths here
+    (:func:`parity.api.check_output_path`); raise :class:`parity.api.UsageError` to refuse. The watcher is
+    then told, in order, ``check()``, ``check_model(model, kind)``, ``on_compared(index, pair, actual,
+    reference)`` after each iteration of each compared pair, ``on_finished(run)`` before the summary is shown
+    and ``on_reported(run)`` after it and the ``--report`` file (:class:`parity.api.RunWatcher`).
+
+    :param options: the run's option values keyed by parameter name (``save_report_html``, ``atol``...), as
+        the CLI parses them or as :class:`parity.RunRequest` gives them; options not given are ``None``,
+        absent or empty.
+    :param reporter: the run's reporter (:class:`parity.reporting.RunReporter`): ``warning(message)``,
+        ``note(message)``, ``progress(task, done, total, status)``.
     """
 
 

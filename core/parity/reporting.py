@@ -6,8 +6,12 @@
 * :class:`DebugReporter`: a debug session (:class:`parity.debug.DebugSession`). The CLI's
   (:class:`parity.cli.debug.DebugProgress`) shows a progress bar or a line per check; the default,
   :class:`QuietDebugReporter`, shows warnings only.
+* :class:`RunWatcher`: what a plugin watching a comparison run implements (hook ``parity_watch_run``: the
+  parity-reports plugin draws heatmaps and writes the HTML report and Model Explorer's node data this way);
+  :class:`FinishedRun` is what it is told when the run is over.
 
-:func:`write_report` writes the ``--report`` JSON file.
+:func:`write_report` writes the ``--report`` JSON file. This module imports no engine module (the run's
+summary is typed by what is read of it), so the engine imports it and not the other way round.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from parity.compare.divergence import DivergenceReport
     from parity.compare.nonfinite import NonFiniteReport
     from parity.compare.result import PairComparison
-    from parity.runflow import RunSummary
+    from parity.results.model import IterationResult
 
 
 class RunReporter(Protocol):
@@ -40,8 +44,8 @@ class RunReporter(Protocol):
     def divergence(self, reports: Sequence[DivergenceReport]) -> None:
         """Outputs were marked (layerwise): where each pair starts to disagree."""
 
-    def summary(self, summary: RunSummary) -> None:
-        """The run is over: runtimes, validation and the verdict."""
+    def summary(self, summary: Any) -> None:
+        """The run is over: runtimes, validation and the verdict (a :class:`parity.runflow.RunSummary`)."""
 
     def nonfinite(self, reports: Sequence[NonFiniteReport]) -> None:
         """Optional (called only where defined): a layerwise run with ``--validate`` found NaN/Inf; each
@@ -77,6 +81,45 @@ class QuietReporter:
 
     def progress(self, task: str, done: int, total: int | None, status: str) -> None:
         pass
+
+
+class FinishedRun:
+    """What :meth:`RunWatcher.on_finished` and :meth:`RunWatcher.on_reported` are told of a run that is over."""
+
+    __slots__ = ("code", "layerwise", "model", "nonfinite", "summary")
+
+    def __init__(self, summary: Any, code: int, model: str | None, layerwise: Sequence[DivergenceReport] | None, nonfinite: Sequence[NonFiniteReport] | None) -> None:
+        self.summary = summary  # the parity.runflow.RunSummary: comparisons (summary.accuracy), iterations, runtimes, validation, marking
+        self.code = code  # the exit code the run means (parity.errors.ExitCode)
+        self.model = model  # the model's path; None when only saved outputs were compared
+        self.layerwise = layerwise  # outputs were marked: where each pair starts to disagree (None otherwise)
+        self.nonfinite = nonfinite  # a layerwise run with --validate: each runner's first NaN/Inf (None otherwise)
+
+
+class RunWatcher:
+    """Watches one comparison run for a plugin: return one from the hook ``parity_watch_run`` when the run's
+    options ask for it. :func:`parity.runflow.run_comparison` calls these methods in this order; each does
+    nothing unless overridden. Raise :class:`parity.errors.UsageError` from the ``check`` methods to refuse a
+    request before any work (one line, exit 2)."""
+
+    def check(self) -> None:
+        """Before any work, once the model's path is checked: refuse what cannot be done (a library that is
+        missing, a folder that is a file, no display to show on)."""
+
+    def check_model(self, model: str | None, kind: str | None) -> None:
+        """The model's kind is known (``"onnx"``, ...; None without a model), no runner is built yet: refuse what
+        this model does not allow."""
+
+    def on_compared(self, index: int, pair: PairComparison, actual: IterationResult, reference: IterationResult) -> None:
+        """Iteration ``index`` of ``pair`` was just compared (``pair.iterations[-1]``), while both sides' outputs are
+        in memory: look at the arrays now, they are gone after the call."""
+
+    def on_finished(self, run: FinishedRun) -> None:
+        """The run is over, before its summary is shown: draw what belongs beside the summary (heatmaps' plots),
+        tell the user with the reporter's ``note``."""
+
+    def on_reported(self, run: FinishedRun) -> None:
+        """The summary is shown and the ``--report`` file written: write your files."""
 
 
 class DebugReporter(Protocol):

@@ -40,11 +40,10 @@ from parity.compare.comparator import Comparator, CompareFunc, compare_iteration
 from parity.compare.dataset import finish, refuse_unaveraged
 from parity.compare.names import OutputNames
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
-from parity.console import command_line
 from parity.errors import ExitCode, UsageError
-from parity.plugins import get_registry
+from parity.plugins import call_hook, get_registry
 from parity.registry import RunnerRequest
-from parity.reporting import QuietReporter, RunReporter, write_report
+from parity.reporting import FinishedRun, QuietReporter, RunReporter, RunWatcher, write_report
 from parity.results.files import check_output_path, load_results, open_writer
 from parity.results.model import IterationResult, RunResults
 from parity.util.fs import atomic_write, check_model_path, refuse_overwrite
@@ -171,7 +170,7 @@ def run(
     ``check_average`` (``--check-average``): each output's metric averaged over the iterations decides, not each
     iteration (:mod:`parity.compare.dataset`); either way each pair gets its data-set metrics when the run is
     over. ``on_compared(index, pair, actual, reference)`` after each iteration of each pair, while both sides'
-    outputs are in memory (heatmaps, the HTML report's samples); ``pair.iterations[-1]`` is that iteration's
+    outputs are in memory (plugins' run watchers: heatmaps, the HTML report's samples); ``pair.iterations[-1]`` is that iteration's
     comparison.
 
     ``on_progress(task, done, total, status)`` says how far the run is: task ``"iterations"`` (total: the data
@@ -355,15 +354,18 @@ class RunOutcome(Record):
 def run_comparison(request: RunRequest, reporter: RunReporter | None = None, registry: Registry | None = None) -> RunOutcome:
     """Everything ``parity run`` does, in its order: refuse bad paths, build the compare functions, golden runs,
     data and runners, run, report (``reporter``; default :class:`parity.reporting.QuietReporter`), and write
-    the ``--report`` file. Errors are :class:`parity.errors.ParityError` subclasses carrying the exit code."""
+    the ``--report`` file; plugins' run watchers (hook ``parity_watch_run``) are told of each step and write their
+    own reports. Errors are :class:`parity.errors.ParityError` subclasses carrying the exit code."""
     if registry is None:
         registry = get_registry()
     reporter = reporter or QuietReporter()
     model, params, chosen = request.model, request.options, list(request.runners)
     refuse_overwrite_inputs(model, params, registry)
-    for option in ("save_inputs", "save_outputs", "report", "save_report_html", "save_model_explorer"):  # a bad output path fails before any work
+    for option in ("save_inputs", "save_outputs", "report"):  # a bad output path fails before any work
         if params.get(option):
             check_output_path(params[option], "--" + option.replace("_", "-"))
+    # plugins' reports: each checks its own output paths here, as the core did its own just above
+    watchers: list[RunWatcher] = call_hook("parity_watch_run", options=params, reporter=reporter)
     if chosen and not model:  # the CLI's MODEL is optional (--load-outputs alone compares files): say what is missing
         flags = list(dict.fromkeys(registry.backend(name).cli_flag for name, _ in chosen))
         raise UsageError(f"missing MODEL: {' '.join(flags)} {'needs' if len(flags) == 1 else 'need'} a model to run; see 'parity run --help'")
@@ -372,12 +374,8 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or --load-outputs")
     if model:
         check_model_path(model)
-    pictures = None
-    if any(params.get(name) for name in ("save_heatmaps", "show_heatmaps", "save_error_metrics_plot", "show_error_metrics_plot")):
-        from parity.plots import ErrorPictures  # only with a picture flag: plain runs import neither it nor matplotlib
-
-        pictures = ErrorPictures.from_options(params, reporter.warning)
-        pictures.check()  # matplotlib installed, folders, a display: before any work
+    for watcher in watchers:
+        watcher.check()  # before any work: a library, a folder, a display
     funcs = make_compare_funcs(params, registry)
     if params.get("check_average"):
         refuse_unaveraged(funcs, bool(params.get("fail_fast")))
@@ -393,9 +391,8 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         data_dir(model, params["external_data_dir"])
     names = OutputNames.from_options(params, registry)  # --atol NAME:TOL names an output: checked before any runner is built
     names.check_model(model, kind, golden, outputs_were_marked(params), params.get("external_data_dir"))
-    if params.get("save_model_explorer") and kind != "onnx":
-        what = f"{model} is not an ONNX model" if model else "give the ONNX model that was run"
-        raise UsageError(f"--save-model-explorer: {what} (Model Explorer's node data is keyed by ONNX node names)")
+    for watcher in watchers:
+        watcher.check_model(model, kind)
     runners = make_runners(model, chosen, params, registry, request.cast_settings)  # validates backend options: usage errors come first
     check_requirements([name for name, _ in chosen], registry)  # a missing library before the inputs are examined
     twins = _unmarked_twins(model, kind, chosen, params, registry, request.cast_settings) if params.get("marking_check", True) else {}
@@ -405,14 +402,9 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         from parity.compare.nonfinite import NonFiniteLocator  # only for layerwise validation: a plain run does not import it
 
         locator = NonFiniteLocator(model, params.get("external_data_dir"))
-    collector = None
-    if params.get("save_report_html") or params.get("save_model_explorer"):
-        from parity.html_report import ReportCollector  # only for these reports: a plain run does not import it
-
-        collector = ReportCollector(samples=bool(params.get("save_report_html")))
-    watchers = [w.on_compared for w in (pictures if pictures is not None and pictures.heatmaps else None, collector) if w is not None]
+    compared = [w.on_compared for w in watchers]
     if names:  # and against the first compared outputs (engines; tensors not marked)
-        watchers.append(names.on_compared)
+        compared.append(names.on_compared)
     summary = run(
         runners,
         data,
@@ -426,7 +418,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         on_progress=getattr(reporter, "progress", None),  # optional: reporters from before it was added lack it
         on_nonfinite=locator,
         check_average=bool(params.get("check_average")),
-        on_compared=_each(watchers) if watchers else None,
+        on_compared=_each(compared) if compared else None,
         unmarked=twins,
     )
     if not runners:
@@ -445,21 +437,14 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     nonfinite = locator.reports if locator is not None else None
     if nonfinite and hasattr(reporter, "nonfinite"):  # optional: reporters from before it was added lack it
         reporter.nonfinite(nonfinite)
-    if pictures is not None:
-        pictures.finish(summary.accuracy)
-        note = getattr(reporter, "note", None)  # optional, as progress is
-        for folder in dict.fromkeys(p.parent for p in pictures.written):
-            if note:
-                note(f"wrote {sum(p.parent == folder for p in pictures.written)} PNG file(s) to {folder}")
+    finished = FinishedRun(summary, int(code), model, layerwise, nonfinite)
+    for watcher in watchers:
+        watcher.on_finished(finished)
     reporter.summary(summary)
     if params.get("report"):
         write_report(params["report"], summary, code, layerwise, nonfinite)
-    if params.get("save_report_html"):
-        from parity.html_report import run_report_data, write_html_report  # only for this option, as above
-
-        write_html_report(params["save_report_html"], run_report_data(summary, code, layerwise, collector, model, command_line()))
-    if params.get("save_model_explorer"):
-        _write_model_explorer(params["save_model_explorer"], model, summary, layerwise, collector, reporter)
+    for watcher in watchers:
+        watcher.on_reported(finished)
     return RunOutcome(summary, int(code), layerwise, nonfinite)
 
 
@@ -513,25 +498,3 @@ def _each(callbacks: Sequence[Callable[..., None]]) -> Callable[..., None]:
             callback(*args)
 
     return call
-
-
-def _counts(detail: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: detail.get(k) for k in ("atol", "nan", "inf")}
-
-
-def _write_model_explorer(path: str, model: str | None, summary: RunSummary, layerwise: list[DivergenceReport] | None, collector: Any, reporter: RunReporter) -> None:
-    """``--save-model-explorer``: the first compared pair's errors per node (:mod:`parity.model_explorer`)."""
-    # here, not at the top: only this option needs them (a plain run imports neither)
-    from parity.compare.divergence import first_divergence
-    from parity.model_explorer import error_node_data, write_node_data
-
-    reports = layerwise if layerwise is not None else first_divergence(summary, model)
-    if not reports:
-        raise UsageError("--save-model-explorer: nothing was compared")
-    if len(reports) > 1:
-        reporter.warning(f"--save-model-explorer: {len(reports)} pairs were compared; {path} holds the first ({reports[0].actual} vs {reports[0].reference})")
-    report = reports[0]
-    details = collector.details(report.actual, report.reference, report.iteration) if collector else {}
-    rows = [{"name": t.name, "passed": t.passed, "max_abs": t.max_abs, **_counts(details.get(t.name, {}))} for t in report.tensors]
-    data = error_node_data(model, rows, report.first.name if report.first else None, f"parity: max abs error, {report.actual} vs {report.reference}")
-    write_node_data(path, data)

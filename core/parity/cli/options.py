@@ -82,10 +82,6 @@ def compare_options(registry: Registry) -> list[click.Parameter]:
         GreedyOption(["--load-outputs", "--load-results"], metavar="PATH", type=click.Path(), help="Compare against saved (golden) outputs."),
         click.Option(["--save-outputs", "--save-results"], type=click.Path(), help="Save every runner's outputs to PATH."),
         click.Option(["--report"], type=click.Path(), help="Write a machine-readable JSON report to PATH."),
-        click.Option(["--save-heatmaps"], type=click.Path(), metavar="DIR", help="PNG heatmaps of the abs/rel error of 2-D and NCHW outputs (matplotlib)."),
-        click.Option(["--show-heatmaps"], is_flag=True, help="Show those heatmaps in windows (needs a display)."),
-        click.Option(["--save-error-metrics-plot"], type=click.Path(), metavar="DIR", help="PNG plots of each output's error metrics over the iterations."),
-        click.Option(["--show-error-metrics-plot"], is_flag=True, help="Show those plots in windows (needs a display)."),
     ]
     for spec in registry.comparators.values():
         params.extend(spec.options)
@@ -101,19 +97,6 @@ def marking_check_option() -> click.Option:
         help="With marked outputs, also run each marked runner without the marks and say where marking changed the model's own outputs; "
         "--no-marking-check saves that second session (TensorRT: a second engine build).",
     )
-
-
-def report_file_options(model_explorer: str | None = "per-node errors") -> list[click.Parameter]:
-    """``--save-report-html PATH`` and, unless ``model_explorer`` is None, ``--save-model-explorer PATH.json``
-    (its help says what the nodes carry). Commands write them with :mod:`parity.html_report` and
-    :mod:`parity.model_explorer`, imported only when the option is given."""
-    params: list[click.Parameter] = [
-        click.Option(["--save-report-html"], type=click.Path(), metavar="PATH", help="Write a self-contained HTML report (charts, tables; no network) to PATH."),
-    ]
-    if model_explorer is not None:
-        what = f"Write Model Explorer node data ({model_explorer}) to PATH.json."
-        params.append(click.Option(["--save-model-explorer"], type=click.Path(), metavar="PATH.json", help=what))
-    return params
 
 
 def backend_params(registry: Registry) -> list[click.Parameter]:

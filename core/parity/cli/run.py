@@ -34,7 +34,7 @@ def make_command() -> click.Command:
     """``parity run``, built when it is used: its options come from the registry (backends, metrics)."""
     registry = get_registry()
     params = [click.Argument(["model"], required=False), *opts.model_options(), *opts.onnx_options(), *opts.external_data_read_options(), *opts.data_options()]
-    params += [*opts.compare_options(registry), opts.marking_check_option(), *opts.report_file_options(), *opts.backend_params(registry)]
+    params += [*opts.compare_options(registry), opts.marking_check_option(), *opts.backend_params(registry)]
     command = ParityCommand(
         "run",
         params=params,

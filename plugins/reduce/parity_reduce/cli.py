@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from parity_reports.api import report_file_options
 
 from parity.api import (
     ExitCode,
@@ -30,7 +31,6 @@ from parity.api import (
     onnx_models,
     parse_shapes,
     refuse_overwrite,
-    report_file_options,
     report_option,
     session_from_options,
     subset_key,
@@ -386,7 +386,7 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
         }
         write_debug_report(report, session, exit_code=ExitCode.PASSED, output=output, result=found, **fields)
     if params.get("save_report_html"):
-        from parity.api import write_html_report  # only for --save-report-html: it loads numpy
+        from parity_reports.api import write_html_report  # only for --save-report-html: it loads numpy
 
         verified = session.known(subset_key(result.indices)) == "bad"
         caption = f"{len(result.nodes)} of {total} nodes still fail the check" + ("" if verified else " (not verified: the search stopped)")
@@ -504,7 +504,7 @@ def precision_command(model: str, output: str, report: str | None = None, **para
         }
         write_debug_report(report, session, exit_code=ExitCode.PASSED, output=output, result=found, **fields)
     if params.get("save_report_html"):
-        from parity.api import write_html_report  # only for --save-report-html: it loads numpy
+        from parity_reports.api import write_html_report  # only for --save-report-html: it loads numpy
 
         precision = {"fp32_nodes": result.fp32_nodes, "op_types": _op_types(model, ext_dir), "candidates": len(result.candidates), "low": params["precision"]}
         good_means = f"good: the check passes with these nodes in fp32 and the others in {params['precision']}; bad: it fails."
@@ -513,7 +513,7 @@ def precision_command(model: str, output: str, report: str | None = None, **para
         verdict = f"{len(result.fp32_nodes)} of {len(result.candidates)} nodes fp32"
         write_html_report(params["save_report_html"], _html_data("parity debug precision", verdict, facts, precision=precision, search=search))
     if params.get("save_model_explorer"):
-        from parity.api import fp32_node_data, write_node_data  # only for --save-model-explorer: it loads onnx
+        from parity_reports.api import fp32_node_data, write_node_data  # only for --save-model-explorer: it loads onnx
 
         label = f"parity: nodes kept fp32 ({params['precision']} elsewhere)"
         # keyed by the -o model's node ids: every candidate is there (the original lacks the Casts convert adds)

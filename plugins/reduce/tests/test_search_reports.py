@@ -8,8 +8,8 @@ import sys
 
 import onnx
 import pytest
+from parity_reports.api import adapter_node_ids
 
-from parity.api import adapter_node_ids
 from parity.testing import invoke
 
 PY = sys.executable

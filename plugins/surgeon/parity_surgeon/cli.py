@@ -265,7 +265,9 @@ def convert_fp16(request: Any) -> None:
 def _localize_html_data(result: Any, details: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     """The HTML report's data (parity.api.write_html_report) for one localization."""
     # here, not at the top: only --save-report-html needs them, and `debug localize --help` imports this module
-    from parity.api import GraphInfo, command_line, layerwise_panels, layerwise_section
+    from parity_reports.api import layerwise_panels, layerwise_section
+
+    from parity.api import GraphInfo, command_line
 
     first = result.first
     section = layerwise_section(result.report.to_json(), details)
@@ -353,7 +355,9 @@ _SKIP_COMPARE = {
 
 
 def make_localize_cmd() -> click.Command:
-    from parity.api import backend_params, compare_options, data_options, external_data_read_options, model_options, onnx_options, report_file_options
+    from parity_reports.api import report_file_options
+
+    from parity.api import backend_params, compare_options, data_options, external_data_read_options, model_options, onnx_options
 
     registry = get_registry()
     params: list[click.Parameter] = [
@@ -411,7 +415,7 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
     details: dict[str, Any] = {}
     observe = None
     if html_path or explorer_path:
-        from parity.api import tensor_detail  # only for the report options
+        from parity_reports.api import tensor_detail  # only for the report options
 
         def observe(name: str, actual: Any, expected: Any, checks: Any) -> None:
             details[name] = tensor_detail(checks, actual, expected, sample=bool(html_path))
@@ -451,11 +455,11 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
     if params.get("report"):
         write_text_atomic(params["report"], json.dumps(result.to_json(), indent=1, default=json_default, allow_nan=False))
     if html_path:
-        from parity.api import write_html_report  # only for --save-report-html
+        from parity_reports.api import write_html_report  # only for --save-report-html
 
         write_html_report(html_path, _localize_html_data(result, details, params))
     if explorer_path:
-        from parity.api import error_node_data, write_node_data  # only for --save-model-explorer
+        from parity_reports.api import error_node_data, write_node_data  # only for --save-model-explorer
 
         rows = [{"name": t.name, "passed": t.passed, "max_abs": t.max_abs, **{k: details.get(t.name, {}).get(k) for k in ("atol", "nan", "inf")}} for t in result.tensors]
         label = f"parity: max abs error, {result.report.actual} vs {result.report.reference}"

@@ -10,8 +10,7 @@ from pathlib import Path
 import models
 import onnx
 import pytest
-
-from parity.api import adapter_node_ids
+from parity_reports.api import adapter_node_ids
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 matplotlib = pytest.importorskip("matplotlib")
 pytest.importorskip("matplotlib.image")  # imread: the heatmaps are no longer drawn by matplotlib, which imported it
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]  # the repository
 TINY = ROOT / "examples" / "models" / "tiny_cnn.onnx"  # x [N,3,16,16] -> conv, relu [N,8,16,16] -> pool [N,8,1,1] -> flat, logits, probs [N,10]
 TWO = ("--onnxrt", "--onnxrt=graph-optimization-level=disable")
 SHAPES = ("--input-shapes", "x:[2,3,16,16]")
@@ -115,11 +115,11 @@ def test_a_folder_that_is_a_file_is_refused_before_any_work(parity_invoke, tmp_p
 
 @pytest.mark.parametrize("flag", ["--show-heatmaps", "--show-error-metrics-plot"])
 def test_showing_without_a_display_is_refused(parity_invoke, tmp_path, monkeypatch, flag):
-    monkeypatch.setattr("parity.plots.display_available", lambda: False)
+    monkeypatch.setattr("parity_reports.plots.display_available", lambda: False)
     code, _, err = parity_invoke("run", TINY, "--onnxrt", *SHAPES, flag)
     save = flag.replace("--show-", "--save-")
     assert code == 2 and one_error_line(err).endswith(f"{flag}: no display to show figures on ($DISPLAY is not set); write them to files with {save} DIR")
-    monkeypatch.setattr("parity.plots.display_available", lambda: True)
+    monkeypatch.setattr("parity_reports.plots.display_available", lambda: True)
     monkeypatch.setattr(matplotlib, "get_backend", lambda: "agg")
     code, _, err = parity_invoke("run", TINY, "--onnxrt", *SHAPES, flag)
     assert code == 2 and "matplotlib's backend 'agg' cannot show figures" in one_error_line(err)
@@ -130,7 +130,7 @@ def test_showing_shows_each_figure_and_writes_nothing(parity_invoke, tmp_path, m
 
     plt.switch_backend("agg")
     shown = []
-    monkeypatch.setattr("parity.plots.display_available", lambda: True)
+    monkeypatch.setattr("parity_reports.plots.display_available", lambda: True)
     monkeypatch.setattr(matplotlib, "get_backend", lambda: "tkagg")  # as on a desktop
     monkeypatch.setattr(plt, "show", lambda: shown.append(list(plt.get_fignums())))
     monkeypatch.chdir(tmp_path)
@@ -154,14 +154,14 @@ def test_a_plain_run_and_help_never_import_matplotlib():
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    assert main(['run', {str(TINY)!r}, '--onnxrt', '--input-shapes', 'x:[2,3,16,16]', '--iterations', '2']) == 0\n"
         "    main(['run', '--help'])\n"
-        "assert 'matplotlib' not in sys.modules and 'parity.plots' not in sys.modules\n"
+        "assert 'matplotlib' not in sys.modules and 'parity_reports.plots' not in sys.modules\n"
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.returncode in (0,), proc.stderr
 
 
 def test_heatmap_planes_are_tiled_and_names_made_safe():
-    from parity.plots import _mosaic, _safe
+    from parity_reports.plots import _mosaic, _safe
 
     error = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5)
     mosaic = _mosaic(error)
@@ -233,7 +233,7 @@ def test_failing_comparisons_are_drawn_too(parity_invoke, tmp_path):
 
 def test_heatmaps_report_progress_tensor_by_tensor(tmp_path):
     """A layerwise iteration's heatmaps are drawn one tensor after the other: the reporter hears of each."""
-    from parity.plots import ErrorPictures
+    from parity_reports.plots import ErrorPictures
 
     class Reporter:
         def __init__(self) -> None:
@@ -260,9 +260,8 @@ def test_heatmaps_report_progress_tensor_by_tensor(tmp_path):
 def test_heatmap_colours_follow_the_error(tmp_path):
     """The numpy renderer maps the error through viridis: the largest error is viridis' top colour, a zero its
     bottom one, a NaN error grey; the relative panel is on a log scale when it spans decades."""
+    from parity_reports.plots import _lut, render_heatmap
     from PIL import Image
-
-    from parity.plots import _lut, render_heatmap
 
     absolute = np.zeros((10, 10))
     absolute[0, 0], absolute[9, 9] = 1.0, np.nan

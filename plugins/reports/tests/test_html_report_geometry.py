@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from browser import geometry
-
-from parity.html_report import render_html
+from parity_reports.html_report import render_html
 
 RTOL, ATOL = 1e-3, 1e-3
 # positions with gaps (constants and inputs are not compared): the chart's x index and the table's # differ unless

@@ -36,8 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from parity import onnx_models
-from parity.util.fs import write_text_atomic
+from parity.api import onnx_models, write_text_atomic
 
 FIRST = "#6a1b9a"  # the first divergent node
 FAIL = "#d32f2f"

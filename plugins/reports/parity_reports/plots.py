@@ -28,9 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from parity.errors import UsageError
-from parity.util.fs import atomic_write
-from parity.util.text import names_preview
+from parity.api import UsageError, atomic_write, names_preview
 
 INSTALL = 'pip install "parity[plots]"'
 FLAGS = ("save_heatmaps", "show_heatmaps", "save_error_metrics_plot", "show_error_metrics_plot")

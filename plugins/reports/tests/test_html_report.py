@@ -1,5 +1,5 @@
 """``parity run --save-report-html``: one self-contained page from a real onnxruntime run, names escaped, the
-samples honest (``parity.html_report``). The page in a real browser: tests/test_html_report_browser.py."""
+samples honest (``parity_reports.html_report``). The page in a real browser: plugins/reports/tests/test_html_report_browser.py."""
 
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ import numpy as np
 import pytest
 from core_models import save, tensor
 from onnx import TensorProto, helper, numpy_helper
-
-from parity import html_report
-from parity.compare import stats
+from parity_reports import html_report
 
 HOSTILE = {
     "mul": '<b>mul</b> & "co"',
@@ -144,7 +142,7 @@ def test_model_explorer_needs_an_onnx_model(tmp_path, monkeypatch, main):
 
 
 def test_sample_keeps_the_extremes_and_counts_the_whole_tensor(monkeypatch):
-    monkeypatch.setattr(stats, "CHUNK", 1000)  # many chunks: the running top-k merges across them
+    monkeypatch.setattr(html_report, "CHUNK", 1000)  # many chunks: the running top-k merges across them
     rng = np.random.default_rng(0)
     ref = rng.normal(size=10_000).astype(np.float32)
     ref[[17, 4321, 9999]] = [7e4, -1e5, 7e5]  # beyond fp16's 65504

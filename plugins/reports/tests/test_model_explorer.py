@@ -1,5 +1,5 @@
 """``--save-model-explorer``: the file is node data Model Explorer reads, keyed by the node ids its ONNX adapter
-shows (``parity.model_explorer``).
+shows (``parity_reports.model_explorer``).
 
 Checked against Model Explorer itself (dev requirements): the real ONNX adapter (``model-explorer-onnx``) converts
 each model and names its nodes; the file is rebuilt with Model Explorer's own node-data classes
@@ -19,8 +19,7 @@ import onnx
 import pytest
 from core_models import save, tensor
 from onnx import TensorProto, helper, numpy_helper
-
-from parity.model_explorer import FAIL, FIRST, adapter_node_ids, error_node_data
+from parity_reports.model_explorer import FAIL, FIRST, adapter_node_ids, error_node_data
 
 adapter = pytest.importorskip("model_explorer_onnx.main", reason="Model Explorer is a dev requirement: pip install -r requirements-dev.txt")
 ndb = pytest.importorskip("model_explorer.node_data_builder", reason="Model Explorer is a dev requirement: pip install -r requirements-dev.txt")

@@ -50,8 +50,7 @@ from typing import Any
 import numpy as np
 
 from parity import __version__
-from parity.compare.divergence import GraphInfo
-from parity.util.fs import write_text_atomic
+from parity.api import GraphInfo, write_text_atomic
 
 FP16_MAX = 65504.0
 SAMPLE_POINTS = 256  # per tensor: a uniform sample plus the extremes (sample_errors)
@@ -59,6 +58,7 @@ POOLED_POINTS = 4000  # the all-tensors scatter
 MAX_PANELS_LAYERWISE = 8
 MAX_PANELS = 48
 MAX_LINE_POINTS = 4000
+CHUNK = 1 << 18  # elements sampled at a time (float64 temporaries: a few MiB); tests shrink it to cross chunk boundaries
 BEYOND_DECADES = 6  # a chart's scale reaches this many decades above the tolerance; larger errors show as beyond it
 
 _OK, _FAIL, _FIRST, _SAT, _GREY = "#2e7d32", "#d32f2f", "#6a1b9a", "#ef6c00", "#9e9e9e"
@@ -87,8 +87,6 @@ def sample_errors(actual: Any, reference: Any, points: int = SAMPLE_POINTS, seed
     up to ``points / 8`` elements whose error is not finite (an fp16 overflow gives inf). Counted over the whole
     tensor: ``count``, ``over_fp16`` (|reference| > 65504) and ``nonfinite`` (NaN or infinite errors). None when
     the shapes differ or the tensor is empty."""
-    from parity.compare.stats import CHUNK  # read at each call: tests shrink it to cross chunk boundaries
-
     a = np.asarray(actual)
     b = np.asarray(reference)
     if a.shape != b.shape or a.size == 0:
@@ -893,10 +891,10 @@ def _scatter_svg(sample: Mapping[str, Any], atol: Any, rtol: Any, stat: Any, slu
 
 @functools.lru_cache(maxsize=1)
 def _decade_order() -> list[str]:
-    """Every label :func:`parity.compare.stats.decade_labels` can give, in order."""
-    from parity.compare.stats import DECADES, decade_labels
+    """Every label :func:`parity.api.decade_labels` can give, in order (given more counts than decades, it labels them all)."""
+    from parity.api import decade_labels
 
-    return [label for label, _ in decade_labels(np.ones(len(DECADES) + 3, dtype=np.int64))]
+    return [label for label, _ in decade_labels(np.ones(64, dtype=np.int64))]
 
 
 def _bin_low(label: str) -> float:

@@ -1,0 +1,32 @@
+"""Adds the report options to ``parity run`` and watches the runs that ask for a report. Imports only click and
+parity: numpy, matplotlib and onnx are imported when a report is asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from parity import hookimpl
+
+# parameter names: the run watcher is made only when one of them is given
+REPORTS = ("save_report_html", "save_model_explorer")
+PICTURES = ("save_heatmaps", "show_heatmaps", "save_error_metrics_plot", "show_error_metrics_plot")
+
+
+@hookimpl
+def parity_register_options(register):
+    # here, not at the top: every command imports this module while discovering plugins
+    from parity.api import OptionSpec
+    from parity_reports.options import picture_options, report_file_options
+
+    # no owner: a report takes effect whenever the run runs (docs/cli.md, "Every option takes effect")
+    register(OptionSpec("reports", ("run",), [*picture_options(), *report_file_options()], help="the HTML report, Model Explorer's node data, pictures of the errors"))
+
+
+@hookimpl
+def parity_watch_run(options: Mapping[str, Any], reporter: Any) -> Any:
+    if not any(options.get(name) for name in (*REPORTS, *PICTURES)):
+        return None  # a plain run imports nothing more of this plugin
+    from parity_reports.watcher import ReportWatcher
+
+    return ReportWatcher(options, reporter)
