@@ -10,7 +10,10 @@ empty loads no installed plugins), ``PARITY_DISABLE_PLUGINS`` (block-list), ``PA
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import inspect
 import os
+import re
 import sys
 from collections.abc import Iterable
 from types import ModuleType
@@ -26,9 +29,10 @@ from parity.util.text import warn
 if TYPE_CHECKING:  # pragma: no cover
     from parity.registry import Registry
 
-# importlib.metadata, inspect, traceback and pathlib are imported where needed: ``parity --help`` uses none of
-# them (:func:`_entry_points` reads the files importlib.metadata would, ~40 ms sooner: see its docstring;
-# pathlib, with urllib.parse and ipaddress, ~3 ms).
+# importlib.metadata, traceback and pathlib are imported where needed: ``parity --help`` uses none of them
+# (:func:`_entry_points` reads the files importlib.metadata would, ~40 ms sooner: see its docstring; traceback,
+# with textwrap, ~2 ms, for failures only; pathlib, with urllib.parse and ipaddress, ~3 ms). importlib.util,
+# inspect (pluggy's) and re (click's) are imported before this module anyway.
 
 ENTRY_POINT_GROUP = "parity"
 BUILTIN_MODULES = ("parity.builtin",)
@@ -232,8 +236,6 @@ def _entry_points(group: str) -> list[EntryPoint]:
 
 
 def _normalize(name: str) -> str:
-    import re
-
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
@@ -327,8 +329,6 @@ def _load_file(state: PluginState, path: str) -> None:
     info.name = f"file:{file}"
     if not file.is_file():
         raise UsageError(f"plugin file not found: {path}")
-    import importlib.util
-
     try:
         spec = importlib.util.spec_from_file_location(f"parity_plugin_{file.stem}", file)
         assert spec and spec.loader
@@ -532,8 +532,6 @@ def plugin_infos() -> list[PluginInfo]:
 def module_available(name: str) -> bool:
     """Whether ``name`` could be imported, without importing it (an already imported module counts, even one
     made at run time without a spec, which ``find_spec`` refuses with ValueError)."""
-    import importlib.util
-
     if sys.modules.get(name) is not None:
         return True
     try:
@@ -544,8 +542,6 @@ def module_available(name: str) -> bool:
 
 def hook_signatures() -> dict[str, str]:
     """``name(args)`` of every hook spec (the docs meta-test checks these appear in docs/)."""
-    import inspect
-
     result = {}
     for name, obj in vars(hookspecs).items():
         if name.startswith("parity_") and callable(obj):
