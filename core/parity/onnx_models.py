@@ -13,15 +13,15 @@ import contextlib
 import mmap
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from parity.data.meta import TensorMeta
 from parity.errors import ModelError, UsageError
-from parity.util.fs import check_model_path
 from parity.util.text import did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     import numpy as np
     import onnx
 
@@ -43,6 +43,8 @@ def load(
     import onnx
     from google.protobuf.message import DecodeError
 
+    from parity.util.fs import check_model_path  # here: `parity run --help` imports this module, not these
+
     p = check_model_path(path)
     if p.stat().st_size == 0:
         raise ModelError(f"{p}: empty file, not an ONNX model")
@@ -63,6 +65,8 @@ def load(
 
 def data_dir(path: str | Path, external_data_dir: str | Path | None = None) -> Path:
     """Where a model's external data files are: ``--external-data-dir``, else the model's folder."""
+    from pathlib import Path  # (see load)
+
     if external_data_dir is not None:
         folder = Path(external_data_dir)
         if not folder.is_dir():
@@ -164,6 +168,8 @@ def check_references(model: onnx.ModelProto, base_dir: Path, what: str) -> None:
 
 def external_path(base_dir: Path, location: str, name: str, what: str) -> Path:
     """``base_dir / location``, refusing locations that leave the folder (as onnx and onnxruntime do)."""
+    from pathlib import Path  # (see load)
+
     if not location or os.path.isabs(location) or ".." in Path(location).parts:
         raise ModelError(f"{what}: tensor '{name}' names external data '{location}' outside the model's folder; onnx refuses such paths")
     return base_dir / location
@@ -175,6 +181,8 @@ class WeightReader:
     twice); others come from the proto. Use as a context manager, or call :meth:`close`."""
 
     def __init__(self, base_dir: str | os.PathLike[str] | None) -> None:
+        from pathlib import Path  # (see load)
+
         self.base_dir = Path(base_dir) if base_dir is not None else Path(".")
         self._maps: dict[str, mmap.mmap] = {}
 
@@ -385,6 +393,8 @@ def mark_outputs(model: onnx.ModelProto, outputs: Sequence[str], exclude: Sequen
 
 def read_inputs(path: str) -> dict[str, TensorMeta]:
     """The model's real inputs, read without loading its weights when possible (see :func:`_scan_inputs`)."""
+    from parity.util.fs import check_model_path  # (see load)
+
     file = check_model_path(path)
     try:
         found = _scan_inputs(file)
