@@ -18,7 +18,7 @@ against a generated module of the same classes as dataclasses (importing ``datac
 ``_entry_points("parity")`` against ``importlib.metadata.entry_points(group="parity")`` with each entry point's
 distribution name and version (importing it included). ``--no-stand-ins`` skips that table.
 
-Parity is measured as a wheel install leaves it, like Polygraphy's: its eight distributions are built as wheels
+Parity is measured as a wheel install leaves it, like Polygraphy's: its nine distributions are built as wheels
 and installed (``pip install --target``) into a temporary folder that a bare virtual environment puts first on
 ``sys.path``, the dependencies coming from the running environment; ``--editable`` measures the README's editable
 install instead (each editable distribution adds a path finder to every start). Commands run interleaved
@@ -45,7 +45,7 @@ from common import clean_env, median, run_measured, table, tool, verdict  # noqa
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = str(ROOT / "examples" / "models" / "tiny_cnn.onnx")
-DISTRIBUTIONS = [".", "plugins/onnxrt", "plugins/surgeon", "plugins/reduce", "plugins/tactics", "plugins/trt",
+DISTRIBUTIONS = [".", "plugins/onnxrt", "plugins/surgeon", "plugins/reduce", "plugins/tactics", "plugins/trt", "plugins/reports",
                  "contrib/parity-onnx-reference", "contrib/parity-metrics"]
 RUN = [MODEL, "--onnxrt", "--input-shapes", "x:[4,3,16,16]"]
 TARGETS = {"--help": 0.6, "run --help": 0.6, "run": 0.8}
