@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from parity.data.parse import parse_per_name
 from parity.errors import UsageError, missing_dependency
 from parity.plugins import get_registry, module_available
 from parity.registry import Backend, DataRequest, Registry, RunnerRequest, _lookup
@@ -152,11 +151,9 @@ def drop_extra_tensors(feeds: list[dict], meta: Mapping[str, Any], warn: Callabl
 
 
 def make_compare_funcs(params: Mapping[str, Any], registry: Registry) -> list:
-
+    """The metrics ``--compare-func`` names (default: simple), each made by its registered factory from every parsed
+    option: a metric reads and parses its own (``simple``: ``SimpleCompare.from_options``)."""
     options = dict(params)
-    options["atol"] = parse_per_name(params.get("atol") or (), float, "--atol") or None
-    options["rtol"] = parse_per_name(params.get("rtol") or (), float, "--rtol") or None
-    options["check_error_stat"] = parse_per_name(params.get("check_error_stat") or (), str, "--check-error-stat") or None
     names = list(params.get("compare_func") or ()) or ["simple"]
     funcs = []
     for name in names:

@@ -13,14 +13,24 @@ from parity.hookspecs import hookimpl
 def _simple(options: Mapping[str, Any]):
     from parity.compare.simple import SimpleCompare
 
-    return SimpleCompare(
-        atol=options.get("atol"),
-        rtol=options.get("rtol"),
-        check_error_stat=options.get("check_error_stat"),
-        error_quantile=options.get("error_quantile") or 0.99,
-        infinities_equal=bool(options.get("infinities_compare_equal")),
-        nans_equal=bool(options.get("nans_compare_equal")),
-        preset=options.get("tolerance_preset"),
+    return SimpleCompare.from_options(options)
+
+
+def _simple_options() -> tuple[click.Option, ...]:
+    """The simple metric's options, in the order ``parity run --help`` lists them. Like any metric's, they are owned
+    by it (refused unless ``--compare-func`` chooses it), and a metavar starting ``[OUT:]`` makes an option
+    per-output (its names are checked against the outputs: :mod:`parity.compare.names`)."""
+    from parity.api import GreedyOption  # here: only when the comparators register, as a third party's metric does
+    from parity.compare.tolerance import ERROR_STATS, PRESETS
+
+    return (
+        GreedyOption(["--atol", "--abs-tol"], metavar="[OUT:]TOL", help="Absolute tolerance, for all outputs or one: 1e-5 y:1e-3."),
+        GreedyOption(["--rtol", "--rel-tol"], metavar="[OUT:]TOL", help="Relative tolerance (relative to the reference, the later runner)."),
+        click.Option(["--tolerance-preset"], type=click.Choice(sorted(PRESETS)), help="Default atol/rtol sized for a precision, e.g. fp16."),
+        GreedyOption(["--check-error-stat"], metavar="[OUT:]STAT", help=f"Statistic checked against tolerances: {', '.join(ERROR_STATS)} [elemwise]."),
+        click.Option(["--error-quantile"], type=click.FloatRange(0, 1), default=None, help="Quantile for --check-error-stat quantile [0.99]."),
+        click.Option(["--infinities-compare-equal"], is_flag=True, help="Equal infinities are not a mismatch."),
+        click.Option(["--nans-compare-equal"], is_flag=True, help="NaNs at the same place in both outputs are not a mismatch."),
     )
 
 
@@ -47,7 +57,7 @@ def _random(request: Any):
 def parity_register_comparators(register):
     from parity.registry import ComparatorSpec  # here, not at the top: `parity --help` imports this module and never needs the registry
 
-    register(ComparatorSpec("simple", _simple, "absolute/relative error against --atol/--rtol (default)"))
+    register(ComparatorSpec("simple", _simple, "absolute/relative error against --atol/--rtol (default)", _simple_options()))
     register(
         ComparatorSpec(
             "indices",

@@ -9,7 +9,6 @@ import click
 
 from parity.cli.owners import owned
 from parity.cli.parsing import BackendFlag, GreedyOption
-from parity.compare.tolerance import ERROR_STATS, PRESETS
 from parity.console import echo
 from parity.errors import UsageError
 from parity.registry import Registry
@@ -19,14 +18,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 RANDOM = ("data", "random")  # generated inputs: --data-loader random, without --load-inputs or a script
-SIMPLE = ("metric", "simple")
-
-
-def per_output(option: click.Option) -> click.Option:
-    """Mark ``option`` as taking ``[OUT:]VALUE`` values: each OUT must name a compared output
-    (:mod:`parity.compare.names`). A metric's option whose metavar starts with ``[OUT:]`` counts too."""
-    option.per_output = True  # type: ignore[attr-defined]
-    return option
 
 
 def model_options() -> list[click.Parameter]:
@@ -57,25 +48,12 @@ def data_options() -> list[click.Parameter]:
     ]
 
 
-STAT_HELP = f"Statistic checked against tolerances: {', '.join(ERROR_STATS)} [elemwise]."
-
-
 def compare_options(registry: Registry) -> list[click.Parameter]:
+    default = registry.comparators.get("simple")
     params: list[click.Parameter] = [
         GreedyOption(["--compare-func", "--compare"], metavar="NAME", help=f"Metrics that must all pass: {', '.join(sorted(registry.comparators))} [simple]."),
-        # the simple metric's options (the default --compare-func): another metric never reads them
-        *(
-            owned(option, SIMPLE)
-            for option in (
-                per_output(GreedyOption(["--atol", "--abs-tol"], metavar="[OUT:]TOL", help="Absolute tolerance, for all outputs or one: 1e-5 y:1e-3.")),
-                per_output(GreedyOption(["--rtol", "--rel-tol"], metavar="[OUT:]TOL", help="Relative tolerance (relative to the reference, the later runner).")),
-                click.Option(["--tolerance-preset"], type=click.Choice(sorted(PRESETS)), help="Default atol/rtol sized for a precision, e.g. fp16."),
-                per_output(GreedyOption(["--check-error-stat"], metavar="[OUT:]STAT", help=STAT_HELP)),
-                click.Option(["--error-quantile"], type=click.FloatRange(0, 1), default=None, help="Quantile for --check-error-stat quantile [0.99]."),
-                click.Option(["--infinities-compare-equal"], is_flag=True, help="Equal infinities are not a mismatch."),
-                click.Option(["--nans-compare-equal"], is_flag=True, help="NaNs at the same place in both outputs are not a mismatch."),
-            )
-        ),
+        # the default metric's options (simple's --atol, --rtol, ...) right after --compare-func; the other metrics' last
+        *(default.options if default is not None else ()),
         click.Option(["--fail-fast"], is_flag=True, help="Stop at the first failing iteration."),
         click.Option(["--check-average"], is_flag=True, help="Judge each output's metric averaged over the iterations (with --check-error-stat mean|max|...)."),
         click.Option(["--validate"], is_flag=True, help="Fail when any output holds NaN or Inf."),
@@ -84,7 +62,8 @@ def compare_options(registry: Registry) -> list[click.Parameter]:
         click.Option(["--report"], type=click.Path(), help="Write a machine-readable JSON report to PATH."),
     ]
     for spec in registry.comparators.values():
-        params.extend(spec.options)
+        if spec is not default:
+            params.extend(spec.options)
     return params
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,15 +18,19 @@ from parity.plugins import get_registry
 from parity.results.model import IterationResult, RunResults
 from parity.util.text import names_preview
 
+if TYPE_CHECKING:  # pragma: no cover
+    from parity.registry import Registry
+
 
 def default_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
     """Each runner against the next: the later one is the reference (golden files come last)."""
     return [(names[i], names[i + 1]) for i in range(len(names) - 1)]
 
 
-def resolve_compare_funcs(compare_func: Any) -> list[CompareFunc]:
+def resolve_compare_funcs(compare_func: Any, registry: Registry | None = None) -> list[CompareFunc]:
     """Accept a callable, a registered metric name, ``(name, options)`` (e.g. ``("cosine", {"cosine_min": 0.99})``,
-    options named as on the CLI), or a list of these; default: ``simple``."""
+    options named as on the CLI), or a list of these; default: ``simple``. Names are looked up in ``registry``, the
+    caller's; a Python caller that passes none gets the installed plugins' (:func:`parity.plugins.get_registry`)."""
     from parity.compare.simple import SimpleCompare
 
     if compare_func is None:
@@ -36,7 +40,8 @@ def resolve_compare_funcs(compare_func: Any) -> list[CompareFunc]:
     for item in items:
         named = _named(item)
         if named is not None:
-            item = get_registry().comparator(named[0]).factory(dict(named[1]))
+            registry = registry if registry is not None else get_registry()  # a public entry point's default, taken once
+            item = registry.comparator(named[0]).factory(dict(named[1]))
         funcs.append(item)
     return funcs
 
@@ -110,13 +115,15 @@ class Comparator:
         fail_fast: bool = False,
         check_average: bool = False,
         on_compared: Callable[[int, PairComparison, IterationResult, IterationResult], None] | None = None,
+        registry: Registry | None = None,
     ) -> AccuracyResult:
         """Compare runner pairs (default: each with the next), iteration by iteration. ``check_average``
         (Polygraphy's ``check_average``, ``--check-average``): each output's metric averaged over the iterations
         must pass instead of every iteration (needs a compare function that averages: ``simple`` with a
         ``check_error_stat`` other than elemwise; refused with ``fail_fast``). Each pair also gets its data-set
-        metrics (``pair.dataset``). ``on_compared(index, pair, actual, reference)`` after each iteration."""
-        funcs = resolve_compare_funcs(compare_func)
+        metrics (``pair.dataset``). ``on_compared(index, pair, actual, reference)`` after each iteration. ``registry``
+        resolves metric names (default: the installed plugins')."""
+        funcs = resolve_compare_funcs(compare_func, registry)
         if check_average:
             refuse_unaveraged(funcs, fail_fast)
         accuracy = AccuracyResult()

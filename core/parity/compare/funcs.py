@@ -29,7 +29,7 @@ class _Registered(type):
     def __getattr__(cls, name: str) -> Callable[..., Callable[[str, np.ndarray, np.ndarray], OutputCheck]]:
         if name.startswith("_"):
             raise AttributeError(name)
-        registry = get_registry()
+        registry = get_registry()  # a Python caller's entry point, with no caller to pass one: the installed plugins'
         if name.replace("_", "-") not in registry.comparators and name not in registry.comparators:
             known = ", ".join(sorted(registry.comparators))
             raise AttributeError(f"CompareFunc has no metric '{name}' (registered: {known})")
@@ -71,15 +71,17 @@ class CompareFunc(metaclass=_Registered):
         )
         _refuse(bool(save_heatmaps or show_heatmaps), "save_heatmaps/show_heatmaps", no_plots)
         _refuse(bool(save_error_metrics_plot or show_error_metrics_plot), "save_error_metrics_plot/show_error_metrics_plot", no_plots)
-        return SimpleCompare(
-            atol,
-            rtol,
-            check_error_stat,
-            0.99 if error_quantile is None else error_quantile,
-            bool(infinities_compare_equal),
-            bool(nans_compare_equal),
-            tolerance_preset,
-        )
+        # the options under their CLI names, parsed as `--compare-func simple` parses them
+        options = {
+            "atol": atol,
+            "rtol": rtol,
+            "check_error_stat": check_error_stat,
+            "error_quantile": error_quantile,
+            "infinities_compare_equal": infinities_compare_equal,
+            "nans_compare_equal": nans_compare_equal,
+            "tolerance_preset": tolerance_preset,
+        }
+        return SimpleCompare.from_options(options)
 
     @staticmethod
     def indices(index_tolerance: int | None = None, fail_fast: bool | None = None, top_k: int = 1) -> Callable[[str, np.ndarray, np.ndarray], OutputCheck]:

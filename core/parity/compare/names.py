@@ -1,9 +1,9 @@
 """Per-output option names must name something: ``--atol lgits:1e-3`` (the output is ``logits``) is an exit 2
 with a did-you-mean, not a tolerance that silently applies to nothing.
 
-The per-output options are the simple metric's ``--atol``, ``--rtol`` and ``--check-error-stat`` and every
-registered metric option that says so (``option.per_output``, or a metavar starting ``[OUT:]``, as
-parity-metrics' ``--cosine-min``). Their names are checked at the first point the outputs are known: for an
+The per-output options are every registered metric's options that say so (``option.per_output``, or a metavar
+starting ``[OUT:]``): the simple metric's ``--atol``, ``--rtol`` and ``--check-error-stat``, parity-metrics'
+``--cosine-min``. Their names are checked at the first point the outputs are known: for an
 ONNX model before any runner is built (its graph outputs; every tensor when outputs are marked; the
 ``--load-outputs`` names), and again against the first compared pair (:meth:`OutputNames.on_compared`), which
 covers engines and tensors that were not marked.
@@ -12,18 +12,19 @@ covers engines and tensors that were not marked.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parity.errors import UsageError
 from parity.util.text import did_you_mean, names_preview
 
-CORE = {"atol": "--atol", "rtol": "--rtol", "check_error_stat": "--check-error-stat"}
+if TYPE_CHECKING:  # pragma: no cover
+    from parity.registry import Registry
 
 
-def per_output_params(registry: Any = None) -> dict[str, str]:
-    """``{parameter name: flag}`` of every option whose values are ``[OUT:]VALUE``."""
-    found = dict(CORE)
-    for spec in getattr(registry, "comparators", {}).values():
+def per_output_params(registry: Registry) -> dict[str, str]:
+    """``{parameter name: flag}`` of every metric option whose values are ``[OUT:]VALUE``."""
+    found: dict[str, str] = {}
+    for spec in registry.comparators.values():
         for option in spec.options:
             if option.name and (getattr(option, "per_output", False) or str(getattr(option, "metavar", "") or "").startswith("[OUT:]")):
                 found[option.name] = max(option.opts, key=lambda o: o.startswith("--"))
@@ -54,7 +55,7 @@ class OutputNames:
         self.checked = False
 
     @classmethod
-    def from_options(cls, params: Mapping[str, Any], registry: Any = None) -> OutputNames:
+    def from_options(cls, params: Mapping[str, Any], registry: Registry) -> OutputNames:
         return cls({flag: named(params.get(name)) for name, flag in per_output_params(registry).items()})
 
     def __bool__(self) -> bool:

@@ -13,7 +13,7 @@ reported so a NaN never hides inside a statistic.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from parity.compare import stats
 from parity.compare.dataset import average_values, iterations_text
 from parity.compare.result import OutputCheck
 from parity.compare.tolerance import ERROR_STATS, PerOutput, tolerances
+from parity.data.parse import parse_per_name
 
 TINY = np.finfo(np.float32).tiny
 
@@ -54,6 +55,23 @@ class SimpleCompare:
         self.infinities_equal = infinities_equal
         self.nans_equal = nans_equal
         self.details = details
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> SimpleCompare:
+        """The metric its options configure (the registered factory, and ``CompareFunc.simple``): ``atol``, ``rtol``,
+        ``check_error_stat`` as ``parity run`` parses them (``("1e-5", "y:1e-3")``: ``[OUT:]VALUE`` strings) or as
+        Python gives them (a value, or ``{output: value, "": default}``), ``error_quantile``, ``tolerance_preset``,
+        ``infinities_compare_equal``, ``nans_compare_equal``. Absent or None: the default."""
+        quantile = options.get("error_quantile")
+        return cls(
+            _per_output(options.get("atol"), float, "--atol"),
+            _per_output(options.get("rtol"), float, "--rtol"),
+            _per_output(options.get("check_error_stat"), str, "--check-error-stat"),
+            0.99 if quantile is None else quantile,
+            bool(options.get("infinities_compare_equal")),
+            bool(options.get("nans_compare_equal")),
+            options.get("tolerance_preset"),
+        )
 
     def __call__(self, name: str, actual: np.ndarray, reference: np.ndarray) -> OutputCheck:
         atol = float(self.atol.for_output(name))  # type: ignore[arg-type]
@@ -166,6 +184,15 @@ class SimpleCompare:
         passed = not (_fails(abs_v, atol) and _fails(rel_v, rtol))
         why = "" if passed else f"average {stat} error over {n} iterations abs={abs_v:.4g} > {atol:g} and rel={rel_v:.4g} > {rtol:g}"
         return OutputCheck(name, passed, self.name, values, thresholds, why, {"average_of": n, "check_error_stat": stat})
+
+
+def _per_output(value: Any, cast: Callable[[str], Any], option: str) -> Any:
+    """``("1e-5", "y:1e-3")`` (the CLI's strings) -> ``{"": 1e-05, "y": 0.001}``; a number, a mapping or None as given."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        return value
+    return parse_per_name(value, cast, option) or None
 
 
 def _fails(value: float, tol: float) -> bool:
