@@ -18,10 +18,10 @@ against a generated module of the same classes as dataclasses (importing ``datac
 ``_entry_points("parity")`` against ``importlib.metadata.entry_points(group="parity")`` with each entry point's
 distribution name and version (importing it included). ``--no-stand-ins`` skips that table.
 
-Parity is measured as a wheel install leaves it, like Polygraphy's: its nine distributions are built as wheels
-and installed (``pip install --target``) into a temporary folder that a bare virtual environment puts first on
-``sys.path``, the dependencies coming from the running environment; ``--editable`` measures the README's editable
-install instead (each editable distribution adds a path finder to every start). Commands run interleaved
+Parity is measured as a wheel install leaves it, like Polygraphy's: its distributions (those requirements.txt
+installs) are built as wheels and installed (``pip install --target``) into a temporary folder that a bare virtual
+environment puts first on ``sys.path``, the dependencies coming from the running environment; ``--editable``
+measures the README's editable install instead (each editable distribution adds a path finder to every start). Commands run interleaved
 ``--repeat`` times (default 15); medians and ratios are printed. Bytecode is cached in a temporary
 PYTHONPYCACHEPREFIX, as a pip install would have it (this machine sets PYTHONDONTWRITEBYTECODE);
 ``--no-bytecode`` measures that setting.
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import shutil
 import subprocess
 import sys
@@ -45,8 +46,9 @@ from common import clean_env, median, run_measured, table, tool, verdict  # noqa
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = str(ROOT / "examples" / "models" / "tiny_cnn.onnx")
-DISTRIBUTIONS = [".", "plugins/onnxrt", "plugins/surgeon", "plugins/reduce", "plugins/tactics", "plugins/trt", "plugins/reports",
-                 "contrib/parity-onnx-reference", "contrib/parity-metrics"]
+# every distribution requirements.txt installs (editable): one left out would still be found through its
+# dist-info in site-packages and fail to load in every measured command
+DISTRIBUTIONS = [line[3:].strip() for line in (ROOT / "requirements.txt").read_text().splitlines() if line.startswith("-e ")]
 RUN = [MODEL, "--onnxrt", "--input-shapes", "x:[4,3,16,16]"]
 TARGETS = {"--help": 0.6, "run --help": 0.6, "run": 0.8}
 STAND_IN_LIMIT_MS = 15.0  # issue 27: a stand-in for the standard library stays only if it saves more than this
@@ -87,7 +89,7 @@ def record_twins(folder: Path) -> int:
         todo += cls.__subclasses__()
         if cls.__module__.startswith("parity.") and cls.__dict__.get("_record") is cls:
             classes.append(cls)
-    head = ["from __future__ import annotations", 'nan, inf = float("nan"), float("inf")']
+    head = ["from __future__ import annotations"]
     records = [*head, "from parity.util.record import DICT, LIST, SET, Record, fill"]
     dataclasses = [*head, "from dataclasses import dataclass, field"]
     made = {dict: "DICT", list: "LIST", set: "SET"}
@@ -105,8 +107,9 @@ def record_twins(folder: Path) -> int:
                 params.append(f"{name}: {annotations[name]} = {made[default.make]}")
                 fields.append(f"    {name}: {annotations[name]} = field(default_factory={default.make.__name__})")
             else:
-                params.append(f"{name}: {annotations[name]} = {default!r}")
-                fields.append(f"    {name}: {annotations[name]} = {default!r}")
+                text = f"float('{default}')" if isinstance(default, float) and not math.isfinite(default) else repr(default)
+                params.append(f"{name}: {annotations[name]} = {text}")
+                fields.append(f"    {name}: {annotations[name]} = {text}")
         records += [
             f"class {cls.__name__}(Record{', frozen=True' if cls._frozen else ''}):",
             *(f"    {name}: {annotations[name]}" for name in names),

@@ -136,3 +136,41 @@ def test_registry_types_are_equivalent_to_their_dataclasses():
     assert {backend: 1}[Backend("toy", print, writes=("out",))] == 1
     assert DataRequest({}).val_range == {} and DataRequest({}).options is not DataRequest({}).options
     assert repr(Registry()).startswith("Registry(backends={}, model_kinds={}")
+
+
+def test_bench_times_dataclasses_equivalent_to_every_record(tmp_path, monkeypatch):
+    """bench/startup.py's stand-in figure (what Records save over @dataclass, issue 27's 15 ms rule) times a generated
+    dataclass per Record of the core: each must have the Record's fields, defaults and frozenness."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    monkeypatch.syspath_prepend(str(bench))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("startup", "bench_records", "bench_dataclasses"):
+        monkeypatch.setitem(sys.modules, name, None)  # forgotten again after the test (None: not imported yet)
+        del sys.modules[name]
+    count = importlib.import_module("startup").record_twins(tmp_path)
+    records = importlib.import_module("bench_records")
+    twins = importlib.import_module("bench_dataclasses")
+    real = {cls.__name__: cls for cls in _all_records() if cls.__module__.startswith("parity.")}
+    assert count == len(real) >= 26
+
+    def shape(cls: type) -> tuple:
+        fields = [(f.name, repr(f.default), f.default_factory) for f in dataclasses.fields(cls)]  # repr: nan == nan
+        return fields, cls.__dataclass_params__.frozen
+
+    for name, cls in real.items():
+        assert not isinstance(getattr(twins, name), Record) and dataclasses.is_dataclass(getattr(twins, name))
+        assert shape(getattr(twins, name)) == shape(cls) == shape(getattr(records, name)), name
+
+
+def _all_records() -> list[type]:
+    found, todo = [], list(Record.__subclasses__())
+    while todo:
+        cls = todo.pop(0)
+        todo += cls.__subclasses__()
+        if cls.__dict__.get("_record") is cls:
+            found.append(cls)
+    return found

@@ -198,8 +198,8 @@ def _entry_points(group: str) -> list[EntryPoint]:
     importlib.metadata (importing email, zipfile, csv, ...; then a Path object and a parsed file per
     distribution) costs more than the rest of ``parity --help``: ``bench/startup.py`` times this function at
     5-8 ms and ``importlib.metadata.entry_points(group="parity")`` with each distribution's name and version at
-    41-50 ms (CPU time, 2-core development machine, Python 3.11, November 2026; wall time on the idle machine:
-    ~8 vs ~49 ms), so it saves 36-43 ms of every command, more than issue 27's 15 ms rule for a stand-in. A zip
+    41-52 ms (CPU time, 2-core development machine, Python 3.11, November 2026; wall time on the idle machine:
+    ~8 vs ~49 ms), so it saves 36-47 ms of every command, more than issue 27's 15 ms rule for a stand-in. A zip
     archive on sys.path is searched with importlib.metadata itself."""
     found: list[EntryPoint] = []
     seen: set[str] = set()

@@ -5,7 +5,7 @@
 and ``parity run`` creates 25 of the core's 26 Records before doing any work (``parity --help`` two). Issue 27's
 rule is the standard library unless a stand-in saves more than 15 ms of start-up; ``bench/startup.py`` times
 these classes both ways (CPU time, in fresh interpreters, after pluggy and click): as Records 2-3 ms, as
-dataclasses 28-35 ms with importing :mod:`dataclasses`, so this module saves 26-31 ms of every run (2-core
+dataclasses 25-35 ms with importing :mod:`dataclasses`, so this module saves 23-31 ms of every run (2-core
 development machine, Python 3.11, November 2026; wall time on the idle machine: 23-27 ms). A :class:`Record`
 writes its ``__init__`` out (it calls :func:`fill`) and inherits the rest, behaving as the dataclass it
 replaces (``@dataclass`` or ``@dataclass(frozen=True)``, default options):
