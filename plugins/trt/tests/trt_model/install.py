@@ -15,11 +15,15 @@ import functools
 import os
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REAL = "tensorrt"  # the backend name of the real TensorRT in parametrized tests
+# Other plugins' caches of TensorRT objects, forgotten with this plugin's: their tests register them (the tactics
+# plugin's conftest.py), so the model names no other plugin's private modules.
+FORGET: list[Callable[[], None]] = []
 
 
 def backends() -> list[str]:
@@ -48,12 +52,8 @@ def _clear_caches() -> None:
 
     for cached in (_trt.import_trt, _trt.get_logger, cuda.runtime, engine.get_runtime):
         getattr(cached, "cache_clear", lambda: None)()  # a test may have put a plain function in its place
-    try:
-        from parity_tactics import trt_tactics
-
-        trt_tactics._selector_class.cache_clear()
-    except ImportError:
-        pass
+    for clear in FORGET:
+        clear()
 
 
 def install(monkeypatch: Any, version: str, memory: str = "host") -> types.ModuleType:
