@@ -450,6 +450,44 @@ def test_hook_parity_divergence_hint(tmp_path):
     assert json.loads(report.read_text())["layerwise"][0]["extract_command"] is None
 
 
+WATCH_PLUGIN = '''
+import click
+from parity import hookimpl
+from parity.api import OptionSpec, RunWatcher
+
+
+class Count(RunWatcher):
+    def __init__(self):
+        self.compared = 0
+
+    def on_compared(self, index, pair, actual, reference):
+        self.compared += 1
+
+    def on_reported(self, run):
+        print(f"count: {self.compared} comparison(s), exit code {run.code}")
+
+
+@hookimpl
+def parity_register_options(register):
+    register(OptionSpec("count", ("run",), [click.Option(["--count"], is_flag=True, help="Count the comparisons.")]))
+
+
+@hookimpl
+def parity_watch_run(options):
+    return Count() if options.get("count") else None
+'''
+
+
+def test_hook_parity_watch_run(tmp_path):
+    """A stranger's report: its watcher is told of each comparison and of the end of the run (order and refusals:
+    tests/test_run_watchers.py), and is made only when its option is given."""
+    (tmp_path / "count.py").write_text(WATCH_PLUGIN)
+    run = ("--plugin", tmp_path / "count.py", "run", IDENTITY, "--onnxrt", "--onnxrt", "--iterations", "3")
+    counted = ok(parity(*run, "--count"))
+    assert "count: 3 comparison(s), exit code 0" in counted.stdout
+    assert "count:" not in ok(parity(*run)).stdout
+
+
 def test_every_hook_has_a_test():
     from parity.plugins import hook_signatures
 

@@ -68,6 +68,7 @@ class ReportWatcher(RunWatcher):
 
     def _write_model_explorer(self, path: str, run: FinishedRun) -> None:
         """``--save-model-explorer``: the first compared pair's errors per node (:mod:`parity_reports.model_explorer`)."""
+        # here: only --save-model-explorer needs them (the first-divergence report, ONNX node ids)
         from parity.api import first_divergence
         from parity_reports.model_explorer import error_node_data, write_node_data
 

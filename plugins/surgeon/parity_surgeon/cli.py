@@ -267,7 +267,7 @@ def _localize_html_data(result: Any, details: dict[str, Any], params: dict[str, 
     # here, not at the top: only --save-report-html needs them, and `debug localize --help` imports this module
     from parity_reports.api import layerwise_panels, layerwise_section
 
-    from parity.api import GraphInfo, command_line
+    from parity.api import GraphInfo, command_line  # here, as the line above: only --save-report-html needs them
 
     first = result.first
     section = layerwise_section(result.report.to_json(), details)
@@ -355,7 +355,7 @@ _SKIP_COMPARE = {
 
 
 def make_localize_cmd() -> click.Command:
-    from parity_reports.api import report_file_options
+    from parity_reports.api import report_file_options  # here, as the options below: built when the command loads
 
     from parity.api import backend_params, compare_options, data_options, external_data_read_options, model_options, onnx_options
 
