@@ -187,8 +187,6 @@ def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any], regist
             "--save-inputs": params.get("save_inputs"),
             "--save-outputs": params.get("save_outputs"),
             "--report": params.get("report"),
-            "--save-report-html": params.get("save_report_html"),
-            "--save-model-explorer": params.get("save_model_explorer"),
         },
         **writes,
     )

@@ -20,7 +20,9 @@ def parity_register_options(register):
     from parity_reports.options import picture_options, report_file_options
 
     # no owner: a report takes effect whenever the run runs (docs/cli.md, "Every option takes effect")
-    register(OptionSpec("reports", ("run",), [*picture_options(), *report_file_options()], help="the HTML report, Model Explorer's node data, pictures of the errors"))
+    options = [*picture_options(), *report_file_options()]
+    # writes: run refuses, before any work, a report file that is the model, a file read or another output
+    register(OptionSpec("reports", ("run",), options, help="the HTML report, Model Explorer's node data, pictures of the errors", writes=REPORTS))
 
 
 @hookimpl
