@@ -6,7 +6,7 @@ comes from a model or a command line is escaped (:func:`html.escape` in the mark
 is embedded with ``<``, ``>`` and ``&`` written as ``\\u003c``...).
 
 The renderer is driven by plain data (dicts, lists, numbers, strings), which each command builds from what it
-already has, so plugins use it through :mod:`parity.api` without knowing Parity's result classes:
+already has, so plugins use it through :mod:`parity_reports.api` without knowing Parity's result classes:
 
 ``title`` (str), ``passed`` (bool or None), ``verdict`` (the badge's text), ``command`` (argv), ``facts``
 ([label, value] pairs), ``notes`` (str lines), ``warnings`` (str lines shown at the top, before any chart they put in
@@ -192,7 +192,7 @@ def tensor_detail(checks: Sequence[Any], actual: Any = None, reference: Any = No
 
 
 class ReportCollector:
-    """Watches ``parity run`` (:func:`parity.runflow.run`'s ``on_compared``) and keeps, per compared pair, the
+    """Watches ``parity run`` (:class:`parity_reports.watcher.ReportWatcher`'s ``on_compared``) and keeps, per compared pair, the
     details of the iteration the reports show (the first failing one, else the first): per tensor, what
     :func:`tensor_detail` gives. Earlier iterations' details are dropped, so memory stays bounded."""
 

@@ -116,7 +116,7 @@ def _colour(passed: bool, max_abs: float | None, atol: float | None) -> str:
 def error_node_data(model: Any, tensors: Iterable[Mapping[str, Any]], first: str | None = None, name: str = "parity: max abs error") -> dict[str, Any]:
     """Node data colouring each node by the error of its outputs: ``tensors`` are rows with ``name``,
     ``passed``, ``max_abs`` and optionally ``atol``, ``nan`` and ``inf`` (NaN values and infinite mismatches
-    counted by the metric; :func:`parity.html_report.tensor_detail` gives them). A tensor's value is its max abs
+    counted by the metric; :func:`parity_reports.html_report.tensor_detail` gives them). A tensor's value is its max abs
     error (the statistic ``--report`` calls ``max_abs``, over the finite errors), except that a failing tensor
     with NaN or infinite mismatches shows ``"NaN"`` or ``"inf"``, and one with no error measured its verdict.
     A node's value is the worst of its compared outputs'; its colour says first divergence (purple), failed
