@@ -166,7 +166,7 @@ def _check_closed(graph: Any, given: set[str]) -> None:
 def _observe(model: Any, names: Sequence[str], feed: Mapping[str, Any] | None, base_dir: str | Path | None = None) -> dict[str, Any]:
     """Run the model once with ``names`` marked as outputs (the fallback when shape inference cannot tell);
     external weights are read by onnxruntime from ``base_dir``."""
-    from parity_onnxrt.api import ModifyOnnxOutputs, SessionFromOnnx
+    from parity_onnxrt.api import ModifyOnnxOutputs, SessionFromOnnx  # here: they load onnxrt's loaders (numpy, onnxruntime)
 
     from parity.api import DataLoader
 

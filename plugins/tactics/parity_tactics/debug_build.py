@@ -46,7 +46,7 @@ def timing_cache_path(iter_artifact: str) -> str:
 
 def trt_build(model: str, engine_path: str, options: Mapping[str, Any]) -> None:
     """Build with the TensorRT plugin's builder options; our recorder comes in as its build extension."""
-    from parity_trt.api import convert
+    from parity_trt.api import convert  # here: only a TensorRT build needs the TensorRT plugin's builder
 
     convert(model, engine_path, options)
 

@@ -244,7 +244,7 @@ def engine_layer_kernels(trt: ModuleType, engine_bytes: bytes) -> list[tuple[str
     """``(layer name, TacticName)`` of each layer of a built engine, read with ``IEngineInspector`` as
     sampleEditableTimingCache.cpp@v11.0:L457-467 does (JSON form: Polygraphy's inspect reads ``Name`` and
     ``TacticName``). Without ``ProfilingVerbosity.DETAILED`` a layer's JSON is only its name: no tactic then."""
-    from parity_trt.api import get_runtime
+    from parity_trt.api import get_runtime  # here: it loads the TensorRT plugin's engine module (numpy)
 
     engine = get_runtime().deserialize_cuda_engine(bytes(engine_bytes))
     if engine is None:
