@@ -38,6 +38,7 @@ PAGES = [
     "docs/plugins/README.md",
     "docs/plugins/api.md",
     "docs/plugins/hooks.md",
+    "docs/plugins/reports.md",
     "docs/plugins/troubleshooting.md",
     "docs/plugins/tutorial.md",
     "docs/python-api.md",
@@ -80,7 +81,7 @@ EXERCISES = {
         "hints = call_hook('parity_divergence_hint', report=report, output=None)\n"
         "assert hints == ['mytool cut m.onnx --node fc2 -o cut.onnx'], hints\n",
     ),
-    ("docs/plugins/hooks.md", 3): (  # another plugin implements the declared hook
+    ("docs/plugins/hooks.md", 4): (  # another plugin implements the declared hook
         {},
         "from parity import hookimpl\n"
         "from parity.api import call_hook\n"

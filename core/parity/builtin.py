@@ -21,7 +21,7 @@ def _simple_options() -> tuple[click.Option, ...]:
     by it (refused unless ``--compare-func`` chooses it), and a metavar starting ``[OUT:]`` makes an option
     per-output (its names are checked against the outputs: :mod:`parity.compare.names`)."""
     from parity.api import GreedyOption  # here: only when the comparators register, as a third party's metric does
-    from parity.compare.tolerance import ERROR_STATS, PRESETS
+    from parity.compare.tolerance import ERROR_STATS, PRESETS  # here: only when the comparators register (numpy-free, yet not needed by --help)
 
     return (
         GreedyOption(["--atol", "--abs-tol"], metavar="[OUT:]TOL", help="Absolute tolerance, for all outputs or one: 1e-5 y:1e-3."),

@@ -183,7 +183,7 @@ def needs_text(kind: str, name: str, param: str = "") -> str:
         backend = _backends().get(name)
         return _runner(backend.label, backend.cli_flag) if backend is not None else _runner(name, f"--{name}")
     if kind == "core":
-        readers = [b for b in _backends().values() if b.reads_option(param)]
+        readers = sorted((b for b in _backends().values() if b.reads_option(param)), key=lambda b: b.cli_flag)  # not install order: one message
         if not readers:
             return "a runner that reads it"
         return " or ".join(_runner(b.label, b.cli_flag) for b in readers)

@@ -19,6 +19,7 @@ from parity.api import (
     command_line,
     data_options,
     debug_options,
+    did_you_mean,
     echo,
     external_data_from_params,
     external_data_read_options,
@@ -26,6 +27,7 @@ from parity.api import (
     file_fingerprint,
     get_registry,
     group,
+    names_preview,
     note_external_data,
     onnx_external,
     onnx_models,
@@ -176,8 +178,6 @@ def _feeds(model: str, params: dict[str, Any], shapes: dict) -> list[dict]:
 
     loader_params = dict(params)
     if shapes:  # named in the user's flag, before the loader words it as --input-shapes
-        from parity.api import did_you_mean, names_preview
-
         inputs = get_registry().model_kinds["onnx"].read_inputs(model)
         for name in shapes:
             if name not in inputs:
