@@ -1,5 +1,6 @@
 """The plugin contract is an import surface: shipped plugins and contrib packages use only ``parity``,
-``parity.api`` and ``parity.hookspecs`` (docs/plugins/api.md); everything else in the core may change."""
+``parity.api``, ``parity.commands`` and ``parity.hookspecs`` (docs/plugins/api.md); everything else in the core may
+change."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ALLOWED = {"parity", "parity.api", "parity.hookspecs"}
+ALLOWED = {"parity", "parity.api", "parity.commands", "parity.hookspecs"}
 # `from parity import X` is allowed for the names parity/__init__ exports, not for its submodules.
 SUBMODULES = {p.stem if p.is_file() else p.name for p in (ROOT / "core" / "parity").iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
 
@@ -75,7 +76,7 @@ def test_sources_found():
 
 def test_plugins_import_only_the_api():
     bad = [line for path in source_files() for line in forbidden_imports(path)]
-    assert not bad, "plugins may import only parity, parity.api and parity.hookspecs (docs/plugins/api.md):\n" + "\n".join(bad)
+    assert not bad, "plugins may import only parity, parity.api, parity.commands and parity.hookspecs (docs/plugins/api.md):\n" + "\n".join(bad)
 
 
 def test_the_checker_sees_every_form(tmp_path):
@@ -89,20 +90,47 @@ def test_the_checker_sees_every_form(tmp_path):
     ]  # fmt: skip
 
 
-def test_every_api_name_resolves_and_is_documented():
-    import parity.api
+@pytest.mark.parametrize("module", ["parity.api", "parity.commands"])
+def test_every_api_name_resolves_and_is_documented(module):
+    import importlib
 
-    doc = (ROOT / "docs" / "plugins" / "api.md").read_text().split("## Testing plugins")[0]  # parity.testing is not parity.api
+    contract = importlib.import_module(module)
+    page = (ROOT / "docs" / "plugins" / "api.md").read_text().split("## Testing plugins")[0]  # parity.testing is in neither
+    engine, commands = page.split("## Commands: `parity.commands`")
+    doc = engine if module == "parity.api" else commands
     documented = set(re.findall(r"^\| `([A-Za-z_][A-Za-z0-9_]*)", doc, re.M))
-    assert len(parity.api.__all__) == len(set(parity.api.__all__))
-    missing = [name for name in parity.api.__all__ if name not in documented]
-    assert not missing, f"parity.api names without a row in docs/plugins/api.md: {missing}"
-    unknown = sorted(documented - set(parity.api.__all__))
-    assert not unknown, f"docs/plugins/api.md documents names parity.api does not export: {unknown}"
-    for name in parity.api.__all__:
-        assert getattr(parity.api, name) is not None, name
-    with pytest.raises(AttributeError, match="parity.api.__all__"):
-        parity.api.no_such_name  # noqa: B018
+    assert len(contract.__all__) == len(set(contract.__all__))
+    missing = [name for name in contract.__all__ if name not in documented]
+    assert not missing, f"{module} names without a row in its part of docs/plugins/api.md: {missing}"
+    unknown = sorted(documented - set(contract.__all__))
+    assert not unknown, f"docs/plugins/api.md documents under {module} names it does not export: {unknown}"
+    for name in contract.__all__:
+        assert getattr(contract, name) is not None, name
+    with pytest.raises(AttributeError, match=f"{module}.__all__"):
+        contract.no_such_name  # noqa: B018
+
+
+def test_the_engine_contract_has_nothing_of_the_cli():
+    """parity.api is the engine's contract: no name it exports is defined in parity.cli (those are parity.commands')."""
+    import parity.api
+    import parity.commands
+
+    from_cli = sorted(name for name, module in parity.api._EXPORTS.items() if module.startswith("parity.cli") and name != "GreedyOption")
+    assert not from_cli, f"parity.api exports the CLI's {from_cli}: move them to parity.commands"
+    assert all(module.startswith("parity.cli") for module in parity.commands._EXPORTS.values())
+    assert not set(parity.api.__all__) & set(parity.commands.__all__)
+
+
+def test_contracts_are_visible_to_type_checkers():
+    """Each lazily exported name is also imported under TYPE_CHECKING, so readers and type checkers see the contract."""
+    import ast
+
+    for module in ("api", "commands"):
+        tree = ast.parse((ROOT / "core" / "parity" / f"{module}.py").read_text())
+        guarded = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+        seen = {alias.asname or alias.name for node in ast.walk(guarded) if isinstance(node, ast.ImportFrom) for alias in node.names}
+        contract = __import__(f"parity.{module}", fromlist=["_EXPORTS"])
+        assert set(contract._EXPORTS) <= seen, f"parity.{module}: not under TYPE_CHECKING: {sorted(set(contract._EXPORTS) - seen)}"
 
 
 def test_api_module_table_points_at_defining_modules():
@@ -110,8 +138,9 @@ def test_api_module_table_points_at_defining_modules():
     import importlib
 
     import parity.api
+    import parity.commands
 
-    for name, module in parity.api._EXPORTS.items():
+    for name, module in {**parity.api._EXPORTS, **parity.commands._EXPORTS}.items():
         found = importlib.import_module(module)
         assert module.endswith(f".{name}") or hasattr(found, name), f"{name}: not in {module}"
 
@@ -127,6 +156,7 @@ def _loaded_after(code: str) -> list[str]:
 
 def test_import_parity_api_is_light():
     assert _loaded_after("import parity.api") == []
+    assert _loaded_after("import parity.commands") == []
 
 
 def test_a_name_loads_only_its_module():

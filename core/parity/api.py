@@ -1,7 +1,9 @@
 """Everything a plugin may use from Parity's core, in one module (documented in docs/plugins/api.md).
 
-Plugins import from here, from :mod:`parity` and from :mod:`parity.hookspecs` only; every other ``parity.*``
-module is internal and may change in any release. ``tests/test_import_surface.py`` enforces this for the
+This is the engine's contract: what a plugin needs to run, compare and debug models, and nothing of the
+command line (a plugin that adds commands takes click groups, option sets and the like from
+:mod:`parity.commands`). Plugins import from here, from :mod:`parity.commands`, :mod:`parity` and
+:mod:`parity.hookspecs` only; every other ``parity.*`` module is internal and may change in any release. ``tests/test_import_surface.py`` enforces this for the
 first-party plugins and the contrib packages.
 
 Names resolve lazily: ``from parity.api import DataLoader`` imports only the module that defines
@@ -10,6 +12,8 @@ tensorrt or click), and a plugin's ``hooks`` module stays cheap to import during
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from parity.util.lazy import lazy_attributes
 
@@ -76,37 +80,20 @@ _EXPORTS: dict[str, str] = {
     "save_results": "parity.results.files",
     "load_results": "parity.results.files",
     "check_output_path": "parity.results.files",
-    # command line: groups, option classes, shared options, output
-    "group": "parity.cli",
+    # declaring options (commands' click building blocks are parity.commands'), and output
     "GreedyOption": "parity.cli.parsing",
-    "ParityCommand": "parity.cli.parsing",
-    "verbosity_options": "parity.cli.common",
     "SETTINGS": "parity.console",
     "echo": "parity.console",
     "command_line": "parity.console",
     "json_default": "parity.reporting",
-    "model_options": "parity.cli.options",
-    "onnx_options": "parity.cli.options",
-    "data_options": "parity.cli.options",
-    "compare_options": "parity.cli.options",
-    "backend_params": "parity.cli.options",
-    # options -> runners, data loader and compare functions, as `parity run` builds them
-    "cast_runner_settings": "parity.cli.run",
+    # options -> data loader and compare functions, as `parity run` builds them
     "make_data_loader": "parity.assemble",
     "make_compare_funcs": "parity.assemble",
     "OutputNames": "parity.compare.names",
     # the debug engine
-    "debug_options": "parity.cli.debug",
-    "until_option": "parity.cli.debug",
-    "report_option": "parity.cli.debug",
-    "make_check": "parity.cli.debug",
-    "session_from_options": "parity.cli.debug",
     # composing loaders (Polygraphy's func.extend), for every backend
     "extend": "parity.func",
     "BytesFromPath": "parity.backend.common",
-    # live progress on a terminal (rich, imported only when shown)
-    "LiveProgress": "parity.cli.progress",
-    "progress_wanted": "parity.cli.progress",
     "DebugSession": "parity.debug.session",
     "Iteration": "parity.debug.session",
     "Candidate": "parity.debug.session",
@@ -138,11 +125,6 @@ _EXPORTS: dict[str, str] = {
     "WeightReader": "parity.onnx_external",
     "save_model": "parity.onnx_external",
     "runtime_bytes": "parity.onnx_external",
-    "external_data_options": "parity.cli.options",
-    "external_data_read_options": "parity.cli.options",
-    "external_data_write_options": "parity.cli.options",
-    "external_data_from_params": "parity.cli.options",
-    "note_external_data": "parity.cli.options",
     "remove_stale_parts": "parity.util.fs",
     "kernel_copy": "parity.util.fs",
     # files and text
@@ -164,6 +146,53 @@ _EXPORTS: dict[str, str] = {
     "lazy_attributes": "parity.util.lazy",
     "parse_size": "parity.util.units",
 }
+
+
+if TYPE_CHECKING:  # what readers and type checkers see; at run time each name loads on first use (below)
+    from parity import onnx_external, onnx_models
+    from parity.assemble import make_compare_funcs, make_data_loader
+    from parity.backend.base import BaseLoader, BaseRunner, invoke_if_callable
+    from parity.backend.common import BytesFromPath
+    from parity.cli.parsing import GreedyOption
+    from parity.compare.comparator import resolve_compare_funcs
+    from parity.compare.divergence import DivergenceReport, GraphInfo, TensorError, first_divergence, first_divergent, tensor_error
+    from parity.compare.names import OutputNames
+    from parity.compare.nonfinite import FiniteRow, NonFiniteReport, constant_values, describe_first, finite_row, first_nonfinite, is_scanned
+    from parity.compare.result import OutputCheck
+    from parity.compare.stats import decade_labels
+    from parity.console import SETTINGS, command_line, echo
+    from parity.data.loader import DataLoader, as_feed, load_script_loader
+    from parity.data.meta import TensorMeta
+    from parity.data.parse import parse_per_name, parse_shape, parse_shapes, parse_val_ranges
+    from parity.debug.check import CheckJob, CheckRun, CommandCheck, Outcome, PredicateCheck, run_check_job
+    from parity.debug.executor import Executor, ThreadExecutor
+    from parity.debug.report import write_debug_report
+    from parity.debug.session import Candidate, DebugSession, Iteration, OriginalNotFailing, Summary, file_fingerprint
+    from parity.debug.strategy import Oracle, Strategy, subset_key
+    from parity.errors import BackendError, ExitCode, ModelError, ParityError, PluginError, UsageError, missing_dependency
+    from parity.func import extend
+    from parity.hookspecs import hookimpl
+    from parity.onnx_external import ExternalData, SavedModel, WeightReader, runtime_bytes, save_model
+    from parity.plugins import call_hook, get_registry, module_available
+    from parity.registry import Backend, ComparatorSpec, ConverterSpec, ConvertRequest, DataLoaderSpec, ExecutorSpec, ModelKind, OptionSpec, RunnerRequest, StrategySpec
+    from parity.reporting import FinishedRun, RunWatcher, json_default
+    from parity.results.files import check_output_path, load_inputs, load_results, save_inputs, save_results
+    from parity.results.model import IterationResult, RunResults
+    from parity.util.fs import (
+        atomic_write,
+        check_model_path,
+        kernel_copy,
+        part_path,
+        refuse_overwrite,
+        remove_stale_parts,
+        same_file,
+        write_bytes_atomic,
+        write_text_atomic,
+    )
+    from parity.util.lazy import lazy_attributes
+    from parity.util.scripts import load_user_function, split_script_spec
+    from parity.util.text import counted, did_you_mean, first_line, names_preview, one_line, warn
+    from parity.util.units import parse_size
 
 __all__ = list(_EXPORTS)
 

@@ -98,7 +98,7 @@ def parity_register_executors(register):
     ``local``: one at a time, or ``--jobs N`` threads here).
 
     Called by: :func:`parity.plugins.get_registry`, when a ``debug`` command builds its options. The
-    executor's ``options`` join every command built with :func:`parity.api.debug_options`; when the user
+    executor's ``options`` join every command built with :func:`parity.commands.debug_options`; when the user
     picks it, ``factory(options)`` (the command's parsed options: ``jobs`` and the executor's own) returns a
     :class:`parity.debug.executor.Executor`. Verdicts are judged by the session, never by the executor, so
     results are the same whatever executor ran the checks.
@@ -165,7 +165,7 @@ def parity_register_commands(cli):
     Called by: :func:`parity.cli.build_cli`, each time it builds a command tree (once per ``parity``
     invocation, ``--help`` included), after the described commands are in place and before argument parsing.
     Add top-level commands with ``@cli.command()``; add sub-commands to a group with
-    :func:`parity.api.group(cli, "inspect")` (the core's ``inspect``, ``debug``, ``data``, and groups plugins
+    :func:`parity.commands.group(cli, "inspect")` (the core's ``inspect``, ``debug``, ``data``, and groups plugins
     declare with ``parity_describe_commands``, e.g. ``surgeon``, ``check``). Everything this imports is
     imported on every start: import heavy libraries inside the command function. A command added here
     replaces a described one of the same name.

@@ -11,23 +11,19 @@ import click
 from parity.api import (
     ExitCode,
     GreedyOption,
-    ParityCommand,
     UsageError,
     check_model_path,
     echo,
-    external_data_from_params,
-    external_data_options,
     get_registry,
     json_default,
-    note_external_data,
     onnx_external,
     onnx_models,
     parse_shapes,
     parse_size,
     refuse_overwrite,
-    verbosity_options,
     write_text_atomic,
 )
+from parity.commands import ParityCommand, external_data_from_params, external_data_options, note_external_data, verbosity_options
 
 
 def _check_model(model: str, output: str | None = None) -> None:
@@ -357,7 +353,7 @@ _SKIP_COMPARE = {
 def make_localize_cmd() -> click.Command:
     from parity_reports.api import report_file_options  # here, as the options below: built when the command loads
 
-    from parity.api import backend_params, compare_options, data_options, external_data_read_options, model_options, onnx_options
+    from parity.commands import backend_params, compare_options, data_options, external_data_read_options, model_options, onnx_options  # here, as above
 
     registry = get_registry()
     params: list[click.Parameter] = [
@@ -396,7 +392,8 @@ def make_localize_cmd() -> click.Command:
 
 def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
     # here, not at the top: the command's --help imports this module and never needs these
-    from parity.api import OutputNames, as_feed, cast_runner_settings, check_output_path, make_compare_funcs, make_data_loader
+    from parity.api import OutputNames, as_feed, check_output_path, make_compare_funcs, make_data_loader
+    from parity.commands import cast_runner_settings
     from parity_surgeon.localizer import localize, runner_specs_from_cli
 
     registry = get_registry()

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from parity.api import ModelError, UsageError, did_you_mean, first_line, note_external_data, onnx_external, onnx_models, refuse_overwrite
+from parity.api import ModelError, UsageError, did_you_mean, first_line, onnx_external, onnx_models, refuse_overwrite
+from parity.commands import note_external_data
 
 IR_VERSION_FALLBACK = 10  # what onnxruntime loads; onnx.helper writes newer versions it cannot
 

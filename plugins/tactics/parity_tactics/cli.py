@@ -6,7 +6,8 @@ import json
 
 import click
 
-from parity.api import SETTINGS, UsageError, echo, module_available, verbosity_options
+from parity.api import SETTINGS, UsageError, echo, module_available
+from parity.commands import verbosity_options
 
 
 @click.command("tactics")
@@ -61,7 +62,7 @@ debug_diff_tactics = _diff_command("diff-tactics", hidden=True)  # Polygraphy's 
 
 def debug_build_command() -> click.Command:
     """``parity debug build``: TensorRT builder options + tactic options + the core debug engine's options."""
-    from parity.api import ParityCommand, debug_options, report_option, until_option
+    from parity.commands import ParityCommand, debug_options, report_option, until_option  # here: built when the command loads, as below
     from parity_tactics.debug_build import DEFAULT_ITER_ARTIFACT
     from parity_tactics.options import tactic_options
 

@@ -28,11 +28,10 @@ from parity.api import (
     check_model_path,
     check_output_path,
     file_fingerprint,
-    make_check,
     refuse_overwrite,
-    session_from_options,
     write_debug_report,
 )
+from parity.commands import make_check, session_from_options
 
 DEFAULT_ITER_ARTIFACT = "parity_debug.engine"
 Build = Callable[[str, str, Mapping[str, Any]], None]  # (model, engine path, options)

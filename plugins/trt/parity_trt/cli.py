@@ -50,7 +50,7 @@ def add_commands(cli: click.Group) -> None:
     inspect_group = cli.commands.get("inspect")
     if inspect_group is None:
         try:
-            from parity.api import group  # the core's helper, once the core CLI exists
+            from parity.commands import group  # the core's helper, once the core CLI exists
         except ImportError:
             return
         inspect_group = group(cli, "inspect")

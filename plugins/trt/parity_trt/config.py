@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from parity.api import BackendError, BaseLoader, LiveProgress, UsageError, call_hook, progress_wanted, write_bytes_atomic
+from parity.api import BackendError, BaseLoader, UsageError, call_hook, write_bytes_atomic
+from parity.commands import LiveProgress, progress_wanted
 from parity_trt import versions
 from parity_trt._trt import import_trt
 from parity_trt.callbacks import guard
@@ -47,7 +48,7 @@ def _postprocess_of(ext: Any) -> Callable[..., Any] | None:
 
 class ProgressMonitorFactory:
     """Builds an ``IProgressMonitor`` that shows one bar per build phase (nested phases indented) through
-    Parity's live display (``parity.api.LiveProgress``: on stderr, only for a person at a terminal)."""
+    Parity's live display (``parity.commands.LiveProgress``: on stderr, only for a person at a terminal)."""
 
     @staticmethod
     def create(display: Any = None) -> Any:

@@ -257,7 +257,7 @@ def test_progress_monitor_draws_nested_phases_through_the_live_display(trt) -> N
 
     from parity_trt.config import ProgressMonitorFactory
 
-    from parity.api import LiveProgress
+    from parity.commands import LiveProgress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
