@@ -13,7 +13,7 @@ import pytest
 
 # what `parity --help` may import from Parity and its plugins: the CLI's frame, the registry, hook modules
 ALLOWED = {
-    "parity", "parity.api", "parity.builtin", "parity.cli", "parity.cli.common", "parity.cli.lazy", "parity.cli.parsing",
+    "parity", "parity.api", "parity.core_plugin", "parity.cli", "parity.cli.common", "parity.cli.lazy", "parity.cli.parsing",
     "parity.console", "parity.errors", "parity.hookspecs", "parity.plugins", "parity.registry", "parity.util",
     "parity.util.lazy", "parity.util.text",
 }  # fmt: skip

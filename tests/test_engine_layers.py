@@ -1,4 +1,4 @@
-"""The engine has no CLI inside it: only the CLI imports ``parity.cli``, and a comparison runs without click."""
+"""The engine has no CLI inside it: a comparison and a debug session run without click and print nothing."""
 
 from __future__ import annotations
 
@@ -12,56 +12,8 @@ import core_models
 
 CORE = Path(__file__).resolve().parent.parent / "core" / "parity"
 
-# The CLI layer: click commands and their helpers; ``__main__`` is ``python -m parity``, the program itself, and
-# ``testing`` the pytest plugin whose ``parity_invoke`` runs that program for plugins' tests.
-CLI_LAYER = ("cli/", "__main__.py", "testing.py")
-
-
-def _imports_of_cli(path: Path) -> list[str]:
-    """``file:line`` of every import of ``parity.cli`` (or a module under it) in ``path``."""
-    tree = ast.parse(path.read_text(), str(path))
-    found = []
-    for node in ast.walk(tree):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: resolve against the module's package
-                package = path.relative_to(CORE.parent).with_suffix("").parts[: -node.level]
-                base = ".".join(package)
-                names = [f"{base}.{node.module}" if node.module else base]
-                if not node.module:
-                    names = [f"{base}.{alias.name}" for alias in node.names]
-            else:
-                names = [node.module or ""]
-                if node.module == "parity":
-                    names = [f"parity.{alias.name}" for alias in node.names]
-        if any(n == "parity.cli" or n.startswith("parity.cli.") for n in names):
-            found.append(f"{path.relative_to(CORE.parent.parent)}:{node.lineno}")
-    return found
-
-
-def test_only_the_cli_imports_parity_cli():
-    engine = [p for p in sorted(CORE.rglob("*.py")) if not p.relative_to(CORE).as_posix().startswith(CLI_LAYER)]
-    assert any(p.name == "runflow.py" for p in engine) and any(p.parent.name == "debug" for p in engine)
-    offenders = [where for path in engine for where in _imports_of_cli(path)]
-    assert not offenders, "engine modules import the CLI (parity.cli): " + ", ".join(offenders)
-
-
-def test_the_walk_sees_every_spelling(tmp_path):
-    """The checker itself: absolute, from-parity and relative imports of the CLI are all caught."""
-    sample = CORE / "debug" / "_layer_probe.py"  # a path inside the package, for relative imports (never written)
-    source = "import parity.cli\nfrom parity.cli.common import echo\nfrom parity import cli\nfrom ..cli import run\nfrom parity import runflow\n"
-    probe = tmp_path / "probe.py"
-    probe.write_text(source)
-    original = Path.read_text
-    try:
-        Path.read_text = lambda self, *a, **k: source if self == sample else original(self, *a, **k)  # type: ignore[method-assign]
-        found = _imports_of_cli(sample)
-    finally:
-        Path.read_text = original  # type: ignore[method-assign]
-    assert [f.rsplit(":", 1)[1] for f in found] == ["1", "2", "3", "4"]
-
+# The layer rule itself (only the CLI imports parity.cli) is import-linter's: importlinter/core.ini,
+# tests/test_import_contracts.py. These tests check what the contract cannot see: behaviour.
 
 _API_RUN = """
 import json, sys

@@ -78,7 +78,7 @@ def test_python_runners_with_the_same_name_get_distinct_labels(corpus_model):
 def test_golden_run_named_like_the_live_runner_is_compared_not_replaced(corpus_model):
     from parity_onnxrt import OnnxrtRunner, SessionFromOnnx
 
-    from parity import DataLoader, runflow
+    from parity import DataLoader, run_engine
     from parity.onnx_models import read_inputs
     from parity.results.model import IterationResult, RunResults
 
@@ -89,7 +89,7 @@ def test_golden_run_named_like_the_live_runner_is_compared_not_replaced(corpus_m
         real = live.infer(loader[0])
     wrong = {name: value + 1.0 for name, value in real.items()}
     golden = RunResults([("onnxrt", [IterationResult(wrong, None, "onnxrt")])])
-    summary = runflow.run([OnnxrtRunner(SessionFromOnnx(path))], loader, golden)
+    summary = run_engine.run([OnnxrtRunner(SessionFromOnnx(path))], loader, golden)
     [pair] = list(summary.accuracy)
     assert (pair.actual, pair.reference) == ("onnxrt", "onnxrt~1")
     assert not summary.passed  # before, the golden replaced the live result and was compared with itself

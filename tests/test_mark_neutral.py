@@ -144,7 +144,7 @@ def test_python_run_takes_unmarked_twins(tmp_path: Path):
     from parity_onnxrt.loaders import ModifyOnnxOutputs, OnnxFromPath, SessionFromOnnx
     from parity_onnxrt.runner import OnnxrtRunner
 
-    from parity.runflow import run
+    from parity.run_engine import run
 
     fp16 = str(conv_bn(tmp_path / "m16.onnx"))
     marked = OnnxrtRunner(SessionFromOnnx(ModifyOnnxOutputs(OnnxFromPath(fp16), ["mark", "all"])), name="marked")

@@ -18,7 +18,7 @@ from parity.backend.base import BaseRunner
 from parity.data.meta import TensorMeta
 from parity.errors import UsageError
 from parity.results import IterationResult, RunResults, load_inputs, load_results, save_inputs, save_results
-from parity.runflow import run
+from parity.run_engine import run
 from parity.testing import relu_add
 
 polygraphy_comparator = pytest.importorskip("polygraphy.comparator")

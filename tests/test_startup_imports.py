@@ -73,7 +73,7 @@ def test_help_width_is_clicks(monkeypatch, columns):
 def test_median_ms_is_statistics_median():
     import statistics
 
-    from parity.runflow import median_ms
+    from parity.run_engine import median_ms
 
     for values in ([0.5], [3.0, 1.0], [0.002, 0.001, 0.004], [1, 2, 3, 4], [0.1] * 7 + [0.3]):
         assert median_ms(values) == statistics.median(values) * 1000.0

@@ -37,9 +37,9 @@ _LAZY = {
     "Comparator": "parity.compare.comparator",
     "AccuracyResult": "parity.compare.result",
     "DataRequest": "parity.registry",
-    "RunRequest": "parity.runflow",
-    "RunOutcome": "parity.runflow",
-    "run_comparison": "parity.runflow",
+    "RunRequest": "parity.run_engine",
+    "RunOutcome": "parity.run_engine",
+    "run_comparison": "parity.run_engine",
     "RunReporter": "parity.reporting",
     "QuietReporter": "parity.reporting",
     # Polygraphy's Python API under its names (docs/python-api.md maps its modules to Parity's)

@@ -87,8 +87,8 @@ _EXPORTS: dict[str, str] = {
     "command_line": "parity.console",
     "json_default": "parity.reporting",
     # options -> data loader and compare functions, as `parity run` builds them
-    "make_data_loader": "parity.assemble",
-    "make_compare_funcs": "parity.assemble",
+    "make_data_loader": "parity.from_options",
+    "make_compare_funcs": "parity.from_options",
     "OutputNames": "parity.compare.names",
     # the debug engine
     # composing loaders (Polygraphy's func.extend), for every backend
@@ -150,7 +150,6 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:  # what readers and type checkers see; at run time each name loads on first use (below)
     from parity import onnx_external, onnx_models
-    from parity.assemble import make_compare_funcs, make_data_loader
     from parity.backend.base import BaseLoader, BaseRunner, invoke_if_callable
     from parity.backend.common import BytesFromPath
     from parity.cli.parsing import GreedyOption
@@ -170,6 +169,7 @@ if TYPE_CHECKING:  # what readers and type checkers see; at run time each name l
     from parity.debug.session import Candidate, DebugSession, Iteration, OriginalNotFailing, Summary, file_fingerprint
     from parity.debug.strategy import Oracle, Strategy, subset_key
     from parity.errors import BackendError, ExitCode, ModelError, ParityError, PluginError, UsageError, missing_dependency
+    from parity.from_options import make_compare_funcs, make_data_loader
     from parity.func import extend
     from parity.hookspecs import hookimpl
     from parity.onnx_external import ExternalData, SavedModel, WeightReader, runtime_bytes, save_model

@@ -200,7 +200,7 @@ def parity_watch_run(options, reporter):
     added to ``run`` with :func:`parity_register_options` (an option with no owner: it takes effect whenever
     the run runs).
 
-    Called by: :func:`parity.runflow.run_comparison`, once per run, through :func:`parity.api.call_hook` (a
+    Called by: :func:`parity.run_engine.run_comparison`, once per run, through :func:`parity.api.call_hook` (a
     failing implementation is reported and skipped), before any work: after the core has refused the run's
     files that would overwrite its inputs and checked its own output paths. Check your output paths here
     (:func:`parity.api.check_output_path`); raise :class:`parity.api.UsageError` to refuse. The watcher is

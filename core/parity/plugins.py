@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # inspect (pluggy's) and re (click's) are imported before this module anyway.
 
 ENTRY_POINT_GROUP = "parity"
-BUILTIN_MODULES = ("parity.builtin",)
+BUILTIN_MODULES = ("parity.core_plugin",)
 REGISTRATION_HOOKS = {
     "parity_register_backends": "backends",
     "parity_register_model_kinds": "model_kinds",

@@ -1,6 +1,6 @@
 """What the engines show, behind small interfaces: they call a reporter, never print.
 
-* :class:`RunReporter`: a comparison run (:func:`parity.runflow.run_comparison`). The CLI's
+* :class:`RunReporter`: a comparison run (:func:`parity.run_engine.run_comparison`). The CLI's
   (:class:`parity.cli.report.ReportPrinter`) prints Parity's lines; the Python API's default,
   :class:`QuietReporter`, shows warnings only.
 * :class:`DebugReporter`: a debug session (:class:`parity.debug.DebugSession`). The CLI's
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class RunReporter(Protocol):
-    """Called by :func:`parity.runflow.run_comparison` as the run goes."""
+    """Called by :func:`parity.run_engine.run_comparison` as the run goes."""
 
     def warning(self, message: str) -> None:
         """Something the user should know that does not stop the run."""
@@ -45,7 +45,7 @@ class RunReporter(Protocol):
         """Outputs were marked (layerwise): where each pair starts to disagree."""
 
     def summary(self, summary: Any) -> None:
-        """The run is over: runtimes, validation and the verdict (a :class:`parity.runflow.RunSummary`)."""
+        """The run is over: runtimes, validation and the verdict (a :class:`parity.run_engine.RunSummary`)."""
 
     def nonfinite(self, reports: Sequence[NonFiniteReport]) -> None:
         """Optional (called only where defined): a layerwise run with ``--validate`` found NaN/Inf; each
@@ -89,7 +89,7 @@ class FinishedRun:
     __slots__ = ("code", "layerwise", "model", "nonfinite", "summary")
 
     def __init__(self, summary: Any, code: int, model: str | None, layerwise: Sequence[DivergenceReport] | None, nonfinite: Sequence[NonFiniteReport] | None) -> None:
-        self.summary = summary  # the parity.runflow.RunSummary: comparisons (summary.accuracy), iterations, runtimes, validation, marking
+        self.summary = summary  # the parity.run_engine.RunSummary: comparisons (summary.accuracy), iterations, runtimes, validation, marking
         self.code = code  # the exit code the run means (parity.errors.ExitCode)
         self.model = model  # the model's path; None when only saved outputs were compared
         self.layerwise = layerwise  # outputs were marked: where each pair starts to disagree (None otherwise)
@@ -98,7 +98,7 @@ class FinishedRun:
 
 class RunWatcher:
     """Watches one comparison run for a plugin: return one from the hook ``parity_watch_run`` when the run's
-    options ask for it. :func:`parity.runflow.run_comparison` calls these methods in this order; each does
+    options ask for it. :func:`parity.run_engine.run_comparison` calls these methods in this order; each does
     nothing unless overridden. Raise :class:`parity.errors.UsageError` from the ``check`` methods to refuse a
     request before any work (one line, exit 2)."""
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import click
 
-from parity.assemble import plugin_files
 from parity.cli import options as opts
 from parity.cli.common import echo, verbosity_options
 from parity.cli.parsing import ParityCommand
 from parity.errors import UsageError
+from parity.from_options import plugin_files
 from parity.plugins import get_registry
 from parity.registry import ConvertRequest, _lookup
 from parity.util.fs import check_model_path, refuse_overwrite

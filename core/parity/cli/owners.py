@@ -59,7 +59,7 @@ _FED = "applies to inputs a data loader makes (--data-loader); --load-inputs and
 _NONE = "; this command has none"
 
 def _outputs_marked(params: Mapping[str, Any]) -> bool:
-    from parity.assemble import outputs_were_marked  # here: only a command given --no-marking-check gets this far
+    from parity.from_options import outputs_were_marked  # here: only a command given --no-marking-check gets this far
 
     return outputs_were_marked(params)
 
@@ -148,7 +148,7 @@ def _model_kind(model: Any, declared: Any) -> set[str]:
     """The kind of the model a command reads (``inspect model``: a kind's options apply to that kind)."""
     if not isinstance(model, str) or not model:
         return set()
-    from parity.assemble import detect_model_kind  # here: only a command given a kind's option gets this far
+    from parity.from_options import detect_model_kind  # here: only a command given a kind's option gets this far
 
     kind = detect_model_kind(model, get_registry(), declared)
     return {kind} if kind else set()

@@ -68,7 +68,7 @@ class ReportPrinter:
                         echo("      " + line)
 
     def summary(self, summary: Any) -> None:
-        from parity.runflow import median_ms
+        from parity.run_engine import median_ms
 
         self.close()  # the bar goes before the summary lines
         for pair in summary.accuracy:

@@ -7,23 +7,23 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from parity.assemble import (  # the engine's building blocks, re-exported for plugins that import them from here
+from parity.cli import options as opts
+from parity.cli.common import verbosity_options
+from parity.cli.owners import backend_setting_owner
+from parity.cli.parsing import ParityCommand
+from parity.errors import UsageError
+from parity.from_options import (  # the engine's building blocks, re-exported for plugins that import them from here
     detect_model_kind,
     drop_extra_tensors,
     make_compare_funcs,
     make_data_loader,
     refuse_overwrite_inputs,
 )
-from parity.cli import options as opts
-from parity.cli.common import verbosity_options
-from parity.cli.owners import backend_setting_owner
-from parity.cli.parsing import ParityCommand
-from parity.errors import UsageError
 from parity.plugins import get_registry
 from parity.registry import Backend, DataRequest
 
 if TYPE_CHECKING:  # pragma: no cover
-    from parity.runflow import RunRequest
+    from parity.run_engine import RunRequest
 
 
 def add_to(cli: click.Group) -> None:
@@ -104,7 +104,7 @@ def cast_runner_settings(backend: Backend, overrides: Mapping[str, str | list[st
 
 def run_request(ctx: click.Context, model: str | None, params: Mapping[str, Any]) -> RunRequest:
     """The typed request the command line describes: backends in flag order, their settings cast by click."""
-    from parity.runflow import RunRequest
+    from parity.run_engine import RunRequest
 
     return RunRequest(
         model,
@@ -116,7 +116,7 @@ def run_request(ctx: click.Context, model: str | None, params: Mapping[str, Any]
 
 def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:
     from parity.cli.report import ReportPrinter
-    from parity.runflow import run_comparison
+    from parity.run_engine import run_comparison
 
     printer = ReportPrinter()
     try:

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from parity import onnx_models
-from parity.assemble import mark_params, outputs_were_marked  # noqa: F401 - there a plain run finds them without importing this module
 from parity.compare.result import OutputCheck
+from parity.from_options import mark_params, outputs_were_marked  # noqa: F401 - there a plain run finds them without importing this module
 from parity.plugins import call_hook
 
 

@@ -4,7 +4,7 @@ A tensor marked as an output must be kept as computed, so a backend cannot fuse 
 (onnxruntime's fusions, TensorRT's layer fusion): a marked run can compute the model's own outputs
 differently from the run the user cares about (an fp16 model's error vs fp32 outputs went from 0.23 to 8.6
 with NaN). ``parity run`` therefore runs each runner with marked outputs once more without the marks, on
-the same inputs (:func:`parity.runflow.run`'s ``unmarked``), and :class:`MarkingCheck` compares the real
+the same inputs (:func:`parity.run_engine.run`'s ``unmarked``), and :class:`MarkingCheck` compares the real
 outputs of the two runs with the run's own compare functions: where they differ beyond the tolerance, one
 :class:`MarkingEffect` per runner says so, with both runs' errors against the runner's comparison partner.
 """

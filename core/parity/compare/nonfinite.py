@@ -325,7 +325,7 @@ def constant_values(proto: Any, names: Iterable[str], base_dir: Any = None) -> d
 
 class NonFiniteLocator:
     """For ``parity run --validate`` of a layerwise run: each runner's first NaN/Inf, from the first iteration
-    that had one. Called by :func:`parity.runflow.run` while the iteration's outputs are still in memory."""
+    that had one. Called by :func:`parity.run_engine.run` while the iteration's outputs are still in memory."""
 
     def __init__(self, model: str | None, external_data_dir: Any = None) -> None:
         """``external_data_dir``: the folder of the model's external data (``--external-data-dir``)."""

@@ -134,7 +134,7 @@ def test_two_runners_are_loaded_one_at_a_time(decoder, monkeypatch):
 
     from parity_onnxrt import OnnxrtRunner, SessionFromOnnx
 
-    from parity import runflow
+    from parity import run_engine
 
     live: list[weakref.ref] = []
     peak = []
@@ -147,7 +147,7 @@ def test_two_runners_are_loaded_one_at_a_time(decoder, monkeypatch):
             live.append(weakref.ref(self.session))
 
     runners = [Counting(SessionFromOnnx(str(decoder)), name="a"), Counting(SessionFromOnnx(str(decoder), graph_optimization_level="disable"), name="b")]
-    summary = runflow.run(runners, [{"input_ids": np.arange(16, dtype=np.int64).reshape(1, 16)}] * 2)
+    summary = run_engine.run(runners, [{"input_ids": np.arange(16, dtype=np.int64).reshape(1, 16)}] * 2)
     assert peak == [0, 0]  # no session alive when each one loads
     assert summary.passed and summary.iterations == 2 and len(summary.runtimes["a"]) == 2
 

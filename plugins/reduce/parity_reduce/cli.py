@@ -176,7 +176,7 @@ def add_commands(cli: click.Group) -> None:
 
 
 def _feeds(model: str, params: dict[str, Any], shapes: dict) -> list[dict]:
-    from parity.api import make_data_loader  # here: `debug reduce --help` imports this module, not parity.assemble
+    from parity.api import make_data_loader  # here: `debug reduce --help` imports this module, not parity.from_options
 
     loader_params = dict(params)
     if shapes:  # named in the user's flag, before the loader words it as --input-shapes

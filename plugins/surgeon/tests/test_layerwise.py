@@ -13,10 +13,10 @@ from parity.testing import mlp
 def _marked_run(actual, reference):
     from parity_onnxrt.api import ModifyOnnxOutputs, OnnxFromPath, OnnxrtRunner, SessionFromOnnx
 
-    from parity import runflow
+    from parity import run_engine
 
     runners = [OnnxrtRunner(SessionFromOnnx(ModifyOnnxOutputs(OnnxFromPath(str(p)), ["mark", "all"])), name=n) for p, n in ((actual, "a"), (reference, "b"))]
-    return runflow.run(runners)
+    return run_engine.run(runners)
 
 
 def test_first_divergence_report_names_planted_node(planted, mlp_model):

@@ -3,7 +3,7 @@
 The engine side of ``parity run`` (and of plugin commands that run models: ``surgeon localize``, ``debug
 precision``): plain functions of option values as the CLI parses them (``{"seed": 1, "atol": ("1e-5",),
 ...}``), with no click in sight. The CLI turns its command line into these values and a
-:class:`parity.runflow.RunRequest`; the Python API builds the same request by hand.
+:class:`parity.run_engine.RunRequest`; the Python API builds the same request by hand.
 """
 
 from __future__ import annotations

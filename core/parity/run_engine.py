@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parity.assemble import (
+from parity.backend.base import BaseRunner
+from parity.compare.comparator import Comparator, CompareFunc, compare_iteration, resolve_compare_funcs, runner_labels
+from parity.compare.dataset import finish, refuse_unaveraged
+from parity.compare.names import OutputNames
+from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
+from parity.errors import ExitCode, UsageError
+from parity.from_options import (
     SettingsCaster,
     check_requirements,
     detect_model_kind,
@@ -35,12 +41,6 @@ from parity.assemble import (
     outputs_were_marked,
     refuse_overwrite_inputs,
 )
-from parity.backend.base import BaseRunner
-from parity.compare.comparator import Comparator, CompareFunc, compare_iteration, resolve_compare_funcs, runner_labels
-from parity.compare.dataset import finish, refuse_unaveraged
-from parity.compare.names import OutputNames
-from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
-from parity.errors import ExitCode, UsageError
 from parity.plugins import call_hook, get_registry
 from parity.registry import RunnerRequest
 from parity.reporting import FinishedRun, QuietReporter, RunReporter, RunWatcher, write_report
