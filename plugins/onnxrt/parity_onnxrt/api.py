@@ -17,8 +17,10 @@ Importing this module imports neither numpy nor onnx nor onnxruntime: every name
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parity.api import lazy_attributes
+from parity_onnxrt import _LAZY  # one table: the package's own names, resolved on first use there too
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for readers and type checkers
     from parity_onnxrt.loaders import ModifyOnnxOutputs, OnnxFromPath, SessionFromOnnx, modify_onnx_outputs, onnx_from_path, session_from_onnx
@@ -26,25 +28,8 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for readers and type 
 
 __all__ = ["ModifyOnnxOutputs", "OnnxFromPath", "OnnxrtRunner", "SessionFromOnnx", "modify_onnx_outputs", "onnx_from_path", "session_from_onnx"]
 
-# Resolved on first use: loaders imports numpy, runner numpy and (when a session is made) onnxruntime, and plugin
-# discovery or `parity --help` must stay free of them.
-_LAZY = {
-    "ModifyOnnxOutputs": "parity_onnxrt.loaders",
-    "OnnxFromPath": "parity_onnxrt.loaders",
-    "SessionFromOnnx": "parity_onnxrt.loaders",
-    "modify_onnx_outputs": "parity_onnxrt.loaders",
-    "onnx_from_path": "parity_onnxrt.loaders",
-    "session_from_onnx": "parity_onnxrt.loaders",
-    "OnnxrtRunner": "parity_onnxrt.runner",
-}
-
-
-def __getattr__(name: str) -> Any:
-    try:
-        module = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    return getattr(importlib.import_module(module), name)
+# looked up on each use, not kept here: a test that patches the defining module still takes effect
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -12,8 +12,9 @@ Importing this module does not import onnx or the converter: the name is resolve
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parity.api import lazy_attributes
 
 if TYPE_CHECKING:  # what the lazy name below resolves to, for readers and type checkers
     from parity_surgeon.fp16 import Fp16Converter
@@ -25,12 +26,8 @@ __all__ = ["Fp16Converter"]
 _LAZY = {"Fp16Converter": "parity_surgeon.fp16"}
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    return getattr(importlib.import_module(module), name)
+# looked up on each use, not kept here: a test that patches the defining module still takes effect
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:
