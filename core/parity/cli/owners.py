@@ -58,17 +58,27 @@ def _loader_makes_inputs(params: Mapping[str, Any]) -> bool:
 _FED = "applies to inputs a data loader makes (--data-loader); --load-inputs and --data-loader-script give their own feeds"
 _NONE = "; this command has none"
 
+
 def _outputs_marked(params: Mapping[str, Any]) -> bool:
     from parity.from_options import outputs_were_marked  # here: only a command given --no-marking-check gets this far
 
     return outputs_were_marked(params)
 
 
-# options whose effect depends on another option's value: param -> (is it used?, what it applies to)
-CONDITIONS: dict[str, tuple[Callable[[Mapping[str, Any]], bool], str]] = {
+def _marking_options() -> str:
+    """What --no-marking-check applies to, in the flags of the installed backends' marking options (the core names none)."""
+    from parity.from_options import mark_params  # here, as above
+
+    flags = sorted("--" + name.replace("_", "-") for name in mark_params())
+    return f"applies to outputs marked with {' or '.join(flags)}{_NONE}"
+
+
+# options whose effect depends on another option's value: param -> (is it used?, what it applies to: text, or a
+# function giving it where it depends on the installed plugins)
+CONDITIONS: dict[str, tuple[Callable[[Mapping[str, Any]], bool], str | Callable[[], str]]] = {
     "error_quantile": (_stat_is_quantile, "applies to --check-error-stat quantile" + _NONE),
     "onnx_exclude_outputs": (lambda params: bool(params.get(param_name("--onnx-outputs"))), "applies to outputs marked with --onnx-outputs" + _NONE),
-    "marking_check": (_outputs_marked, "applies to outputs marked with --onnx-outputs or --trt-outputs" + _NONE),
+    "marking_check": (_outputs_marked, _marking_options),
     "iterations": (_loader_makes_inputs, _FED),
     "data_loader": (_loader_makes_inputs, _FED),
 }
@@ -141,7 +151,7 @@ def refuse_unused(ctx: click.Context) -> None:
         if param.name in CONDITIONS:
             applies, why = CONDITIONS[param.name]
             if not applies(ctx.params):
-                raise UsageError(f"{given_flag(param, ctx.params)} {why}")
+                raise UsageError(f"{given_flag(param, ctx.params)} {why() if callable(why) else why}")
 
 
 def _model_kind(model: Any, declared: Any) -> set[str]:
