@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -146,3 +147,100 @@ def test_resume_after_the_driver_is_killed(cluster, tmp_path):
     assert "resuming from" in again.stderr and f"{done} verdict(s) recorded" in again.stderr
     assert "Finished 8 check(s)" in again.stdout and "bad: 1, good: 7" in again.stdout
     assert not state.exists()
+
+
+# --- models with external data on workers that cannot see the driver's files -----------------------------------------
+
+
+def external_model(folder: Path, name: str = "cand.onnx", weights: str = "weights.bin", scale: float = 2.0) -> Path:
+    """A two-node model whose two initializers are in one external data file beside it."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.full((4,), scale, np.float32), "w")
+    b = numpy_helper.from_array(np.arange(4, dtype=np.float32), "b")
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "w"], ["t"]), helper.make_node("Add", ["t", "b"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        [w, b],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    folder.mkdir(parents=True, exist_ok=True)
+    onnx.save_model(model, str(folder / name), save_as_external_data=True, all_tensors_to_one_file=True, location=weights, size_threshold=0)
+    return folder / name
+
+
+def external_job(token: str):
+    """The job `parity run TOKEN --onnxrt` as debug reduce makes it (in-process parity run, the artifact in job.files)."""
+    from parity.api import CommandCheck, Iteration
+    from parity.cli import main
+
+    check = CommandCheck(["parity", "run", "parity_debug.onnx", "--onnxrt"], program=main)
+    job = check.job(Iteration(0, "k", token, "parity_debug.onnx"))
+    job.cwd = os.getcwd()
+    assert job.files == {token: token} and job.in_process
+    return check, job
+
+
+def test_a_remote_worker_gets_a_models_external_data_once(cluster, tmp_path):
+    from parity_ray.executor import DataCache, FileShipper, run_job
+
+    external_model(tmp_path / "work", "a.onnx")
+    shutil.copy("work/a.onnx", "work/b.onnx")  # two candidates sharing one data file, as debug reduce writes them
+    shipper = FileShipper(ray.put, chunk_bytes=16)  # 32 bytes of weights: two chunks
+    jobs = [external_job(f"work/{n}.onnx") for n in "ab"]
+    shipped = [shipper.ship(job) for _, job in jobs]
+    assert shipper.puts == 2  # the data file went once, in two chunks, for both checks
+    (tmp_path / "work").rename(tmp_path / "gone")  # the worker cannot see the driver's files
+    cache = DataCache(tmp_path / "cache")
+    for (check, job), files in zip(jobs, shipped):
+        run = run_job(job, [files], cache)
+        assert run.code == 0, run.output
+        assert not check.finish(job, run).bad
+    assert cache.fetched == 1  # fetched once, kept for the next check
+    assert sorted(p.name for p in (tmp_path / "cache").rglob("*")) == ["0", "weights.bin"]  # the models removed after their check
+    cache.close()
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_data_file_missing_on_the_driver_is_unresolved(cluster, tmp_path):
+    from parity_ray.executor import FileShipper, run_job
+
+    external_model(tmp_path / "work", "a.onnx")
+    os.remove("work/weights.bin")
+    check, job = external_job("work/a.onnx")
+    shipped = FileShipper(ray.put).ship(job)
+    (tmp_path / "work").rename(tmp_path / "gone")
+    outcome = check.finish(job, run_job(job, [shipped]))
+    assert outcome.unresolved and not outcome.bad
+    assert "cannot find its input" in outcome.note and "weights.bin: No such file or directory" in outcome.note
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("parity-ray")] == []
+
+
+def test_an_actor_refetches_a_changed_data_file_and_removes_its_folder_at_close(cluster, tmp_path):
+    from parity_ray.executor import RayExecutor
+
+    executor = RayExecutor(jobs=1)
+    try:
+        folder = Path(executor.workers()[0]["folder"])
+        actor = executor._actors[0]
+        external_model(tmp_path / "work", "a.onnx")
+        check, job = external_job("work/a.onnx")
+        first = executor._shipper.ship(job)  # as run_check does on a cluster of several nodes
+        time.sleep(0.01)
+        external_model(tmp_path / "work", "a.onnx", scale=3.0)  # onnx appends to weights.bin: it grows, as debug precision's do
+        second = executor._shipper.ship(job)
+        assert executor._shipper.puts == 2  # shipped again: another (size, mtime)
+        (tmp_path / "work").rename(tmp_path / "gone")
+        for files in (first, second, second):
+            run = ray.get(actor.run.remote(job, [files]))
+            assert run.code == 0, run.output
+        assert [p.name for p in folder.rglob("*")] == ["0", "weights.bin"]
+        assert (folder / "0" / "weights.bin").read_bytes() == (tmp_path / "gone" / "weights.bin").read_bytes()  # the latest
+    finally:
+        executor.close()
+    assert not folder.exists()
