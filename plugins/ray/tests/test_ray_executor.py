@@ -221,7 +221,8 @@ def test_a_data_file_missing_on_the_driver_is_unresolved(cluster, tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("parity-ray")] == []
 
 
-def test_an_actor_refetches_a_changed_data_file_and_removes_its_folder_at_close(cluster, tmp_path):
+@pytest.mark.parametrize("end", ["close", "cancel"])
+def test_an_actor_refetches_a_changed_data_file_and_removes_its_folder_at_close(cluster, tmp_path, end):
     from parity_ray.executor import RayExecutor
 
     executor = RayExecutor(jobs=1)
@@ -241,6 +242,8 @@ def test_an_actor_refetches_a_changed_data_file_and_removes_its_folder_at_close(
             assert run.code == 0, run.output
         assert [p.name for p in folder.rglob("*")] == ["0", "weights.bin"]
         assert (folder / "0" / "weights.bin").read_bytes() == (tmp_path / "gone" / "weights.bin").read_bytes()  # the latest
+        if end == "cancel":  # Ctrl-C kills the actors: their folders are swept on their nodes
+            executor.cancel()
     finally:
         executor.close()
     assert not folder.exists()
