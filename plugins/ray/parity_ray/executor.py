@@ -47,7 +47,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from parity.api import BackendError, CheckRun, Outcome, ThreadExecutor, UsageError, run_check_job, warn, write_bytes_atomic
+from parity.api import (
+    BackendError,
+    CheckRun,
+    Outcome,
+    ParityError,
+    ThreadExecutor,
+    UsageError,
+    onnx_external,
+    onnx_models,
+    run_check_job,
+    warn,
+    write_bytes_atomic,
+)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -123,8 +135,6 @@ class FileShipper:
     def _model_data(self, path: str) -> tuple[DataFile, ...]:
         if not path.endswith(".onnx"):
             return ()
-        from parity.api import ParityError, onnx_external, onnx_models
-
         try:
             model = onnx_models.load(path, ignore_external_data=True)  # the graph only; references checked below
         except ParityError:  # not a model: the check says so
