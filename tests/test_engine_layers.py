@@ -21,9 +21,9 @@ from parity import RunRequest, run_comparison
 
 model, golden, mode = sys.argv[1:4]
 if mode == "pair":
-    request = RunRequest(model, [("onnxrt", {}), ("onnxrt", {"graph_optimization_level": "disable"})], {"seed": 3, "iterations": 2})
+    request = RunRequest(model, [("onnxrt", {}), ("onnxrt", {"graph_optimization_level": "disable"})], seed=3, iterations=2)
 else:
-    request = RunRequest(model, [("onnxrt", {})], {"load_outputs": (golden,), "atol": ("1e-6",), "rtol": ("0",)})
+    request = RunRequest(model, [("onnxrt", {})], load_outputs=(golden,), plugin_options={"simple": {"atol": ("1e-6",), "rtol": ("0",)}})
 outcome = run_comparison(request)
 pairs = [(p.actual, p.reference, p.passed) for p in outcome.summary.accuracy]
 print(json.dumps({"code": outcome.code, "passed": outcome.passed, "pairs": pairs, "click": "click" in sys.modules,

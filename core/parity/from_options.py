@@ -1,9 +1,9 @@
 """From parsed options to the objects a run needs: runners, a data loader, compare functions.
 
 The engine side of ``parity run`` (and of plugin commands that run models: ``surgeon localize``, ``debug
-precision``): plain functions of option values as the CLI parses them (``{"seed": 1, "atol": ("1e-5",),
-...}``), with no click in sight. The CLI turns its command line into these values and a
-:class:`parity.run_engine.RunRequest`; the Python API builds the same request by hand.
+precision``): plain functions of option values by name (``{"seed": 1, "atol": ("1e-5",), ...}``: what
+:meth:`parity.run_engine.RunRequest.options` gives), with no click in sight and no flag spelled from a name:
+where a message names a plugin's option, the caller's ``flags`` or the flag the plugin declared spells it.
 """
 
 from __future__ import annotations
@@ -13,15 +13,11 @@ from typing import Any
 
 from parity.errors import UsageError, missing_dependency
 from parity.plugins import get_registry, module_available
-from parity.registry import Backend, DataRequest, Registry, RunnerRequest, _lookup
+from parity.registry import DataRequest, Registry, RunnerRequest, _lookup
 from parity.util.text import names_preview, warn
 
 # pathlib and parity.util.fs are imported in the functions that use them: ``parity run --help`` imports this
 # module (through parity.cli.run) and needs neither (pathlib, with urllib.parse and ipaddress, is ~3 ms)
-
-# A backend's per-runner settings (``--onnxrt=opt=value``) turned into option values: the CLI casts them with
-# the options' click types; given typed values (the Python API), they are used as they are.
-SettingsCaster = Callable[[Backend, Mapping[str, Any]], Mapping[str, Any]]
 
 
 def detect_model_kind(model: str, registry: Registry, declared: str | None = None) -> str | None:
@@ -45,25 +41,17 @@ def detect_model_kind(model: str, registry: Registry, declared: str | None = Non
     return None
 
 
-def make_runners(
-    model: str | None,
-    chosen: Sequence[tuple[str, Mapping[str, Any]]],
-    params: Mapping[str, Any],
-    registry: Registry,
-    cast_settings: SettingsCaster | None = None,
-) -> list:
-    """One runner per ``(backend name, per-runner settings)``, in order, named ``<backend>-<index>``."""
+def make_runners(model: str | None, kind: str | None, chosen: Sequence[tuple[str, Any]], options: Sequence[Mapping[str, Any]], registry: Registry) -> list:
+    """One runner per chosen ``(backend name, ...)``, in order, named ``<backend>-<index>``, each built from its
+    own option values (``options``, one mapping per runner: the per-runner settings already over them)."""
     if chosen and not model:
         raise UsageError("a model path is required to run backends")
-    kind = detect_model_kind(model, registry, params.get("model_type")) if model else None
     runners = []
-    for index, (name, overrides) in enumerate(chosen):
+    for index, ((name, _), values) in enumerate(zip(chosen, options)):
         backend = registry.backend(name)
         if kind and kind not in backend.model_kinds:
             raise UsageError(f"{backend.cli_flag} cannot run a {kind} model ({model}); it runs: {', '.join(backend.model_kinds)}")
-        settings = cast_settings(backend, overrides) if cast_settings else dict(overrides)
-        options = {**params, **settings}
-        runner = backend.make_runner(RunnerRequest(model, options, index, kind))
+        runner = backend.make_runner(RunnerRequest(model, values, index, kind))
         runner.name = f"{backend.name}-{index}"
         runners.append(runner)
     return runners
@@ -164,47 +152,59 @@ def make_compare_funcs(params: Mapping[str, Any], registry: Registry) -> list:
     return funcs
 
 
-def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any], registry: Registry | None = None) -> None:
+def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any], registry: Registry | None = None, flags: Mapping[str, str] | None = None) -> None:
     """Before any work: no file ``run`` writes is the model or a file it reads, and no two are one file; the
-    files plugins' options read and write (``Backend``/``OptionSpec`` ``reads``/``writes``) count too."""
+    files plugins' options read and write (``Backend``/``OptionSpec`` ``reads``/``writes``) count too, named
+    as ``flags`` spells them (:func:`plugin_files`)."""
     from pathlib import Path
 
     from parity.util.fs import refuse_overwrite  # here: util.fs imports pathlib, which 'run --help' never needs
 
+    flags = flags or {}
     script = params.get("data_loader_script")
     if script and not Path(script).exists() and ":" in script:
         script = script.rsplit(":", 1)[0]  # FILE.py:FUNC
-    reads, writes = plugin_files(params, registry)
+    reads, writes = plugin_files(params, registry, flags)
     refuse_overwrite(
         {
             "the model": model,
-            "the --load-inputs file": params.get("load_inputs"),
-            "the --load-outputs file": params.get("load_outputs"),
-            "the --data-loader-script": script,
+            f"the {flags.get('load_inputs', '--load-inputs')} file": params.get("load_inputs"),
+            f"the {flags.get('load_outputs', '--load-outputs')} file": params.get("load_outputs"),
+            f"the {flags.get('data_loader_script', '--data-loader-script')}": script,
             **reads,
         },
         **{
-            "--save-inputs": params.get("save_inputs"),
-            "--save-outputs": params.get("save_outputs"),
-            "--report": params.get("report"),
+            flags.get("save_inputs", "--save-inputs"): params.get("save_inputs"),
+            flags.get("save_outputs", "--save-outputs"): params.get("save_outputs"),
+            flags.get("report", "--report"): params.get("report"),
         },
         **writes,
     )
 
 
-def plugin_files(params: Mapping[str, Any], registry: Registry | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``({"the --load-x file": path}, {"--save-x": path})`` of the plugins' file options given in ``params``."""
+def plugin_files(params: Mapping[str, Any], registry: Registry | None, flags: Mapping[str, str] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``({"the --load-x file": path}, {"--save-x": path})`` of the plugins' file options given in ``params``,
+    each spelled as ``flags`` says, else as the option the plugin declared (its first long flag)."""
     if registry is None:
         return {}, {}
     reads, writes = {}, {}
     for spec in [*registry.backends.values(), *registry.command_options.values()]:
         for name in spec.reads:
             if params.get(name):
-                reads[f"the --{name.replace('_', '-')} file"] = params[name]
+                reads[f"the {option_flag(spec, name, flags)} file"] = params[name]
         for name in spec.writes:
             if params.get(name):
-                writes[f"--{name.replace('_', '-')}"] = params[name]
+                writes[option_flag(spec, name, flags)] = params[name]
     return reads, writes
+
+
+def option_flag(spec: Any, name: str, flags: Mapping[str, str] | None = None) -> str:
+    """How option ``name`` of ``spec`` (a backend, an option spec...) is written in a message: as ``flags`` (the
+    caller's spellings) says, else the first long flag the spec declared it with, else the name itself."""
+    if flags and name in flags:
+        return flags[name]
+    declared = next((o for o in spec.options if o.name == name), None)
+    return next((f for f in getattr(declared, "opts", ()) if f.startswith("--")), name)
 
 
 def mark_params() -> tuple[str, ...]:

@@ -1,8 +1,9 @@
 """What the engines show, behind small interfaces: they call a reporter, never print.
 
-* :class:`RunReporter`: a comparison run (:func:`parity.run_engine.run_comparison`). The CLI's
-  (:class:`parity.cli.report.ReportPrinter`) prints Parity's lines; the Python API's default,
-  :class:`QuietReporter`, shows warnings only.
+* :class:`RunReporter`: a comparison run (:func:`parity.run_engine.run_comparison`), a base class whose
+  methods all have defaults, so the engine calls each directly (:func:`run_reporter` completes a reporter that
+  does not subclass it). The CLI's (:class:`parity.cli.report.ReportPrinter`) prints Parity's lines; the
+  Python API's default, :class:`QuietReporter`, shows warnings only.
 * :class:`DebugReporter`: a debug session (:class:`parity.debug.DebugSession`). The CLI's
   (:class:`parity.cli.debug.DebugProgress`) shows a progress bar or a line per check; the default,
   :class:`QuietDebugReporter`, shows warnings only.
@@ -32,11 +33,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from parity.results.model import IterationResult
 
 
-class RunReporter(Protocol):
-    """Called by :func:`parity.run_engine.run_comparison` as the run goes."""
+class RunReporter:
+    """What :func:`parity.run_engine.run_comparison` calls as the run goes. Subclass it and override what you
+    show; every method has a default (``warning`` writes to stderr, the others do nothing), so the engine calls
+    each directly. A reporter that does not subclass it (one written before ``progress``, ``nonfinite`` or
+    ``note`` existed) still works: :func:`run_reporter` wraps it once, filling the methods it lacks with these
+    defaults."""
 
     def warning(self, message: str) -> None:
-        """Something the user should know that does not stop the run."""
+        """Something the user should know that does not stop the run (default: one line on stderr)."""
+        warn(message)
 
     def iteration(self, index: int, pairs: Sequence[PairComparison]) -> None:
         """Iteration ``index`` of each compared pair is done (``pair.iterations[index]``)."""
@@ -48,39 +54,45 @@ class RunReporter(Protocol):
         """The run is over: runtimes, validation and the verdict (a :class:`parity.run_engine.RunSummary`)."""
 
     def nonfinite(self, reports: Sequence[NonFiniteReport]) -> None:
-        """Optional (called only where defined): a layerwise run with ``--validate`` found NaN/Inf; each
-        report names a runner's first node whose output holds one."""
+        """A layerwise run with ``--validate`` found NaN/Inf; each report names a runner's first node whose
+        output holds one."""
 
     def note(self, message: str) -> None:
-        """Optional (called only where defined): something the run did worth a line (``wrote 8 PNG file(s) to
-        maps``)."""
+        """Something the run did worth a line (``wrote 8 PNG file(s) to maps``)."""
 
     def progress(self, task: str, done: int, total: int | None, status: str) -> None:
-        """Optional (called only where defined): how far the run is. ``task`` ``"iterations"``: ``done`` of
-        ``total`` (None: the data loader cannot say), ``status`` the step now running (``"loading onnxrt"``,
-        ``"onnxrt"``, ``"comparing"``); ``"outputs"``: outputs compared in an iteration with many (layerwise)."""
+        """How far the run is. ``task`` ``"iterations"``: ``done`` of ``total`` (None: the data loader cannot
+        say), ``status`` the step now running (``"loading onnxrt"``, ``"onnxrt"``, ``"comparing"``);
+        ``"outputs"``: outputs compared in an iteration with many (layerwise); ``"heatmaps"``: pictures drawn."""
 
 
-class QuietReporter:
-    """Shows warnings (on stderr, as everywhere in Parity) and nothing else."""
+class QuietReporter(RunReporter):
+    """Shows warnings (on stderr, as everywhere in Parity) and nothing else: the Python API's default."""
 
-    def warning(self, message: str) -> None:
-        warn(message)
 
-    def iteration(self, index: int, pairs: Sequence[Any]) -> None:
-        pass
+_REPORTER_METHODS = ("warning", "iteration", "divergence", "summary", "nonfinite", "note", "progress")
 
-    def divergence(self, reports: Sequence[Any]) -> None:
-        pass
 
-    def summary(self, summary: Any) -> None:
-        pass
+class _CompletedReporter(RunReporter):
+    """A reporter that does not subclass :class:`RunReporter`: its own methods where it has them, the defaults
+    where it does not (looked up once, here, not at each call)."""
 
-    def nonfinite(self, reports: Sequence[Any]) -> None:
-        pass
+    def __init__(self, reporter: Any) -> None:
+        self.wrapped = reporter
+        for name in _REPORTER_METHODS:
+            method = getattr(reporter, name, None)
+            if callable(method):
+                setattr(self, name, method)
 
-    def progress(self, task: str, done: int, total: int | None, status: str) -> None:
-        pass
+
+def run_reporter(reporter: Any = None) -> RunReporter:
+    """``reporter`` as a complete :class:`RunReporter`: itself when it subclasses it, :class:`QuietReporter`
+    for None, else wrapped once so the methods it lacks do what the defaults do."""
+    if reporter is None:
+        return QuietReporter()
+    if isinstance(reporter, RunReporter):
+        return reporter
+    return _CompletedReporter(reporter)
 
 
 class FinishedRun:

@@ -4,21 +4,26 @@ One iteration is in memory at a time: inputs and outputs are written to their fi
 compared immediately, so a run over many iterations or with huge outputs has bounded memory.
 
 Two levels: :func:`run` takes built runners, a data loader and compare functions; :func:`run_comparison`
-takes a :class:`RunRequest` (the model, the backends in order, the option values) and does everything
-``parity run`` does, showing progress through a :class:`parity.reporting.RunReporter`. The CLI parses its
-command line into a :class:`RunRequest`; the Python API builds one by hand::
+takes a typed :class:`RunRequest` (the model, the backends in order with their typed settings, the core's
+options as fields, each plugin's options in its own group) and does everything ``parity run`` does, showing
+progress through a :class:`parity.reporting.RunReporter`. The CLI (:mod:`parity.cli.run`) is the only code that
+turns click parameters into a request; the Python API builds one by hand::
 
     from parity import RunRequest, run_comparison
 
-    outcome = run_comparison(RunRequest("model.onnx", [("onnxrt", {}), ("onnxrt", {"graph_optimization_level": "disable"})]))
+    outcome = run_comparison(RunRequest("model.onnx", [("onnxrt", {}), ("onnxrt", {"graph_optimization_level": "disable"})], iterations=2))
     assert outcome.passed
+
+Messages name an option as the request's ``flags`` spell it (the CLI: as on the command line); this module
+never builds a flag from a parameter name.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,19 +36,19 @@ from parity.compare.names import OutputNames
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
 from parity.errors import ExitCode, UsageError
 from parity.from_options import (
-    SettingsCaster,
     check_requirements,
     detect_model_kind,
     make_compare_funcs,
     make_data_loader,
     make_runners,
     mark_params,
+    option_flag,
     outputs_were_marked,
     refuse_overwrite_inputs,
 )
 from parity.plugins import call_hook, get_registry
 from parity.registry import RunnerRequest
-from parity.reporting import FinishedRun, QuietReporter, RunReporter, RunWatcher, write_report
+from parity.reporting import FinishedRun, RunReporter, RunWatcher, run_reporter, write_report
 from parity.results.files import check_output_path, load_results, open_writer
 from parity.results.model import IterationResult, RunResults
 from parity.util.fs import atomic_write, check_model_path, refuse_overwrite
@@ -312,26 +317,69 @@ def median_ms(values: Sequence[float]) -> float:
 # --- the whole of ``parity run`` -------------------------------------------------------------------------
 
 
-class RunRequest(Record, frozen=True):
-    """One ``parity run``: ``runners`` are ``(backend name, per-runner settings)`` in order (``--onnxrt
-    --onnxrt=opt=value``); ``options`` are the option values as the CLI parses them, keyed by option name
-    (``seed``, ``iterations``, ``atol`` = ``("y:1e-3", "1e-5")``, ``load_outputs``, ``save_outputs``,
-    ``report``, every backend's options, ...). ``cast_settings`` turns per-runner settings into option values
-    (the CLI casts text with the options' types); without it the settings are used as given."""
+Runner = tuple[str, Mapping[str, Any]]  # (backend name, its per-runner settings as typed values)
 
-    model: str | None
-    runners: Sequence[tuple[str, Mapping[str, Any]]]
-    options: Mapping[str, Any]
-    cast_settings: SettingsCaster | None
 
-    def __init__(
-        self,
-        model: str | None,
-        runners: Sequence[tuple[str, Mapping[str, Any]]] = (),
-        options: Mapping[str, Any] = DICT,
-        cast_settings: SettingsCaster | None = None,
-    ) -> None:
-        fill(self, locals())
+@dataclass(frozen=True)
+class RunRequest:
+    """One ``parity run`` as typed values. The core's own options are fields; each plugin's options are grouped
+    under the name it registered them with (``plugin_options={"simple": {"atol": ("y:1e-3", "1e-5")},
+    "onnxrt": {"providers": ("cpu",)}, "reports": {"save_report_html": "r.html"}}``: a backend's runner gets
+    its own group and no other backend's). ``runners`` are ``(backend name, settings)`` in order, the settings
+    typed already (the CLI casts ``--onnxrt=opt=value`` text with the options' types before it builds the
+    request). ``flags`` says how the caller spells each option in messages (the CLI: ``{"save_outputs":
+    "--save-outputs", ...}``); an option it does not name is spelled as its field (``save_outputs``)."""
+
+    model: str | None = None
+    runners: Sequence[Runner] = ()
+    _: KW_ONLY  # the options by name only: a caller's old positional option mapping fails loudly
+    # the model
+    model_type: str | None = None
+    external_data_dir: str | None = None
+    # the inputs: generated (seed, ranges, shapes), a registered loader, a script, or saved files
+    input_shapes: Sequence[str] = ()
+    seed: int = 1
+    val_range: Sequence[str] = ()
+    iterations: int = 1
+    data_loader: str = "random"
+    data_loader_script: str | None = None
+    load_inputs: Sequence[str] = ()
+    save_inputs: str | None = None
+    # marked outputs (layerwise) and the check that marking left the model's own outputs alone
+    onnx_outputs: Sequence[str] = ()
+    onnx_exclude_outputs: Sequence[str] = ()
+    marking_check: bool = True
+    # the comparison
+    compare_func: Sequence[str] = ()
+    fail_fast: bool = False
+    check_average: bool = False
+    validate: bool = False
+    load_outputs: Sequence[str] = ()
+    save_outputs: str | None = None
+    report: str | None = None
+    plugin_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    flags: Mapping[str, str] = field(default_factory=dict)
+
+    def flag(self, name: str, spec: Any = None) -> str:
+        """How the caller spells option ``name`` (a field, or an option ``spec`` declared) in a message: as
+        :attr:`flags` says, else the flag ``spec`` declared it with, else the name."""
+        return option_flag(spec, name, self.flags) if spec is not None else self.flags.get(name, name)
+
+    def options(self, leave_out: Collection[str] = ()) -> dict[str, Any]:
+        """Every option value by name, as the plugins' contracts take them (a comparator's ``factory``,
+        :class:`parity.registry.DataRequest`, the hook ``parity_watch_run``): the core's fields, then each
+        plugin's group but those named in ``leave_out`` (a runner's: the other backends')."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_OPTIONS}
+        for name, group in self.plugin_options.items():
+            if name not in leave_out:
+                values.update(group)
+        return values
+
+
+_NOT_OPTIONS = ("model", "runners", "plugin_options", "flags")
+# the options the core owns: RunRequest's fields that are option values (the CLI puts each of these parameters
+# in its field and every other one in its plugin's group)
+CORE_OPTIONS = tuple(f.name for f in fields(RunRequest) if f.name not in _NOT_OPTIONS)
 
 
 class RunOutcome(Record):
@@ -351,57 +399,62 @@ class RunOutcome(Record):
         return self.summary.passed
 
 
-def run_comparison(request: RunRequest, reporter: RunReporter | None = None, registry: Registry | None = None) -> RunOutcome:
+def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, registry: Registry | None = None) -> RunOutcome:
     """Everything ``parity run`` does, in its order: refuse bad paths, build the compare functions, golden runs,
-    data and runners, run, report (``reporter``; default :class:`parity.reporting.QuietReporter`), and write
-    the ``--report`` file; plugins' run watchers (hook ``parity_watch_run``) are told of each step and write their
-    own reports. Errors are :class:`parity.errors.ParityError` subclasses carrying the exit code."""
+    data and runners, run, report (``reporter``: a :class:`parity.reporting.RunReporter`, default
+    :class:`parity.reporting.QuietReporter`; another object is completed once by
+    :func:`parity.reporting.run_reporter`), and write the ``--report`` file; plugins' run watchers (hook
+    ``parity_watch_run``) are told of each step and write their own reports. Errors are
+    :class:`parity.errors.ParityError` subclasses carrying the exit code."""
     if registry is None:
         registry = get_registry()
-    reporter = reporter or QuietReporter()
-    model, params, chosen = request.model, request.options, list(request.runners)
-    refuse_overwrite_inputs(model, params, registry)
+    reporter = run_reporter(reporter)
+    model, chosen = request.model, list(request.runners)
+    params = request.options()
+    refuse_overwrite_inputs(model, params, registry, request.flags)
     for option in ("save_inputs", "save_outputs", "report"):  # a bad output path fails before any work
         if params.get(option):
-            check_output_path(params[option], "--" + option.replace("_", "-"))
+            check_output_path(params[option], request.flag(option))
     # plugins' reports: each checks its own output paths here, as the core did its own just above
     watchers: list[RunWatcher] = call_hook("parity_watch_run", options=params, reporter=reporter)
     if chosen and not model:  # the CLI's MODEL is optional (--load-outputs alone compares files): say what is missing
         flags = list(dict.fromkeys(registry.backend(name).cli_flag for name, _ in chosen))
         raise UsageError(f"missing MODEL: {' '.join(flags)} {'needs' if len(flags) == 1 else 'need'} a model to run; see 'parity run --help'")
-    if not chosen and not params.get("load_outputs"):
+    if not chosen and not request.load_outputs:
         flags = " ".join(b.cli_flag for b in registry.backends.values())
-        raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or --load-outputs")
+        raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or {request.flag('load_outputs')}")
     if model:
         check_model_path(model)
     for watcher in watchers:
         watcher.check()  # before any work: a library, a folder, a display
     funcs = make_compare_funcs(params, registry)
-    if params.get("check_average"):
-        refuse_unaveraged(funcs, bool(params.get("fail_fast")))
+    if request.check_average:
+        refuse_unaveraged(funcs, request.fail_fast)
     golden = RunResults()
-    for path in params.get("load_outputs") or ():
+    for path in request.load_outputs:
         golden.extend(load_results(path), prefix=f"{Path(path).name}:")
-    kind = detect_model_kind(model, registry, params.get("model_type")) if model else None
-    if params.get("external_data_dir"):  # before any work: a folder, for an ONNX model
+    kind = detect_model_kind(model, registry, request.model_type) if model else None
+    if request.external_data_dir:  # before any work: a folder, for an ONNX model
         if kind != "onnx":
-            raise UsageError(f"--external-data-dir: {'give the ONNX model whose weights it holds' if not model else f'{model} is not an ONNX model'}")
+            raise UsageError(f"{request.flag('external_data_dir')}: {'give the ONNX model whose weights it holds' if not model else f'{model} is not an ONNX model'}")
         from parity.onnx_models import data_dir  # here: a plain run does not import it
 
-        data_dir(model, params["external_data_dir"])
+        data_dir(model, request.external_data_dir)
     names = OutputNames.from_options(params, registry)  # --atol NAME:TOL names an output: checked before any runner is built
-    names.check_model(model, kind, golden, outputs_were_marked(params), params.get("external_data_dir"))
+    marked = outputs_were_marked(params)
+    names.check_model(model, kind, golden, marked, request.external_data_dir)
     for watcher in watchers:
         watcher.check_model(model, kind)
-    runners = make_runners(model, chosen, params, registry, request.cast_settings)  # validates backend options: usage errors come first
+    runner_options = [_runner_options(request, name, settings, registry) for name, settings in chosen]
+    runners = make_runners(model, kind, chosen, runner_options, registry)  # validates backend options: usage errors come first
     check_requirements([name for name, _ in chosen], registry)  # a missing library before the inputs are examined
-    twins = _unmarked_twins(model, kind, chosen, params, registry, request.cast_settings) if params.get("marking_check", True) else {}
+    twins = _unmarked_twins(request, kind, runner_options, registry) if request.marking_check else {}
     data = make_data_loader(params, model, kind, registry, reporter.warning) if model and chosen else None
     locator = None
-    if params.get("validate") and outputs_were_marked(params):
+    if request.validate and marked:
         from parity.compare.nonfinite import NonFiniteLocator  # only for layerwise validation: a plain run does not import it
 
-        locator = NonFiniteLocator(model, params.get("external_data_dir"))
+        locator = NonFiniteLocator(model, request.external_data_dir)
     compared = [w.on_compared for w in watchers]
     if names:  # and against the first compared outputs (engines; tensors not marked)
         compared.append(names.on_compared)
@@ -410,14 +463,14 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
         data,
         golden,
         funcs,
-        save_inputs=params.get("save_inputs"),
-        save_outputs=params.get("save_outputs"),
-        do_validate=params.get("validate", False),
-        fail_fast=params.get("fail_fast", False),
+        save_inputs=request.save_inputs,
+        save_outputs=request.save_outputs,
+        do_validate=request.validate,
+        fail_fast=request.fail_fast,
         on_iteration=reporter.iteration,
-        on_progress=getattr(reporter, "progress", None),  # optional: reporters from before it was added lack it
+        on_progress=reporter.progress,
         on_nonfinite=locator,
-        check_average=bool(params.get("check_average")),
+        check_average=request.check_average,
         on_compared=_each(compared) if compared else None,
         unmarked=twins,
     )
@@ -427,7 +480,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     code = ExitCode.PASSED if summary.passed else ExitCode.MISMATCH
     # layerwise runs: where the runners start to disagree (built once: shown and reported)
     layerwise = None
-    if outputs_were_marked(params):
+    if marked:
         from parity.compare.divergence import first_divergence  # only for layerwise runs: a plain run does not import it
 
         layerwise = first_divergence(summary, model)
@@ -435,42 +488,41 @@ def run_comparison(request: RunRequest, reporter: RunReporter | None = None, reg
     for effect in summary.marking:  # once per runner, after the divergence report it puts in doubt
         reporter.warning(effect.message())
     nonfinite = locator.reports if locator is not None else None
-    if nonfinite and hasattr(reporter, "nonfinite"):  # optional: reporters from before it was added lack it
+    if nonfinite:
         reporter.nonfinite(nonfinite)
     finished = FinishedRun(summary, int(code), model, layerwise, nonfinite)
     for watcher in watchers:
         watcher.on_finished(finished)
     reporter.summary(summary)
-    if params.get("report"):
-        write_report(params["report"], summary, code, layerwise, nonfinite)
+    if request.report:
+        write_report(request.report, summary, code, layerwise, nonfinite)
     for watcher in watchers:
         watcher.on_reported(finished)
     return RunOutcome(summary, int(code), layerwise, nonfinite)
 
 
-def _unmarked_twins(
-    model: str | None,
-    kind: str | None,
-    chosen: Sequence[tuple[str, Mapping[str, Any]]],
-    params: Mapping[str, Any],
-    registry: Registry,
-    cast_settings: SettingsCaster | None,
-) -> dict[int, Twin]:
+def _runner_options(request: RunRequest, backend: str, settings: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
+    """What one runner of ``backend`` reads: the core's options, the groups of every plugin but the other
+    backends, and its per-runner settings (``--onnxrt=opt=value``) over them."""
+    others = [name for name in registry.backends if name != backend]
+    return {**request.options(leave_out=others), **settings}
+
+
+def _unmarked_twins(request: RunRequest, kind: str | None, runner_options: Sequence[Mapping[str, Any]], registry: Registry) -> dict[int, Twin]:
     """For each runner whose outputs are marked (its backend's ``mark_options``), the same runner built
     without the marks, and what marked it: ``parity run`` checks that marking did not change the model's own
     outputs (:mod:`parity.compare.marking`). A twin saves nothing (the backend's ``writes`` options are
     dropped, a saved engine stays the marked run's), except a cache the backend also reads (``_READ_TOO``)."""
     twins: dict[int, Twin] = {}
-    for index, (name, overrides) in enumerate(chosen):
+    for index, ((name, _), options) in enumerate(zip(request.runners, runner_options)):
         backend = registry.backend(name)
-        options = {**params, **(cast_settings(backend, overrides) if cast_settings else dict(overrides))}
         given = [p for p in backend.mark_options if options.get(p)]
         if not given:
             continue
-        how = "; ".join(f"--{p.replace('_', '-')} {_spelled(options[p])}".strip() for p in given)
+        how = "; ".join(f"{request.flag(p, backend)} {_spelled(options[p])}".strip() for p in given)
         writes = [p for p in backend.writes if p not in _READ_TOO]
         plain = {**options, **{p: _empty(options[p]) for p in (*mark_params(), *backend.mark_options, *writes) if p in options}}
-        twins[index] = (backend.make_runner(RunnerRequest(model, plain, index, kind)), how)
+        twins[index] = (backend.make_runner(RunnerRequest(request.model, plain, index, kind)), how)
     return twins
 
 

@@ -10,13 +10,13 @@ import click
 
 from parity.cli.common import echo, warn
 from parity.cli.progress import LiveProgress
-from parity.reporting import write_report
+from parity.reporting import RunReporter, write_report
 from parity.util.text import names_preview
 
 __all__ = ["ReportPrinter", "format_check", "format_details", "write_report"]
 
 
-class ReportPrinter:
+class ReportPrinter(RunReporter):
     """Human-readable output: one line per output and verdict, details for failures (or with -v); on a
     terminal, a live bar with the iterations done and the time left (:mod:`parity.cli.progress`)."""
 

@@ -10,7 +10,7 @@ import click
 from parity.cli import options as opts
 from parity.cli.common import verbosity_options
 from parity.cli.owners import backend_setting_owner
-from parity.cli.parsing import ParityCommand
+from parity.cli.parsing import BackendFlag, ParityCommand
 from parity.errors import UsageError
 from parity.from_options import (  # the engine's building blocks, re-exported for plugins that import them from here
     detect_model_kind,
@@ -103,15 +103,27 @@ def cast_runner_settings(backend: Backend, overrides: Mapping[str, str | list[st
 
 
 def run_request(ctx: click.Context, model: str | None, params: Mapping[str, Any]) -> RunRequest:
-    """The typed request the command line describes: backends in flag order, their settings cast by click."""
-    from parity.run_engine import RunRequest
+    """The typed request the command line describes: backends in flag order with their settings cast by click,
+    the core's options as fields, each plugin's options in its own group, and each option's flag as the
+    command spells it (the engine names options in messages through these, never from a parameter name)."""
+    from parity.run_engine import CORE_OPTIONS, RunRequest
 
-    return RunRequest(
-        model,
-        list(ctx.meta.get("parity.runners", [])),
-        params,
-        cast_settings=lambda backend, overrides: cast_runner_settings(backend, overrides, ctx),
-    )
+    registry = get_registry()
+    runners = [(name, cast_runner_settings(registry.backend(name), overrides, ctx)) for name, overrides in ctx.meta.get("parity.runners", [])]
+    groups: dict[str, dict[str, Any]] = {}
+    run_options = [spec for spec in registry.command_options.values() if "run" in spec.commands]
+    for spec in [*registry.backends.values(), *registry.comparators.values(), *registry.data_loaders.values(), *run_options]:
+        group = groups.setdefault(spec.name, {})
+        group.update((o.name, params[o.name]) for o in spec.options if o.name in params)
+    # an option of the command that no plugin declared and the core has no field for (none today) still reaches
+    # the runners, as its own group: every option takes effect or is refused, none is dropped here
+    placed = {*CORE_OPTIONS, *(name for group in groups.values() for name in group)}
+    backend_flags = {p.name for p in ctx.command.params if isinstance(p, BackendFlag)}
+    rest = {k: v for k, v in params.items() if k not in placed and k not in backend_flags}
+    if rest:
+        groups.setdefault("run", {}).update(rest)
+    flags = {p.name: next((f for f in p.opts if f.startswith("--")), p.opts[0]) for p in ctx.command.params if isinstance(p, click.Option) and p.name}
+    return RunRequest(model, runners, **{k: v for k, v in params.items() if k in CORE_OPTIONS}, plugin_options=groups, flags=flags)
 
 
 def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:

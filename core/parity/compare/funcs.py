@@ -67,7 +67,7 @@ class CompareFunc(metaclass=_Registered):
         _refuse(find_output_func is not None, "find_output_func", "Parity compares outputs of the same name: rename them first")
         no_plots = (
             "Parity draws pictures for a whole run, not inside a compare function: parity.run_comparison(RunRequest(model, runners,"
-            " {'save_heatmaps': DIR, 'save_error_metrics_plot': DIR})) (needs pip install \"parity[plots]\")"
+            " plugin_options={'reports': {'save_heatmaps': DIR, 'save_error_metrics_plot': DIR}})) (needs pip install \"parity[plots]\")"
         )
         _refuse(bool(save_heatmaps or show_heatmaps), "save_heatmaps/show_heatmaps", no_plots)
         _refuse(bool(save_error_metrics_plot or show_error_metrics_plot), "save_error_metrics_plot/show_error_metrics_plot", no_plots)

@@ -10,6 +10,7 @@ from parity import hookimpl
 
 # parameter names: the run watcher is made only when one of them is given
 REPORTS = ("save_report_html", "save_model_explorer")
+REPORT_FLAGS = {"save_report_html": "--save-report-html", "save_model_explorer": "--save-model-explorer"}  # as options.py declares them
 PICTURES = ("save_heatmaps", "show_heatmaps", "save_error_metrics_plot", "show_error_metrics_plot")
 
 

@@ -86,8 +86,6 @@ class ErrorPictures:
     def from_options(
         cls, params: Mapping[str, Any], warn: Callable[[str], None] | None = None, progress: Callable[[str, int, int | None, str], None] | None = None
     ) -> ErrorPictures:
-        if progress is None:  # parity run passes its reporter's warning: the same reporter shows the progress
-            progress = getattr(getattr(warn, "__self__", None), "progress", None)
         return cls(*(params.get(name) for name in FLAGS), warn=warn, progress=progress)
 
     @property

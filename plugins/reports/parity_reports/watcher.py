@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from parity.api import FinishedRun, RunWatcher, UsageError, check_output_path, command_line
-from parity_reports.hooks import PICTURES, REPORTS
+from parity_reports.hooks import PICTURES, REPORT_FLAGS, REPORTS
 
 
 class ReportWatcher(RunWatcher):
@@ -16,9 +16,11 @@ class ReportWatcher(RunWatcher):
     the report files' paths are checked here, in the order the options are listed."""
 
     def __init__(self, options: Mapping[str, Any], reporter: Any) -> None:
+        """``reporter``: the run's (a complete ``parity.RunReporter``: the engine completes one that lacks
+        ``note`` or ``progress`` before it calls the hook)."""
         for option in REPORTS:  # a bad output path fails before any work
             if options.get(option):
-                check_output_path(options[option], "--" + option.replace("_", "-"))
+                check_output_path(options[option], REPORT_FLAGS[option])
         self.reporter = reporter
         self.html = options.get("save_report_html")
         self.explorer = options.get("save_model_explorer")
@@ -26,7 +28,7 @@ class ReportWatcher(RunWatcher):
         if any(options.get(name) for name in PICTURES):
             from parity_reports.plots import ErrorPictures  # only with a picture flag: matplotlib is imported when it draws
 
-            self.pictures = ErrorPictures.from_options(options, reporter.warning)
+            self.pictures = ErrorPictures.from_options(options, reporter.warning, reporter.progress)
         self.collector = None
         if self.html or self.explorer:
             from parity_reports.html_report import ReportCollector
@@ -52,11 +54,9 @@ class ReportWatcher(RunWatcher):
         if self.pictures is None:
             return
         self.pictures.finish(run.summary.accuracy)
-        note = getattr(self.reporter, "note", None)  # optional on a reporter, as progress is
         written = self.pictures.written
         for folder in dict.fromkeys(p.parent for p in written):
-            if note:
-                note(f"wrote {sum(p.parent == folder for p in written)} PNG file(s) to {folder}")
+            self.reporter.note(f"wrote {sum(p.parent == folder for p in written)} PNG file(s) to {folder}")
 
     def on_reported(self, run: FinishedRun) -> None:
         if self.html:

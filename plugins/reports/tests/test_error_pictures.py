@@ -143,7 +143,8 @@ def test_showing_shows_each_figure_and_writes_nothing(parity_invoke, tmp_path, m
 def test_python_api(tmp_path):
     from parity import RunRequest, run_comparison
 
-    outcome = run_comparison(RunRequest(str(TINY), [("onnxrt", {}), ("onnxrt", {})], {"input_shapes": ["x:[2,3,16,16]"], "save_heatmaps": str(tmp_path)}))
+    request = RunRequest(str(TINY), [("onnxrt", {}), ("onnxrt", {})], input_shapes=["x:[2,3,16,16]"], plugin_options={"reports": {"save_heatmaps": str(tmp_path)}})
+    outcome = run_comparison(request)
     assert outcome.passed and [p.name for p in tmp_path.iterdir()] == ["onnxrt-0_vs_onnxrt-1_probs_iter0.png"]
 
 
@@ -249,7 +250,7 @@ def test_heatmaps_report_progress_tensor_by_tensor(tmp_path):
         actual, reference = "fp16", "fp32"
 
     reporter = Reporter()
-    pictures = ErrorPictures.from_options({"save_heatmaps": tmp_path}, reporter.warning)  # as parity run builds it
+    pictures = ErrorPictures.from_options({"save_heatmaps": tmp_path}, reporter.warning, reporter.progress)  # as parity run builds it
     rng = np.random.default_rng(0)
     ref = {f"t{k}": rng.standard_normal((1, 3, 8, 8)).astype(np.float32) for k in range(3)}
     pictures.on_compared(0, Pair(), {k: v.astype(np.float16).astype(np.float32) for k, v in ref.items()}, ref)
