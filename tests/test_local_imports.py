@@ -7,6 +7,12 @@ needing it), on the statement or on the comment line above it or above the run o
 ``noqa`` or ``type: ignore`` says nothing); or when the import sits in a ``try`` whose ``except ImportError``
 handles the module's absence (another distribution's, optional). Anything else belongs at the top of the
 module, where a reader sees what the module depends on.
+
+A function-local import of a standard-library module (issue 27: the standard library, imported at the top) needs
+such a reason too, with the figure measured (``# 6 ms at start-up: parity --help never needs it``): only a module
+that costs a command at least a millisecond of start-up it would not otherwise spend (``parity --help``,
+``parity run --help`` or a tiny ``parity run``; ``python -X importtime`` after what that command imports) stays
+in a function. Most cost nothing there (``os``, ``re``, ``inspect`` come with click and pluggy anyway).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import re
 import subprocess
 import sys
 import tokenize
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
@@ -26,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [ROOT / "core" / "parity", *sorted((ROOT / "plugins").glob("*/parity_*")), *sorted((ROOT / "contrib").glob("*/parity_*"))]
 PRAGMA = re.compile(r"(noqa|type:\s*ignore|pragma|fmt:|pyright:|mypy:)\b.*$", re.IGNORECASE)
+FIGURE = re.compile(r"\d+(\.\d+)?\s*ms\b")  # a measured cost, as "1.7 ms" or "30 ms"
 HEAVY = ("numpy", "onnx", "onnxruntime", "onnx_graphsurgeon", "tensorrt", "cuda", "click", "rich", "pluggy", "jsonschema", "google")
 
 
@@ -81,13 +89,23 @@ def guards_import_error(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     return False
 
 
-def local_imports(path: Path) -> list[tuple[int, str, bool]]:
-    """(line, module, has a reason) for each import of a Parity module inside a function of ``path``, once each."""
+def is_parity(module: str) -> bool:
+    return module.split(".")[0].startswith("parity")
+
+
+def is_stdlib(module: str) -> bool:
+    return module.split(".")[0] in sys.stdlib_module_names
+
+
+def local_imports(path: Path, wanted: Callable[[str], bool] = is_parity, figure: bool = False) -> list[tuple[int, str, bool]]:
+    """(line, module, has a reason) for each import of a ``wanted`` module (Parity's) inside a function of
+    ``path``, once each; with ``figure``, a reason comment must also give the measured cost in ms."""
     source = path.read_text()
     lines = source.splitlines()
     notes = comments(source)
     tree = ast.parse(source, str(path))
-    package = ".".join(path.relative_to(next(s for s in SOURCES if path.is_relative_to(s)).parent).with_suffix("").parts)
+    source = next((s for s in SOURCES if path.is_relative_to(s)), path.parent)  # (a test's own file: its folder)
+    package = ".".join(path.relative_to(source.parent).with_suffix("").parts)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
     def in_function(node: ast.AST) -> bool:
@@ -110,15 +128,18 @@ def local_imports(path: Path) -> list[tuple[int, str, bool]]:
                 modules = [LAZY[base].get(a.name, f"{base}.{a.name}") for a in node.names]
         else:
             continue
-        own = [m for m in modules if m.split(".")[0].startswith("parity")]
+        own = [m for m in modules if wanted(m)]
         if not own or not in_function(node):
             continue
         above = node.lineno - 1  # a comment line right above the statement, or above the run of imports it is part of
         while above in import_lines:
             above -= 1
+        def why(text: str | None) -> bool:
+            return says_why(text) and (not figure or bool(FIGURE.search(text or "")))
+
         reason = (
-            any(says_why(notes.get(n)) for n in range(node.lineno, (node.end_lineno or node.lineno) + 1))
-            or (above >= 1 and lines[above - 1].strip().startswith("#") and says_why(notes.get(above)))
+            any(why(notes.get(n)) for n in range(node.lineno, (node.end_lineno or node.lineno) + 1))
+            or (above >= 1 and lines[above - 1].strip().startswith("#") and why(notes.get(above)))
             or guards_import_error(node, parents)
         )
         found.update((node.lineno, m, reason) for m in own)
@@ -161,3 +182,51 @@ def test_function_local_imports_of_light_modules_say_why():
         key=lambda s: (s.split(":")[0], int(s.split(":")[1]), s),
     )
     assert not light, f"{len(light)} function-local import(s) of light Parity modules without a reason comment (move to the top, or say why):\n" + "\n".join(light)
+
+
+# Sites in files under other engineers' edits when this rule came (issue 27), with what measuring found: each
+# is to move to the top or get its comment in that file's next change, and then leave this list.
+PENDING = {
+    ("core/parity/from_options.py", "pathlib.Path"),  # 6 ms at `parity run --help`: stays, say so
+    ("core/parity/onnx_external.py", "stat"),  # free (os imports it): to the top
+    ("core/parity/onnx_external.py", "re"),  # free (click imports it): to the top
+    ("plugins/onnxrt/parity_onnxrt/loaders.py", "tempfile"),  # 4.5 ms at a tiny `parity run`: stays, say so
+    ("plugins/onnxrt/parity_onnxrt/loaders.py", "json"),  # free at `parity run` (numpy imports it): to the top
+    ("plugins/onnxrt/parity_onnxrt/loaders.py", "re"),  # free: to the top
+}
+
+
+def test_function_local_standard_library_imports_say_why():
+    found = {
+        (str(path.relative_to(ROOT)), line, module)
+        for src in SOURCES
+        for path in sorted(src.rglob("*.py"))
+        for line, module, reason in local_imports(path, is_stdlib, figure=True)
+        if not reason
+    }
+    sites = sorted(f"{path}:{line}: {module}" for path, line, module in found if (path, module) not in PENDING)
+    done = sorted(f"{path}: {module}" for path, module in PENDING - {(path, module) for path, _, module in found})
+    assert not done, "fixed, so leave PENDING in tests/test_local_imports.py:\n" + "\n".join(done)
+    assert not sites, (
+        f"{len(sites)} function-local standard-library import(s) without a comment giving their start-up cost "
+        "(move them to the top, or measure: `# 3 ms at start-up: parity run never needs it`):\n" + "\n".join(sites)
+    )
+
+
+def test_a_standard_library_import_needs_its_measured_cost(tmp_path):
+    module = tmp_path / "mod.py"
+    module.write_text(
+        "import json\n"  # at the top: fine
+        "def bare():\n    import tempfile\n"
+        "def vague():\n    import shutil  # not needed at start-up\n"
+        "def pragma():\n    import zipfile  # noqa: PLC0415\n"
+        "def measured():\n    # 5 ms at start-up: parity run never needs it\n    import difflib\n    from dataclasses import asdict\n"
+        "def on_the_line():\n    import heapq  # 0.6 ms at start-up\n"
+        "def optional():\n    try:\n        import fcntl\n    except ImportError:\n        pass\n"
+        "def own():\n    import parity.plugins\n"
+    )
+    found = {module: reason for _, module, reason in local_imports(module, is_stdlib, figure=True)}
+    assert found == {
+        "tempfile": False, "shutil": False, "zipfile": False,
+        "difflib": True, "dataclasses.asdict": True, "heapq": True, "fcntl": True,
+    }

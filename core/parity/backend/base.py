@@ -9,6 +9,7 @@ manager: ``with OnnxrtRunner(SessionFromOnnx("m.onnx")) as r: r.infer({"x": x})`
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -100,8 +101,6 @@ class BaseRunner:
 def coerce_feed(feed: Mapping[str, np.ndarray], meta: Mapping[str, TensorMeta], who: str) -> dict[str, np.ndarray]:
     """Check names, ranks and static dims; cast between float types (fp32 inputs for an fp16 model, as saved
     inputs often are) with a warning; reject any other dtype mismatch. One line per problem."""
-    import warnings
-
     extra = [name for name in feed if name not in meta]
     missing = [name for name in meta if name not in feed]
     if missing:  # the cause, named first: the extra tensors are often the missing inputs under other names

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import traceback
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -96,8 +97,6 @@ def run_guarded(func: Callable[[], Any]) -> int:
         return int(result or 0)
     except ParityError as exc:
         if SETTINGS["verbose"]:
-            import traceback
-
             traceback.print_exc()
         click.echo(f"parity: error: {first_line(exc)}", err=True)
         return int(exc.exit_code)
@@ -119,8 +118,6 @@ def run_guarded(func: Callable[[], Any]) -> int:
         return 0
     except Exception as exc:  # an unexpected failure still gets one line
         if SETTINGS["verbose"]:
-            import traceback
-
             traceback.print_exc()
         click.echo(f"parity: error: {type(exc).__name__}: {first_line(exc)} (run with --verbose for the traceback)", err=True)
         return int(ExitCode.FAILURE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -115,8 +116,6 @@ def _meta_json(meta: TensorMeta) -> dict[str, Any]:
 
 
 def _takes_positional(func: object, count: int) -> bool:
-    import inspect
-
     try:
         params = inspect.signature(func).parameters.values()  # type: ignore[arg-type]
     except (TypeError, ValueError):  # builtins without a signature: assume the current contract

@@ -36,7 +36,7 @@ from parity.results.model import IterationResult, RunResults, use_files
 from parity.util.fs import atomic_write
 
 if TYPE_CHECKING:  # pragma: no cover
-    import zipfile  # imported where an archive is opened: with shutil, bz2 and lzma it is ~3 ms of every run
+    import zipfile  # imported where an archive is opened: with shutil, bz2 and lzma it is ~5 ms of every run
 
     from parity.results import polygraphy
 
@@ -52,7 +52,7 @@ class ArchiveWriter:
     or :meth:`add_run`); ``path`` only names the file in messages."""
 
     def __init__(self, handle, path: str | Path = "", kind: str = "outputs") -> None:
-        import zipfile
+        import zipfile  # 5 ms at start-up (with shutil, bz2, lzma): a run that saves no file never needs it
 
         self._zip = zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
         self._count = 0
@@ -165,13 +165,13 @@ def save_inputs(feeds: Iterable[Mapping[str, np.ndarray]], path: str | Path) -> 
 def _zip_errors() -> tuple[type[BaseException], ...]:
     """What a hostile or damaged zip makes zipfile raise: corrupt deflate data (zlib.error), an unknown compression
     method (NotImplementedError), an encrypted entry (RuntimeError), a bad CRC (BadZipFile), short reads (EOFError)."""
-    import zipfile
+    import zipfile  # 5 ms at start-up (with shutil, bz2, lzma): a run that loads no file never needs it
 
     return (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError, OSError, ValueError, struct.error, OverflowError)
 
 
 def _open_archive(path: Path) -> tuple[zipfile.ZipFile, dict]:
-    import zipfile
+    import zipfile  # 5 ms at start-up (with shutil, bz2, lzma): a run that loads no file never needs it
 
     try:
         archive = zipfile.ZipFile(path)
@@ -219,7 +219,7 @@ def _one_line(exc: BaseException) -> str:
 def _read_array(archive: zipfile.ZipFile, path: Path, name: str) -> np.ndarray:
     """Memory-map a stored ``.npy`` entry (zero copy); read other entries. The header is checked first:
     nothing is allocated or mapped beyond the bytes the file holds."""
-    import zipfile
+    import zipfile  # 5 ms at start-up (with shutil, bz2, lzma): a run that loads no file never needs it
 
     where = f"{path}: array {name}"
     try:

@@ -20,6 +20,7 @@ import binascii
 import io
 import json
 import struct
+import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Mapping
@@ -260,8 +261,6 @@ class JsonWriter:
             out = self._out
             self._open = runner
         else:
-            import tempfile  # (with shutil and random) only when several runners stream into one .json file
-
             out = self._spools[runner] = tempfile.TemporaryFile(dir=Path(self._path).parent)  # noqa: SIM115 - closed by finish or discard
         out.write(b"%s\n[%s, [" % (b"," if self._runs else b"", _text(runner)))
         self._runs += 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -236,8 +238,6 @@ def _fingerprint(model: str, external_data_dir: str | None) -> dict[str, Any]:
 
 def _remove_stale(written: set[Path], kept: list[Path]) -> None:
     """Data files an earlier write of -o made (a larger model, in <output>.data) that the final -o lacks."""
-    import contextlib
-
     for path in written - set(kept):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
@@ -419,8 +419,6 @@ def _html_data(title: str, verdict: str, facts: list, **sections: Any) -> dict[s
 
 
 def precision_command(model: str, output: str, report: str | None = None, **params: Any) -> int:
-    import json
-
     from parity_reduce.precision import PrecisionSearch
 
     started = time.perf_counter()

@@ -20,6 +20,10 @@ their external tensors resolve in ``Reducer.base_dir`` (run one with
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -456,8 +460,6 @@ class Budget:
         self.max_time = max_time
 
     def attach(self, oracle: Oracle, session: DebugSession, on_improve: Callable[[frozenset[int]], None] | None = None) -> None:
-        import time
-
         started = time.perf_counter()
         many, noted = oracle.many, oracle.on_result
         best: list[int] = []  # size of the last improvement reported
@@ -505,9 +507,6 @@ def prove_bundle(directory: str | Path, session: DebugSession) -> tuple[bool, st
     must stand alone, and the bundle itself is left as written), and compare what it does with the original
     failure's signature. Returns (reproduces, why not). A bundle is announced only when it reproduces the
     same failure: the original's exit code (and ``--fail-regex`` match), not a crash or a missing file."""
-    import shutil
-    import tempfile
-
     check = session.check
     if not isinstance(check, CommandCheck):
         return False, "no --check command to run it with"
@@ -530,9 +529,6 @@ def prove_bundle(directory: str | Path, session: DebugSession) -> tuple[bool, st
 def _clone_or_copy(src: str, dst: str) -> str:
     """A bundle's large files (weights it holds as a reflink clone) are cloned into the proof's copy, not copied
     (a hard link would do, but onnx refuses a data file with two links)."""
-    import os
-    import shutil
-
     if os.path.getsize(src) > 64 << 20 and clone_file(Path(src), Path(dst)):
         shutil.copystat(src, dst)
         return dst

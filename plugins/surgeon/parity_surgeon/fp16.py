@@ -28,6 +28,7 @@ for models that fit one protobuf message.
 
 from __future__ import annotations
 
+import math
 from collections import ChainMap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -207,8 +208,6 @@ def _bare(t: Any) -> Any:
 
 def _float_bytes(t: Any) -> int:
     """A float32 tensor's data size from its dims (``ByteSize`` would serialize it: protobuf's upb has no cached size)."""
-    import math
-
     return 4 * math.prod(t.dims)
 
 
@@ -389,8 +388,6 @@ class Fp16Converter:
 
     def planned_bytes(self) -> int:
         """About how many bytes the converted model takes as one protobuf message (no weight is read)."""
-        import math
-
         model, _, _ = self._build((), "types")
         size = model.ByteSize()
         for init in model.graph.initializer:

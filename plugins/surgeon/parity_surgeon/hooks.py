@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from parity import hookimpl
 
 
@@ -58,8 +60,6 @@ def parity_describe_commands(register):
 @hookimpl
 def parity_divergence_hint(report, output):
     """``parity surgeon extract``: the first divergent node alone, its non-constant inputs fed from outside."""
-    import shlex
-
     from parity_surgeon.naming import safe_name  # here: `parity --help` imports this module and never needs it
 
     first = report.first

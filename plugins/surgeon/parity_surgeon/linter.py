@@ -19,6 +19,7 @@ skipped and :attr:`LintReport.skipped` says so.
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,8 +108,6 @@ def _check(proto: Any, path: Path | None, base: Path | None) -> None:
     model (the checker only looks at the data files' existence), else on a graph-only copy in a temporary
     folder beside sparse stand-ins of the data files (holes, no bytes), so the checker's own rules about
     locations still apply."""
-    import tempfile
-
     import onnx
 
     external = [t for t in onnx_external.tensors(proto) if onnx_external.is_external(t)]

@@ -49,12 +49,15 @@ holding NaN or Inf instead (:func:`parity.api.first_nonfinite`, what ``parity ru
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import math
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -208,8 +211,6 @@ class QuantizationReport:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return _strict(
             {
                 "counts": dict(self.counts),
@@ -293,8 +294,6 @@ class LocalizeResult:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return {
             "format": "parity-localize",
             "version": 1,
@@ -410,8 +409,6 @@ class _Session:
         self.last_thresholds: dict[str, Any] = {}  # the thresholds the last compared tensor was judged against
 
     def close(self) -> None:
-        import shutil
-
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     @property
@@ -442,8 +439,6 @@ class _Session:
     def infer(self, side: int, outputs: Sequence[str], feed: Mapping[str, Any] | None = None, model: str | None = None) -> dict[str, Any]:
         if model is None and feed is None and self.chain is not None:
             return self._segment(side, outputs)
-        import gc
-
         import numpy as np
 
         try:
@@ -711,8 +706,6 @@ def _release_freed() -> None:
     global _TRIM
     if _TRIM is None:
         try:
-            import ctypes
-
             _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
         except (OSError, AttributeError):
             _TRIM = False
