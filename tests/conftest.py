@@ -14,15 +14,8 @@ import core_models  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _fresh_plugins():
-    """Each test sees plugins loaded anew (some tests add one-off plugins or env controls)."""
-    from parity import plugins
-    from parity.cli.common import SETTINGS
-
-    plugins.reset()
-    SETTINGS.update(verbose=False, quiet=False, warnings=True)
-    yield
-    plugins.reset()
+def _fresh_plugins(parity_fresh_plugins):
+    """Each test sees plugins loaded anew (some tests add one-off plugins or env controls): parity.testing's fixture."""
 
 
 @pytest.fixture
@@ -47,13 +40,6 @@ def parity_cli():
 
 
 @pytest.fixture
-def main(capsys):
-    """``parity.cli.main`` in-process: returns (exit code, stdout, stderr)."""
-    from parity.cli import main as parity_main
-
-    def call(*args: str):
-        code = parity_main([str(a) for a in args])
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return call
+def main(parity_main):
+    """``parity.cli.main`` in-process: returns (exit code, stdout, stderr), parity.testing's ``parity_main``."""
+    return parity_main

@@ -4,6 +4,9 @@ Installed with Parity, so a plugin's tests get them without a ``conftest.py``:
 
 * ``parity_invoke``: ``parity_invoke("run", model, "--onnxrt")`` runs ``parity`` in-process (click's ``CliRunner``)
   and returns ``CliResult(exit_code, stdout, stderr)``.
+* ``parity_main``: the same through ``parity.cli.main`` and pytest's ``capsys`` (the test's own output capture),
+  plugins kept between calls of one test; ``parity_fresh_plugins``: plugins loaded anew and default verbosity
+  around a test (a conftest makes it autouse: ``@pytest.fixture(autouse=True) def _fresh(parity_fresh_plugins): ...``).
 * ``relu_add_model``, ``mlp_model``: small ONNX models in ``tmp_path`` (ir_version 10, opset 17, so every
   onnxruntime Parity supports loads them); :func:`save_graph`, :func:`save_model`, :func:`relu_add` and
   :func:`mlp` build others.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -148,3 +151,32 @@ def relu_add_model(tmp_path: Path) -> Path:
 def mlp_model(tmp_path: Path) -> Path:
     """``mlp.onnx`` in ``tmp_path`` (see :func:`mlp`)."""
     return mlp(tmp_path / "mlp.onnx")
+
+
+@pytest.fixture
+def parity_fresh_plugins() -> Iterator[None]:
+    """Plugins loaded anew before and after the test (it may change ``PARITY_PLUGINS`` or add one-off plugins),
+    and the verbosity a command sets (``-v``/``-q``) back to the defaults. Not autouse: a conftest that wants it
+    for every test asks for it from an autouse fixture of its own."""
+    from parity import plugins  # here: pytest loads this module in every session, Parity only when a test uses it
+    from parity.cli.common import SETTINGS  # here: likewise
+
+    plugins.reset()
+    SETTINGS.update(verbose=False, quiet=False, warnings=True)
+    yield
+    plugins.reset()
+
+
+@pytest.fixture
+def parity_main(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """``parity_main(*args) -> CliResult``: ``parity.cli.main`` in this process, what it printed read through
+    ``capsys``. Unlike ``parity_invoke`` it keeps the loaded plugins between calls (pair it with
+    ``parity_fresh_plugins``) and leaves the process's streams to pytest."""
+    from parity.cli import main  # here: pytest loads this module in every session, Parity only when a test uses it
+
+    def call(*args: str | os.PathLike) -> CliResult:
+        code = main([os.fspath(a) if isinstance(a, os.PathLike) else str(a) for a in args])
+        out = capsys.readouterr()
+        return CliResult(int(code), out.out, out.err)
+
+    return call

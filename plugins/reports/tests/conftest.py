@@ -1,5 +1,6 @@
-"""The reports plugin's tests: ``main`` runs ``parity`` in-process as the core's tests do (tests/conftest.py); the
-root conftest puts tests/ on the path (core_models, browser) and gives ``corpus_model`` and ``chromium``."""
+"""The reports plugin's tests: ``main`` runs ``parity`` in-process and plugins are loaded anew for each test, as in
+the core's tests (tests/conftest.py), both from parity.testing's fixtures, as a third party's plugin would have
+them; the root conftest puts tests/ on the path (core_models, browser) and gives ``corpus_model`` and ``chromium``."""
 
 from __future__ import annotations
 
@@ -12,25 +13,11 @@ sys.path.insert(0, str(Path(__file__).parent))  # the browser test imports its n
 
 
 @pytest.fixture(autouse=True)
-def _fresh_plugins():
+def _fresh_plugins(parity_fresh_plugins):
     """Each test sees plugins loaded anew (some tests change the environment's plugin controls)."""
-    from parity import plugins
-    from parity.cli.common import SETTINGS
-
-    plugins.reset()
-    SETTINGS.update(verbose=False, quiet=False, warnings=True)
-    yield
-    plugins.reset()
 
 
 @pytest.fixture
-def main(capsys):
+def main(parity_main):
     """``parity.cli.main`` in-process: returns (exit code, stdout, stderr)."""
-    from parity.cli import main as parity_main
-
-    def call(*args: str):
-        code = parity_main([str(a) for a in args])
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return call
+    return parity_main
