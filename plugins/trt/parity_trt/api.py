@@ -25,9 +25,9 @@ use (see ``_LAZY``).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from parity.api import lazy_attributes
 from parity_trt._trt import import_trt
 from parity_trt.callbacks import guard
 from parity_trt.versions import Gate, has
@@ -44,21 +44,14 @@ __all__ = ["Gate", "build_options", "check_options", "conformance", "convert", "
 # tooling; a plugin that only probes TensorRT needs none of them. Not caching keeps a test's monkeypatch of the
 # defining module (e.g. ``parity_trt.engine.get_runtime``) in effect for every user.
 _LAZY = {
-    "build_options": ("parity_trt.options", "build_options"),
-    "check_options": ("parity_trt.factory", "check_options"),
-    "convert": ("parity_trt.factory", "convert"),
-    "get_runtime": ("parity_trt.engine", "get_runtime"),
-    "conformance": ("parity_trt.conformance", None),
+    "build_options": "parity_trt.options",
+    "check_options": "parity_trt.factory",
+    "convert": "parity_trt.factory",
+    "get_runtime": "parity_trt.engine",
+    "conformance": "parity_trt.conformance",  # the module itself
 }
 
-
-def __getattr__(name: str) -> Any:
-    try:
-        module, attribute = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    found = importlib.import_module(module)
-    return found if attribute is None else getattr(found, attribute)
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:
