@@ -431,7 +431,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, regi
     if request.check_average:
         refuse_unaveraged(funcs, request.fail_fast)
     golden = RunResults()
-    for path in request.load_outputs:
+    for path in request.load_outputs or ():
         golden.extend(load_results(path), prefix=f"{Path(path).name}:")
     kind = detect_model_kind(model, registry, request.model_type) if model else None
     if request.external_data_dir:  # before any work: a folder, for an ONNX model
