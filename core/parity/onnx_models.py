@@ -359,7 +359,8 @@ def topological_order(nodes: Sequence[onnx.NodeProto]) -> list[int]:
 MARK_ALL = "mark all"
 
 
-def _wants_all(outputs: Sequence[str]) -> bool:
+def wants_all(outputs: Sequence[str]) -> bool:
+    """Whether ``--onnx-outputs`` asks for every tensor (``mark all``, ``"mark all"`` or ``*``)."""
     return list(outputs) in (["mark", "all"], [MARK_ALL], ["*"])
 
 
@@ -375,7 +376,7 @@ def mark_outputs(model: onnx.ModelProto, outputs: Sequence[str], exclude: Sequen
     for name in exclude:  # a misspelt exclusion would leave the tensor marked without a word
         if name not in known:
             raise UsageError(f"--onnx-exclude-outputs: the model has no tensor '{name}'{did_you_mean(name, known)}")
-    if _wants_all(outputs):
+    if wants_all(outputs):
         wanted = list(dict.fromkeys([*produced, *existing]))
     else:
         for name in outputs:

@@ -23,6 +23,8 @@ _LAZY = {
     "onnx_from_path": "parity_onnxrt.loaders",
     "session_from_onnx": "parity_onnxrt.loaders",
     "OnnxrtRunner": "parity_onnxrt.runner",
+    "SegmentedSession": "parity_onnxrt.segments",
+    "release_freed_memory": "parity_onnxrt.loaders",
 }
 __all__ = sorted(_LAZY)
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -37,6 +37,10 @@ def make_runner(request: RunnerRequest):
         base_dir=data_dir,
         prepack=request.get("onnxrt_prepack"),
     )
+    if outputs:  # mark all on big external weights: a chain of sessions, one at a time (parity_onnxrt.segments)
+        from parity_onnxrt.segments import SegmentedSessionFromOnnx
+
+        session = SegmentedSessionFromOnnx(session, outputs)
     return OnnxrtRunner(session)
 
 

@@ -49,7 +49,6 @@ holding NaN or Inf instead (:func:`parity.api.first_nonfinite`, what ``parity ru
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import math
 import os
@@ -60,6 +59,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from parity_onnxrt.api import release_freed_memory
 
 from parity.api import (
     DivergenceReport,
@@ -451,7 +452,7 @@ class _Session:
         # activations); copied once the session is gone, the arena goes before the other side's run loads
         out = {t: np.array(v) if isinstance(v, np.ndarray) else v for t, v in got.items()}
         del got
-        _release_freed()
+        release_freed_memory()  # the session's weights go back before the other side's load
         return out
 
     def _segment(self, side: int, outputs: Sequence[str]) -> dict[str, Any]:
@@ -698,22 +699,6 @@ def _feedable(value: Any) -> bool:
     except (KeyError, ValueError, TypeError):
         return False
     return True
-
-
-def _release_freed() -> None:
-    """Give the memory a released session freed back to the system (glibc keeps freed blocks of up to 32 MiB,
-    a weight's size, in its heap: without this, every segment's weights would stay in the process)."""
-    global _TRIM
-    if _TRIM is None:
-        try:
-            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _TRIM = False
-    if _TRIM:
-        _TRIM(0)
-
-
-_TRIM: Any = None  # glibc's malloc_trim, once looked up (False: not glibc)
 
 
 def _held(tensor: Any, computed: bool = True) -> int:
