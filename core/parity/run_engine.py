@@ -225,9 +225,10 @@ def run(
             if outputs >= _MANY_OUTPUTS:
                 progress("outputs", done, outputs, "")
 
-        # twins last: a marked runner that cannot load (a tensor name the model lacks) fails before any input is
-        # made or any twin runs; sessions load one at a time either way, so the peak is the same
-        for index, feed, results in Comparator.stream(list(runners) + [t for _, (t, _) in twins], data_loader, lambda i, what: progress("iterations", i, total, what)):
+        # twins first: while the marked runners run, a twin's outputs (the model's own, few) wait, not every
+        # tensor of a marked run while a twin holds the whole model (1.3x its weights for an LLM-like decoder,
+        # bench/big_models.py); the cost: a tensor name the model lacks stops the run after its twin ran
+        for index, feed, results in Comparator.stream([t for _, (t, _) in twins] + list(runners), data_loader, lambda i, what: progress("iterations", i, total, what)):
             progress("iterations", index, total, "comparing")
             plain = {t.name: results.pop(t.name) for _, (t, _) in twins}
             inputs_out.add_inputs(feed)
