@@ -51,7 +51,8 @@ def test_help_imports_none_of_the_avoided_modules(argv):
 
 def test_a_plain_run_imports_only_what_it_needs():
     found = set(imported("run", MODEL, "--onnxrt", "--input-shapes", "x:[4,3,16,16]"))
-    assert not found & {"dataclasses", "statistics", "zipfile", "parity.compare.divergence", "shutil", "difflib", "matplotlib", "parity_reports.plots"}, sorted(found)
+    # dataclasses may come: the engine's RunRequest is one (issue 27: the standard library over stand-ins, 1-2 ms)
+    assert not found & {"statistics", "zipfile", "parity.compare.divergence", "shutil", "difflib", "matplotlib", "parity_reports.plots"}, sorted(found)
 
 
 @pytest.mark.parametrize("columns", [None, "40", "100", "300", "abc", "0"])
