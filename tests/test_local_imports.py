@@ -186,14 +186,7 @@ def test_function_local_imports_of_light_modules_say_why():
 
 # Sites in files under other engineers' edits when this rule came (issue 27), with what measuring found: each
 # is to move to the top or get its comment in that file's next change, and then leave this list.
-PENDING = {
-    ("core/parity/from_options.py", "pathlib.Path"),  # 6 ms at `parity run --help`: stays, say so
-    ("core/parity/onnx_external.py", "stat"),  # free (os imports it): to the top
-    ("core/parity/onnx_external.py", "re"),  # free (click imports it): to the top
-    ("plugins/onnxrt/parity_onnxrt/loaders.py", "tempfile"),  # 4.5 ms at a tiny `parity run`: stays, say so
-    ("plugins/onnxrt/parity_onnxrt/loaders.py", "json"),  # free at `parity run` (numpy imports it): to the top
-    ("plugins/onnxrt/parity_onnxrt/loaders.py", "re"),  # free: to the top
-}
+PENDING: set[tuple[str, str]] = set()  # sites other engineers were editing when the rule came: none left
 
 
 def test_function_local_standard_library_imports_say_why():

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -276,8 +278,6 @@ def check_location(location: str, target: str | os.PathLike[str]) -> None:
 
 
 def _existing_mode(target: Path) -> int | None:
-    import stat
-
     try:
         return stat.S_IMODE(os.stat(target).st_mode)
     except OSError:
@@ -388,8 +388,6 @@ def _externalized(
 
 def _tensor_file(name: str, taken: dict[str, Any]) -> str:
     """One data file per tensor (``--no-save-all-tensors-to-one-file``): the tensor's name, made a safe file name."""
-    import re
-
     base = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "tensor"
     candidate, n = base, 1
     while candidate in taken:
