@@ -130,3 +130,25 @@ def test_state_file_content_is_json(tmp_path):
     session.evaluate("k", lambda it: None)
     data = json.loads(Path("st.json").read_text())
     assert data["format"] == "parity-debug-state" and data["verdicts"] == {"k": True}
+
+
+def test_a_reporter_without_the_optional_methods_is_completed_once(tmp_path, capsys):
+    """A third party's debug reporter with only ``iteration`` (no ``expect``, ``warn``...): the session calls every
+    method directly, its own where it has them and parity.api.DebugReporter's defaults where not."""
+    from parity.api import DebugReporter
+
+    seen = []
+
+    class Minimal:
+        def iteration(self, index, verdict, seconds, info, resumed=False, note=""):
+            seen.append((index, verdict))
+
+    session = DebugSession(PredicateCheck(lambda it: it.key == "b"), reporter=Minimal())
+    assert isinstance(session.reporter, DebugReporter)
+    session.expect(2)  # the default: nothing
+    session.evaluate("a", lambda it: None)
+    session.evaluate("b", lambda it: None)
+    session.reporter.warn("watch out")  # the default: one line on stderr
+    session.finish()
+    assert [verdict for _, verdict in seen] == ["good", "bad"]
+    assert "watch out" in capsys.readouterr().err

@@ -115,6 +115,8 @@ _EXPORTS: dict[str, str] = {
     # watching a run (hook parity_watch_run): reports as plugins
     "RunWatcher": "parity.reporting",
     "FinishedRun": "parity.reporting",
+    "RunReporter": "parity.reporting",
+    "DebugReporter": "parity.reporting",
     "first_divergence": "parity.compare.divergence",
     "decade_labels": "parity.compare.stats",
     # ONNX models (the module; its public functions are listed in docs/plugins/api.md)
@@ -175,7 +177,7 @@ if TYPE_CHECKING:  # what readers and type checkers see; at run time each name l
     from parity.onnx_external import ExternalData, SavedModel, WeightReader, runtime_bytes, save_model
     from parity.plugins import call_hook, get_registry, module_available
     from parity.registry import Backend, ComparatorSpec, ConverterSpec, ConvertRequest, DataLoaderSpec, ExecutorSpec, ModelKind, OptionSpec, RunnerRequest, StrategySpec
-    from parity.reporting import FinishedRun, RunWatcher, json_default
+    from parity.reporting import DebugReporter, FinishedRun, RunReporter, RunWatcher, json_default
     from parity.results.files import check_output_path, load_inputs, load_results, save_inputs, save_results
     from parity.results.model import IterationResult, RunResults
     from parity.util.fs import (

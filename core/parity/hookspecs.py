@@ -211,7 +211,7 @@ def parity_watch_run(options, reporter):
     :param options: the run's option values keyed by parameter name (``save_report_html``, ``atol``...), as
         the CLI parses them or as :class:`parity.RunRequest` gives them; options not given are ``None``,
         absent or empty.
-    :param reporter: the run's reporter (:class:`parity.reporting.RunReporter`): ``warning(message)``,
+    :param reporter: the run's reporter (:class:`parity.api.RunReporter`): ``warning(message)``,
         ``note(message)``, ``progress(task, done, total, status)``.
     """
 

@@ -2,7 +2,7 @@
 
 * :class:`RunReporter`: a comparison run (:func:`parity.run_engine.run_comparison`), a base class whose
   methods all have defaults, so the engine calls each directly (:func:`run_reporter` completes a reporter that
-  does not subclass it). The CLI's (:class:`parity.cli.report.ReportPrinter`) prints Parity's lines; the
+  does not subclass it; :func:`debug_reporter` does the same for :class:`DebugReporter`). The CLI's (:class:`parity.cli.report.ReportPrinter`) prints Parity's lines; the
   Python API's default, :class:`QuietReporter`, shows warnings only.
 * :class:`DebugReporter`: a debug session (:class:`parity.debug.DebugSession`). The CLI's
   (:class:`parity.cli.debug.DebugProgress`) shows a progress bar or a line per check; the default,
@@ -21,10 +21,12 @@ import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from parity.util.fs import write_text_atomic
 from parity.util.text import warn
+
+R = TypeVar("R")
 
 if TYPE_CHECKING:  # pragma: no cover
     from parity.compare.divergence import DivergenceReport
@@ -70,19 +72,16 @@ class QuietReporter(RunReporter):
     """Shows warnings (on stderr, as everywhere in Parity) and nothing else: the Python API's default."""
 
 
-_REPORTER_METHODS = ("warning", "iteration", "divergence", "summary", "nonfinite", "note", "progress")
-
-
-class _CompletedReporter(RunReporter):
-    """A reporter that does not subclass :class:`RunReporter`: its own methods where it has them, the defaults
-    where it does not (looked up once, here, not at each call)."""
-
-    def __init__(self, reporter: Any) -> None:
-        self.wrapped = reporter
-        for name in _REPORTER_METHODS:
-            method = getattr(reporter, name, None)
-            if callable(method):
-                setattr(self, name, method)
+def _completed(reporter: Any, base: type[R]) -> R:
+    """``reporter``, which does not subclass ``base``, as a ``base``: its own public methods where it has them,
+    ``base``'s defaults where it does not (looked up once, here, not at each call)."""
+    completed = base()
+    for name in dir(base):
+        method = getattr(reporter, name, None) if not name.startswith("_") else None
+        if callable(method):
+            setattr(completed, name, method)
+    completed.wrapped = reporter  # type: ignore[attr-defined]
+    return completed
 
 
 def run_reporter(reporter: Any = None) -> RunReporter:
@@ -92,7 +91,7 @@ def run_reporter(reporter: Any = None) -> RunReporter:
         return QuietReporter()
     if isinstance(reporter, RunReporter):
         return reporter
-    return _CompletedReporter(reporter)
+    return _completed(reporter, RunReporter)
 
 
 class FinishedRun:
@@ -134,8 +133,10 @@ class RunWatcher:
         """The summary is shown and the ``--report`` file written: write your files."""
 
 
-class DebugReporter(Protocol):
-    """Called by :class:`parity.debug.DebugSession` as checks finish."""
+class DebugReporter:
+    """What :class:`parity.debug.DebugSession` calls as checks finish. Subclass it and override what you show;
+    every method has a default (``warn`` writes to stderr, the others do nothing), so the session calls each
+    directly; a reporter that does not subclass it is completed once by :func:`debug_reporter`."""
 
     def iteration(self, index: int, verdict: str, seconds: float, info: Mapping[str, Any], resumed: bool = False, note: str = "") -> None:
         """Check ``index`` gave ``verdict`` (``"good"``, ``"bad"`` or ``"unresolved"``); ``resumed``: taken
@@ -148,33 +149,28 @@ class DebugReporter(Protocol):
         """Something worth a line: resuming from a state file, the last output of a stopped search."""
 
     def warn(self, message: str) -> None:
-        """Something the user should know: an ignored state file, a termination signal."""
+        """Something the user should know: an ignored state file, a termination signal (default: stderr)."""
+        warn(message)
 
     def close(self) -> None:
         """The session is finished."""
 
     def expect(self, remaining: int | None) -> None:
-        """Optional (called only where defined): about ``remaining`` more checks are coming (``--until N``, a
-        binary search's steps), None when the command cannot tell; a display shows the time left from it."""
+        """About ``remaining`` more checks are coming (``--until N``, a binary search's steps), None when the
+        command cannot tell; a display shows the time left from it."""
 
 
-class QuietDebugReporter:
-    """Shows warnings (on stderr) and nothing else."""
+class QuietDebugReporter(DebugReporter):
+    """Shows warnings (on stderr) and nothing else: the Python API's default."""
 
-    def iteration(self, index: int, verdict: str, seconds: float, info: Mapping[str, Any], resumed: bool = False, note: str = "") -> None:
-        pass
 
-    def check_output(self, text: str) -> None:
-        pass
-
-    def note(self, message: str) -> None:
-        pass
-
-    def warn(self, message: str) -> None:
-        warn(message)
-
-    def close(self) -> None:
-        pass
+def debug_reporter(reporter: Any = None) -> DebugReporter:
+    """``reporter`` as a complete :class:`DebugReporter` (see :func:`run_reporter`)."""
+    if reporter is None:
+        return QuietDebugReporter()
+    if isinstance(reporter, DebugReporter):
+        return reporter
+    return _completed(reporter, DebugReporter)
 
 
 def write_report(path: str, summary: Any, code: int, layerwise: Sequence[Any] | None = None, nonfinite: Sequence[Any] | None = None) -> None:

@@ -22,6 +22,7 @@ from parity.debug.executor import make_executor
 from parity.debug.report import write_debug_report
 from parity.debug.session import DebugSession
 from parity.errors import ExitCode, ParityError, UsageError
+from parity.reporting import DebugReporter
 
 
 def debug_options(default_artifact: str = "parity_debug.onnx", jobs: bool = True) -> list[click.Parameter]:
@@ -171,7 +172,7 @@ def session_from_options(params: Mapping[str, Any], *, label: str, fingerprint: 
     )
 
 
-class DebugProgress:
+class DebugProgress(DebugReporter):
     """A :class:`parity.reporting.DebugReporter` for the terminal: one line per check on stderr, and on a
     terminal a live bar below them with the count, the time taken and, when the command knows how many checks
     remain (``--until N``, a binary search's steps), the time left (:mod:`parity.cli.progress`). Disabled

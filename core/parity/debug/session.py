@@ -45,7 +45,7 @@ from parity.debug.check import BAD, GOOD, UNRESOLVED, Iteration, Outcome, indent
 from parity.debug.executor import Executor, SerialExecutor
 from parity.errors import ExitCode, ParityError, UsageError
 from parity.onnx_external import copy_with_data
-from parity.reporting import DebugReporter, QuietDebugReporter
+from parity.reporting import DebugReporter, debug_reporter
 from parity.util.fs import write_text_atomic
 
 STATE_FORMAT = "parity-debug-state"
@@ -140,7 +140,7 @@ class DebugSession:
         self.fingerprint = _digest(fingerprint or {})
         self.remove_intermediate = remove_intermediate
         self.executor = executor or SerialExecutor()
-        self.reporter: DebugReporter = reporter or QuietDebugReporter()
+        self.reporter: DebugReporter = debug_reporter(reporter)
         self.label = label
         self.summary = Summary()
         self.verdicts: dict[str, str] = {}  # key -> good / bad / unresolved
@@ -235,10 +235,8 @@ class DebugSession:
     # --- evaluation --------------------------------------------------------------------------------
     def expect(self, remaining: int | None) -> None:
         """About ``remaining`` more checks are coming (None: the command cannot tell), for the reporter's count
-        and time left. Reporters without an ``expect`` method are not told."""
-        tell = getattr(self.reporter, "expect", None)
-        if tell is not None:
-            tell(remaining)
+        and time left."""
+        self.reporter.expect(remaining)
 
     def known(self, key: str) -> str | None:
         """The verdict (good / bad / unresolved) for ``key`` if it is known without running a check."""

@@ -4,9 +4,12 @@ parity: numpy, matplotlib and onnx are imported when a report is asked for."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parity import hookimpl
+
+if TYPE_CHECKING:  # pragma: no cover
+    from parity.api import RunReporter
 
 # parameter names: the run watcher is made only when one of them is given
 REPORTS = ("save_report_html", "save_model_explorer")
@@ -27,7 +30,7 @@ def parity_register_options(register):
 
 
 @hookimpl
-def parity_watch_run(options: Mapping[str, Any], reporter: Any) -> Any:
+def parity_watch_run(options: Mapping[str, Any], reporter: RunReporter) -> Any:
     if not any(options.get(name) for name in (*REPORTS, *PICTURES)):
         return None  # a plain run imports nothing more of this plugin
     from parity_reports.watcher import ReportWatcher

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from parity.api import FinishedRun, RunWatcher, UsageError, check_output_path, command_line
+from parity.api import FinishedRun, RunReporter, RunWatcher, UsageError, check_output_path, command_line
 from parity_reports.hooks import PICTURES, REPORT_FLAGS, REPORTS
 
 
@@ -15,7 +15,7 @@ class ReportWatcher(RunWatcher):
     """What the run's options ask for. Made before any work, once the core has checked its own output paths:
     the report files' paths are checked here, in the order the options are listed."""
 
-    def __init__(self, options: Mapping[str, Any], reporter: Any) -> None:
+    def __init__(self, options: Mapping[str, Any], reporter: RunReporter) -> None:
         """``reporter``: the run's (a complete ``parity.RunReporter``: the engine completes one that lacks
         ``note`` or ``progress`` before it calls the hook)."""
         for option in REPORTS:  # a bad output path fails before any work
