@@ -68,7 +68,7 @@ def set_verbosity(ctx: click.Context, param: click.Parameter, value: str | None)
 def usage_message(exc: click.UsageError) -> str:
     """click's complaint on one line. An option or command that a first-party plugin adds, in an install
     without that plugin, names the distribution to install instead (``--trt is provided by parity-trt: ...``)."""
-    from parity import family  # here: only this error path reads the family catalogue
+    from parity import distributions  # here: only this error path reads the catalogue
 
     message = " ".join(exc.format_message().split())
     command = exc.ctx.command_path if exc.ctx else "parity"
@@ -80,11 +80,11 @@ def usage_message(exc: click.UsageError) -> str:
 
         if exc.option_name in INSTEAD:
             return f"{exc.option_name} is Polygraphy's; {INSTEAD[exc.option_name]}"
-        member, what = family.provider(option=exc.option_name), exc.option_name
+        member, what = distributions.provider(option=exc.option_name), exc.option_name
     else:
         unknown = re.match(r"No such command '([^']+)'", message)
         path = " ".join([*command.split()[1:], unknown.group(1)]) if unknown else ""
-        member, what = (family.provider(command=path) if path else None), f"'parity {path}'"
+        member, what = (distributions.provider(command=path) if path else None), f"'parity {path}'"
     if member is not None:
         return f"{what} is provided by {member.distribution}: {member.remedy()}"
     return f"{message} (see '{command} --help')"

@@ -114,9 +114,9 @@ def make_executor_from_options(params: Mapping[str, Any]) -> Any:
             if spec.name != name and option.name in params and params[option.name] not in (None, option.default, ()):
                 raise UsageError(f"{option.opts[0]} needs --executor {spec.name}")
     if name not in executors:
-        from parity import family  # the error path: a first-party executor that is not installed
+        from parity import distributions  # the error path: a first-party executor that is not installed
 
-        member = family.provider(executor=name)
+        member = distributions.provider(executor=name)
         if member is not None:
             raise UsageError(f"--executor {name} is provided by {member.distribution}: {member.remedy()}")
     return get_registry().executor(name).factory(params)

@@ -57,9 +57,9 @@ def make_command() -> click.Command:
                 echo(f"  hooks: {', '.join(row['hooks'])}")
             for kind, names in sorted(row["registered"].items()):
                 echo(f"  {kind}: {', '.join(sorted(names))}")
-        from parity import family  # here: only this listing reads the catalogue
+        from parity import distributions  # here: only this listing reads the catalogue
 
-        for member in family.missing():
+        for member in distributions.missing():
             echo(f"not installed: {member.distribution} ({member.remedy()})")
         return 0
 

@@ -1,7 +1,7 @@
-"""Parity's family: which first-party distribution provides an option or command an install lacks.
+"""Parity's first-party distributions: which one provides an option or command an install lacks.
 
-The catalogue is data (``family.json``, shipped in the package), not code, so the core still names no plugin;
-``tests/test_family.py`` checks it against what each plugin actually adds. Read only on the error path.
+The catalogue is data (``distributions.json``, shipped in the package), not code, so the core still names no plugin;
+``tests/test_distributions.py`` checks it against what each plugin actually adds. Read only on the error path.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Member(NamedTuple):
 
 
 def members() -> list[Member]:
-    data = json.loads(files("parity").joinpath("family.json").read_text())
+    data = json.loads(files("parity").joinpath("distributions.json").read_text())
     return [Member(name, d["extra"], tuple(d["options"]), tuple(d["commands"]), tuple(d.get("executors", ()))) for name, d in data["distributions"].items()]
 
 

@@ -1,5 +1,5 @@
-"""A core-only install knows its family: an option or command of a first-party plugin that is not loaded gets one
-line naming the distribution that provides it, and core/parity/family.json stays in step with the plugins."""
+"""A core-only install knows its first-party distributions: an option or command of a first-party plugin that is not loaded gets one
+line naming the distribution that provides it, and core/parity/distributions.json stays in step with the plugins."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from parity import family
+from parity import distributions
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "examples" / "models" / "tiny_cnn.onnx"
@@ -35,15 +35,15 @@ def surface(**env: str) -> tuple[set[str], set[str]]:
 
 
 def test_the_catalogue_matches_what_each_plugin_adds():
-    members = {m.extra: m for m in family.members()}
+    members = {m.extra: m for m in distributions.members()}
     assert set(members) == {p.name for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file()}
     all_options, all_commands = surface()
     for extra, member in members.items():
         options, commands = surface(PARITY_DISABLE_PLUGINS=extra)
         added_options, added_commands = all_options - options, all_commands - commands
-        assert added_options <= set(member.options), f"{member.distribution} adds options family.json lacks: {sorted(added_options - set(member.options))}"
-        assert added_commands <= set(member.commands), f"{member.distribution} adds commands family.json lacks: {sorted(added_commands - set(member.commands))}"
-        assert set(member.options) <= all_options and set(member.commands) <= all_commands, f"family.json lists what {member.distribution} does not add"
+        assert added_options <= set(member.options), f"{member.distribution} adds options distributions.json lacks: {sorted(added_options - set(member.options))}"
+        assert added_commands <= set(member.commands), f"{member.distribution} adds commands distributions.json lacks: {sorted(added_commands - set(member.commands))}"
+        assert set(member.options) <= all_options and set(member.commands) <= all_commands, f"distributions.json lists what {member.distribution} does not add"
 
 
 def test_an_option_or_command_of_a_plugin_not_loaded_names_its_distribution():
@@ -62,7 +62,7 @@ def test_an_option_or_command_of_a_plugin_not_loaded_names_its_distribution():
 
 
 def test_a_distribution_not_installed_is_named_with_its_install_command():
-    absent = family.Member("parity-absent-for-test", "absent", ("--absent",), ())
+    absent = distributions.Member("parity-absent-for-test", "absent", ("--absent",), ())
     assert not absent.installed and absent.remedy() == 'pip install "parity[absent]"'
 
 
@@ -75,10 +75,10 @@ def test_other_usage_errors_are_one_line_with_exit_2():
 
 def test_parity_plugins_lists_the_members_not_installed(tmp_path):
     """A catalogue naming a distribution that is not installed: `parity plugins` says how to get it."""
-    data = json.loads((ROOT / "core" / "parity" / "family.json").read_text())
-    assert data["format"] == "parity-family"
+    data = json.loads((ROOT / "core" / "parity" / "distributions.json").read_text())
+    assert data["format"] == "parity-distributions"
     listing = parity("plugins").stdout
-    missing = [m for m in family.members() if not m.installed]
+    missing = [m for m in distributions.members() if not m.installed]
     for member in missing:
         assert f"not installed: {member.distribution}" in listing
     if not missing:  # everything is installed here: the listing has no such line
