@@ -168,8 +168,10 @@ def plan(model: Any, limit: int, typed: Collection[str]) -> list[_Segment]:
     segments, made = [], set(inputs)
     for group, read_later in zip(groups, later):
         outputs = [o for i in group for o in nodes[i].output if o]
-        fed = list(dict.fromkeys(t for i in group for t in reads[i] if t in made))
-        segments.append(_Segment(group, fed, [o for o in outputs if o in marked or o in read_later]))
+        returns = [o for o in outputs if o in marked or o in read_later]
+        if returns:  # else nothing it computes is marked or read later (--onnx-exclude-outputs): not run
+            fed = list(dict.fromkeys(t for i in group for t in reads[i] if t in made))
+            segments.append(_Segment(group, fed, returns))
         made.update(outputs)
     return segments
 

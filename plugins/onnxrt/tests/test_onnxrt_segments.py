@@ -90,6 +90,16 @@ def test_trained_model_in_segments_gives_the_values_of_one_session(parity_invoke
     assert len(sessions) >= 6
 
 
+def test_excluded_outputs_leave_segments_with_nothing_to_return_out(parity_invoke, llm_decoder, monkeypatch, tmp_path, sessions):
+    """mark all minus the logits: the last segment, which computes only them, is not run (onnxruntime refuses a
+    session asked for no output), and the rest agree with one session."""
+    monkeypatch.setattr(segments, "SEGMENTS", 16)  # the LM head's weight alone passes a segment's share
+    model = llm_decoder(layers=3)
+    seg, whole, _ = _both(parity_invoke, monkeypatch, sessions, model, tmp_path, *VALS, "--onnx-exclude-outputs", "logits")
+    _same(seg, whole)
+    assert "logits" not in seg and len(seg) > 100
+
+
 def test_named_outputs_run_in_one_session(parity_invoke, llm_decoder, sessions):
     code, text, err = parity_invoke("run", llm_decoder(layers=3), "--onnxrt", "--onnx-outputs", "block0/mlp/residual:0", "logits", *VALS)
     assert code == 0, text + err
