@@ -3,6 +3,7 @@ ONNX models with onnxruntime."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
@@ -121,6 +122,20 @@ def test_run_results_is_a_list_of_pairs_with_dict_helpers():
         results[3]
     with pytest.raises(PolygraphyException, match="does not exist in this RunResults"):
         results["missing"]
+    assert not isinstance(results, list)  # as Polygraphy's: JSON must see a RunResults, not a list
+
+    from polygraphy.comparator import RunResults as PolygraphyRunResults
+
+    text = results.to_json()
+    theirs = PolygraphyRunResults.from_json(text)  # Polygraphy reads what we write...
+    assert list(theirs.keys()) == ["first", "second", "third"]
+    np.testing.assert_array_equal(theirs["first"][0]["y"], [7.0, 7.0])
+    assert RunResults.from_json(theirs.to_json()) == results  # ...and we read what it writes
+    buffer = io.StringIO()
+    results.save(buffer)
+    assert RunResults.load(io.StringIO(buffer.getvalue())) == results
+    with pytest.raises(PolygraphyException, match="cannot be decoded into a RunResults"):
+        RunResults.from_json("[1, 2]")
     parity_results = results.to_parity()
     assert isinstance(parity_results, parity_api.RunResults) and parity_results.runners() == ["first", "second", "third"]
 

@@ -332,9 +332,20 @@ class DataLoaderCache:
                 f"\nNote: The object was:\n{self.cache[0]!r:.500}"
             )
         if self.save_inputs_path is not None:
-            from parity import api as parity_api
+            _save_inputs(self.cache, self.save_inputs_path)
 
-            parity_api.save_inputs([{k: to_numpy(v) for k, v in feed.items()} for feed in self.cache], self.save_inputs_path)
+
+def _save_inputs(feeds: list, path: Any) -> None:
+    """Polygraphy's JSON list of feed dicts, atomically: a ``.json`` path through Parity's streaming writer, any
+    other path or an open file through :func:`parity_polygraphy.json.save_json`."""
+    if not hasattr(path, "write") and str(path).endswith(".json"):
+        from parity import api as parity_api
+
+        parity_api.save_inputs([{k: to_numpy(v) for k, v in feed.items()} for feed in feeds], str(path))
+        return
+    from parity_polygraphy.json import save_json
+
+    save_json(feeds, path, description="inference input data")
 
 
 def _is_feed_dict(item: Any) -> bool:

@@ -126,16 +126,28 @@ class IterationResult(MutableMapping):
         return cls(dict(result), getattr(result, "runtime", None), getattr(result, "runner_name", None))
 
 
-class RunResults(list):
-    """Polygraphy's ``RunResults``: a list of ``(runner_name, [IterationResult, ...])`` pairs that can also be
-    used like an ordered dict of runner names (which may repeat). ``results["trt-runner"][0]["out"]``."""
+class RunResults:
+    """Polygraphy's ``RunResults``: a list (``lst``) of ``(runner_name, [IterationResult, ...])`` pairs that can
+    also be used like an ordered dict of runner names (which may repeat). ``results["trt-runner"][0]["out"]``.
+    Like Polygraphy's, it is not a ``list`` subclass (so JSON encodes it as a ``RunResults``)."""
 
-    @property
-    def lst(self) -> list:
-        return self
+    def __init__(self, lst: Iterable[tuple[str, list[IterationResult]]] | None = None) -> None:
+        self.lst: list[tuple[str, list[IterationResult]]] = list(lst or [])
+
+    def __iter__(self) -> Iterator[tuple[str, list[IterationResult]]]:
+        return iter(self.lst)
+
+    def __len__(self) -> int:
+        return len(self.lst)
+
+    def append(self, item: tuple[str, list[IterationResult]]) -> None:
+        self.lst.append(item)
+
+    def extend(self, items: Iterable[tuple[str, list[IterationResult]]]) -> None:
+        self.lst.extend(items)
 
     def items(self) -> Iterator[tuple[str, list[IterationResult]]]:
-        yield from list.__iter__(self)
+        yield from self.lst
 
     def keys(self) -> Iterator[str]:
         for name, _ in self.items():
@@ -157,7 +169,7 @@ class RunResults(list):
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, (int, slice)):
-            return list.__getitem__(self, key)
+            return self.lst[key]
         for name, iteration_results in self.items():
             if name == key:
                 return iteration_results
@@ -165,21 +177,21 @@ class RunResults(list):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if isinstance(key, (int, slice)):
-            list.__setitem__(self, key, value)
+            self.lst[key] = value
             return
         for index, name in enumerate(self.keys()):
             if name == key:
-                list.__setitem__(self, index, (key, value))
+                self.lst[index] = (key, value)
                 return
         self.append((key, value))
 
     def __contains__(self, val: object) -> bool:
         if isinstance(val, (str, bytes)):
             return val in list(self.keys())
-        return list.__contains__(self, val)
+        return val in self.lst
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, list):
+        if not isinstance(other, RunResults):
             return NotImplemented
         return len(self) == len(other) and all(r0 == r1 and list(i0) == list(i1) for (r0, i0), (r1, i1) in zip(self, other))
 
@@ -213,16 +225,15 @@ class RunResults(list):
         return _checked(from_json(src), cls)
 
     def save(self, dest: Any) -> None:
-        """Write these results: a path goes through Parity's atomic writer (Polygraphy's JSON format); a file
-        object gets the JSON text."""
-        if hasattr(dest, "write"):
-            dest.write(self.to_json())
+        """Write these results as Polygraphy's JSON, atomically: a ``.json`` path through Parity's streaming
+        writer, any other path or an open file through :func:`parity_polygraphy.json.save_json` (Polygraphy
+        writes JSON whatever the extension; Parity's writer would pick its archive)."""
+        if not hasattr(dest, "write") and os.fspath(dest).endswith(".json"):
+            parity_api.save_results(self.to_parity(), os.fspath(dest))
             return
-        path = os.fspath(dest)
-        if path.endswith(".json"):
-            parity_api.save_results(self.to_parity(), path)
-        else:  # Polygraphy writes JSON whatever the extension; Parity's writer picks its archive for other names
-            parity_api.write_text_atomic(path, self.to_json())
+        from parity_polygraphy.json import save_json
+
+        save_json(self, dest, description="inference results")
 
     @classmethod
     def load(cls, src: Any) -> RunResults:
@@ -239,9 +250,7 @@ def _as_iteration(value: Any, runner_name: str) -> IterationResult:
 def _checked(obj: Any, cls: type) -> Any:
     if isinstance(obj, cls):
         return obj
-    if cls is RunResults and isinstance(obj, list):
-        return RunResults.from_parity(obj)
-    raise PolygraphyException(f"expected {cls.__name__} JSON, got {type(obj).__name__}")
+    raise PolygraphyException(f"Provided JSON cannot be decoded into a {cls.__name__}.\nNote: JSON was decoded into a {type(obj)}")
 
 
 class AccuracyResult(OrderedDict):
