@@ -146,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mirror", type=Path, default=MIRROR, help="git mirror of NVIDIA/TensorRT (default: %(default)s)")
     parser.add_argument("--commit", default="HEAD", help="commit of the mirror to take the tests from (default: %(default)s)")
     parser.add_argument("--no-trt-model", action="store_true", help="leave `import tensorrt` alone (no behavioural model)")
+    parser.add_argument("--no-internal-checks", action="store_true", help="leave POLYGRAPHY_INTERNAL_CORRECTNESS_CHECKS unset (Polygraphy's test target sets it to 1)")
     parser.add_argument("--trt-model-version", help="modelled TensorRT version (default: the newest)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the per-file counts as JSON")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="extract into DIR (kept) instead of a temporary folder")
@@ -169,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"not in {TESTS} at {args.commit}: {', '.join(missing)}", file=sys.stderr)
             return 2
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        if not args.no_internal_checks:  # as Polygraphy's own `make test` runs its tests
+            env["POLYGRAPHY_INTERNAL_CORRECTNESS_CHECKS"] = "1"
         if not args.no_trt_model:
             env = trt_model_env(env, args.trt_model_version)
         junit = work / "junit.xml"
