@@ -235,3 +235,20 @@ def test_data_loader_draws_polygraphys_values():
     fixed = DataLoader(input_metadata={"in_*": (None, (4, 2))})
     fixed.input_metadata = {"in_x": (np.float32, (-1, 2)), "other": (np.float32, (-1, 2))}
     assert fixed[0]["in_x"].shape == (4, 2) and fixed[0]["other"].shape == (1, 2)
+
+
+def test_a_polygraphy_script_with_its_own_runners_and_the_class_forms():
+    """What a Polygraphy script does, with `polygraphy` replaced by `parity_polygraphy` in its imports."""
+    from parity_polygraphy.backend.onnxrt import OnnxrtRunner as PolygraphyStyleRunner
+    from parity_polygraphy.backend.onnxrt import SessionFromOnnx as PolygraphyStyleSession
+    from parity_polygraphy.comparator import IndicesCompareFunc, SimpleCompareFunc, TopKPostprocessFunc
+
+    runners = [PolygraphyStyleRunner(PolygraphyStyleSession(add_model(offset)), name=name) for offset, name in ((0.0, "a"), (0.002, "b"))]
+    results = Comparator.run(runners, data_loader=DataLoader(iterations=2, seed=3))
+    assert [len(its) for its in results.values()] == [2, 2]
+    assert not np.array_equal(results["a"][0]["y"], results["a"][1]["y"])  # each iteration draws its own inputs
+    assert not Comparator.compare_accuracy(results, compare_func=SimpleCompareFunc())
+    assert Comparator.compare_accuracy(results, compare_func=SimpleCompareFunc(atol=0.01))
+    ranked = Comparator.postprocess(results, TopKPostprocessFunc(k=4))
+    assert Comparator.compare_accuracy(ranked, compare_func=IndicesCompareFunc())  # a constant shift keeps the ranking
+    np.testing.assert_array_equal(np.sort(ranked["a"][0]["y"], axis=-1), [[0, 1, 2, 3]])

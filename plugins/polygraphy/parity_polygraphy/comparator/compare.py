@@ -22,7 +22,15 @@ from parity_polygraphy.comparator.struct import IterationResult
 from parity_polygraphy.exception import PolygraphyException
 from parity_polygraphy.logger import G_LOGGER
 
-__all__ = ["OutputCompareResult", "DistanceMetricsResult", "QualityMetricsResult", "CompareFunc"]
+__all__ = [
+    "OutputCompareResult",
+    "DistanceMetricsResult",
+    "QualityMetricsResult",
+    "CompareFunc",
+    "BaseCompareFunc",
+    "SimpleCompareFunc",
+    "IndicesCompareFunc",
+]
 
 EPSILON = 2.220446049250313e-16  # float64's machine epsilon: stands in for zeros in the relative error's divisor
 ERROR_STATS = ["max", "mean", "median", "elemwise", "quantile"]
@@ -443,3 +451,34 @@ class CompareFunc:
 
         options = {"psnr_tolerance": psnr_tolerance, "snr_tolerance": snr_tolerance}
         return _CompareOutputs(match, check_shapes is not False, bool(fail_fast), find_output_func, options)
+
+
+class BaseCompareFunc:
+    """Polygraphy 0.53's base of compare functors: ``func(iter_result0, iter_result1) -> OrderedDict[output,
+    result]``; subclasses implement ``__call__``."""
+
+    def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
+        raise NotImplementedError()
+
+
+class SimpleCompareFunc(BaseCompareFunc):
+    """Polygraphy 0.53's class form of :meth:`CompareFunc.simple` (same arguments, same results)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._func = CompareFunc.simple(**options)
+        for name, value in options.items():
+            setattr(self, name, value)
+
+    def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
+        return self._func(iter_result0, iter_result1)
+
+
+class IndicesCompareFunc(BaseCompareFunc):
+    """Polygraphy 0.53's class form of :meth:`CompareFunc.indices`."""
+
+    def __init__(self, index_tolerance: int | dict[str, int] | None = None, fail_fast: bool | None = None) -> None:
+        self.index_tolerance, self.fail_fast = index_tolerance, fail_fast
+        self._func = CompareFunc.indices(index_tolerance=index_tolerance, fail_fast=fail_fast)
+
+    def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
+        return self._func(iter_result0, iter_result1)

@@ -87,6 +87,14 @@ def _is_bool(dtype: Any) -> bool:
     return str(dtype) in ("bool", "torch.bool")
 
 
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise PolygraphyException("data_loader_backend_module='torch' needs PyTorch: pip install torch") from None
+    return torch
+
+
 class _Sampler:
     """Polygraphy's draws, in the order and with the calls it makes them."""
 
@@ -97,7 +105,7 @@ class _Sampler:
         if module == "numpy":
             self.rng = np.random.RandomState(seed)
         else:
-            import torch
+            torch = _torch()
 
             self.rng = torch.Generator()
             self.rng.manual_seed(seed)

@@ -10,7 +10,7 @@ import numpy as np
 from parity_polygraphy.comparator.compare import value_or_from_dict
 from parity_polygraphy.comparator.struct import IterationResult
 
-__all__ = ["PostprocessFunc"]
+__all__ = ["PostprocessFunc", "BasePostprocessFunc", "TopKPostprocessFunc"]
 
 
 def top_k_indices(arr: Any, k: int, axis: int = -1) -> Any:
@@ -47,3 +47,21 @@ class PostprocessFunc:
             return iter_result
 
         return top_k
+
+
+class BasePostprocessFunc:
+    """Polygraphy 0.53's base of post-processing functors: ``func(iter_result) -> IterationResult``."""
+
+    def __call__(self, iter_result: IterationResult) -> IterationResult:
+        raise NotImplementedError()
+
+
+class TopKPostprocessFunc(BasePostprocessFunc):
+    """Polygraphy 0.53's class form of :meth:`PostprocessFunc.top_k`."""
+
+    def __init__(self, k: Any = None) -> None:
+        self.k = 10 if k is None else k
+        self._func = PostprocessFunc.top_k(self.k)
+
+    def __call__(self, iter_result: IterationResult) -> IterationResult:
+        return self._func(iter_result)
