@@ -252,3 +252,40 @@ def test_a_polygraphy_script_with_its_own_runners_and_the_class_forms():
     ranked = Comparator.postprocess(results, TopKPostprocessFunc(k=4))
     assert Comparator.compare_accuracy(ranked, compare_func=IndicesCompareFunc())  # a constant shift keeps the ranking
     np.testing.assert_array_equal(np.sort(ranked["a"][0]["y"], axis=-1), [[0, 1, 2, 3]])
+
+
+def test_check_average_judges_the_mean_over_iterations():
+    # iteration 0 differs by 0.1 everywhere, iteration 1 not at all: the mean error 0.05 passes atol=0.06
+    results = RunResults()
+    results.add([{"y": np.ones(4, dtype=np.float32) + 0.1}, {"y": np.ones(4, dtype=np.float32)}], runner_name="a")
+    results.add([{"y": np.ones(4, dtype=np.float32)}, {"y": np.ones(4, dtype=np.float32)}], runner_name="b")
+    compare = CompareFunc.simple(check_error_stat="max", atol=0.06)
+
+    per_sample = Comparator.compare_accuracy(results, compare_func=compare)
+    assert not per_sample and per_sample.stats() == (1, 1, 2)
+    averaged = Comparator.compare_accuracy(results, compare_func=compare, check_average=True)
+    assert averaged and averaged.stats() == (1, 1, 2)  # the per-iteration counts stay as they are
+    assert averaged.average_results()["y"].max_absdiff == pytest.approx(0.05, rel=1e-3)
+    assert not Comparator.compare_accuracy(results, compare_func=CompareFunc.simple(check_error_stat="max", atol=0.04), check_average=True)
+
+    with pytest.raises(PolygraphyException, match="elemwise"):
+        Comparator.compare_accuracy(results, check_average=True)
+    with pytest.raises(PolygraphyException, match="fail_fast"):
+        Comparator.compare_accuracy(results, compare_func=compare, check_average=True, fail_fast=True)
+    with pytest.raises(PolygraphyException, match="no comparable"):
+        Comparator.compare_accuracy(results, compare_func=CompareFunc.indices(), check_average=True)
+
+
+def test_run_saves_outputs_and_raw_input_blobs(tmp_path):
+    from polygraphy.comparator import RunResults as PolygraphyRunResults
+
+    data = [{"x": np.arange(4, dtype=np.float32).reshape(1, 4) + i} for i in range(2)]
+    results = Comparator.run(
+        [runner(add_model(1.0), "a")], data_loader=data, save_outputs_path=str(tmp_path / "out.json"), save_input_blob_path=str(tmp_path / "blobs")
+    )
+    np.testing.assert_array_equal(PolygraphyRunResults.load(str(tmp_path / "out.json"))["a"][1]["y"], results["a"][1]["y"])
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "blobs" / "0000000001" / "x.bin", dtype=np.float32), [1, 2, 3, 4])
+    with pytest.raises(PolygraphyException, match="same path"):
+        Comparator.run([runner(add_model(1.0), "a")], data_loader=data, save_inputs_path=str(tmp_path / "s.json"), save_outputs_path=str(tmp_path / "s.json"))
+    with pytest.raises(PolygraphyException, match="streaming"):
+        Comparator.run([runner(add_model(1.0), "a")], data_loader=data, streaming=True)

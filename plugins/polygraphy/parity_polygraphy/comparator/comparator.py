@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import multiprocessing
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from parity import api as parity_api
 from parity_polygraphy.comparator.compare import CompareFunc, to_numpy
 from parity_polygraphy.comparator.data_loader import DataLoader, DataLoaderCache
 from parity_polygraphy.comparator.struct import AccuracyResult, IterationResult, RunResults
@@ -118,6 +120,20 @@ def _run_in_subprocess(runner: Any, loader_cache: DataLoaderCache, warm_up: int,
     return [IterationResult(outputs, runtime, runner_name) for outputs, runtime, runner_name in plain]
 
 
+def _save_input_blobs(feeds: list, path: str) -> None:
+    """Each iteration's inputs as raw bytes (``ndarray.tofile``): ``path/<index, 10 digits>/<name>.bin``."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise PolygraphyException(f"Cannot save raw inputs to '{path}': a file already exists there, but this path is a directory of per-iteration folders")
+    for index, feed in enumerate(feeds):
+        folder = os.path.join(path, f"{index:010d}")  # Polygraphy's per-iteration names
+        os.makedirs(folder, exist_ok=True)
+        for name, arr in feed.items():
+            dest = os.path.realpath(os.path.join(folder, f"{name}.bin"))
+            if os.path.commonpath([dest, os.path.realpath(folder)]) != os.path.realpath(folder):
+                raise PolygraphyException(f"Cannot save raw input tensor named '{name}': the name resolves to a path outside of '{folder}'")
+            parity_api.write_bytes_atomic(dest, np.ascontiguousarray(to_numpy(arr)).tobytes())
+
+
 class Comparator:
     """Runs runners, then compares, validates or post-processes their results."""
 
@@ -130,12 +146,23 @@ class Comparator:
         subprocess_timeout: float | None = None,
         subprocess_polling_interval: float | None = None,
         save_inputs_path: str | None = None,
+        save_outputs_path: str | None = None,
+        save_input_blob_path: str | None = None,
+        streaming: bool | None = None,
     ) -> RunResults:
         """Run each runner over the data loader's feed dicts (default: ``DataLoader()``, one iteration of random
         inputs), after ``warm_up`` untimed runs on the first feed dict. ``use_subprocess``: each runner in a
         process of its own (an error or a crash there raises ``PolygraphyException``; ``subprocess_timeout``
-        seconds at most; ``subprocess_polling_interval`` default 30). ``save_inputs_path``: write the inputs used.
-        Returns ``RunResults``: one ``(runner.name, [IterationResult, ...])`` per runner."""
+        seconds at most; ``subprocess_polling_interval`` default 30). ``save_inputs_path``/``save_outputs_path``:
+        write the inputs used / the results (Polygraphy's JSON); ``save_input_blob_path``: a folder with each
+        iteration's inputs as raw ``0000000001/<name>.bin`` files. ``streaming=True`` is refused (run over a data
+        loader of fewer iterations, or use ``parity run``, which streams). Returns ``RunResults``: one
+        ``(runner.name, [IterationResult, ...])`` per runner."""
+        if streaming:
+            raise PolygraphyException("Comparator.run(streaming=True) is not supported by parity_polygraphy; `parity run` streams iterations with bounded memory")
+        paths = [os.path.realpath(p) for p in (save_inputs_path, save_outputs_path, save_input_blob_path) if p is not None and not hasattr(p, "write")]
+        if len(set(paths)) != len(paths):
+            raise PolygraphyException("Two of save_inputs_path, save_outputs_path, and save_input_blob_path resolve to the same path. Use distinct paths.")
         warm_up = warm_up or 0
         data_loader = DataLoader() if data_loader is None else data_loader
         polling_interval = 30 if subprocess_polling_interval is None else subprocess_polling_interval
@@ -150,6 +177,10 @@ class Comparator:
             else:
                 iteration_results = _execute_runner(runner, loader_cache, warm_up)
             run_results.append((runner.name, iteration_results))
+        if save_input_blob_path is not None:
+            _save_input_blobs(loader_cache.cache, save_input_blob_path)
+        if save_outputs_path is not None:
+            run_results.save(save_outputs_path)
         return run_results
 
     @staticmethod
@@ -172,14 +203,19 @@ class Comparator:
         fail_fast: bool | None = None,
         comparisons: Sequence[tuple[int, int]] | None = None,
         compare_func: Callable[[IterationResult, IterationResult], Mapping[str, Any]] | None = None,
+        check_average: bool = False,
     ) -> AccuracyResult:
         """Compare the runs of each pair in ``comparisons`` (indices into ``run_results``; default: each with the
         next), iteration by iteration (the shorter run's count), with ``compare_func`` (default
-        ``CompareFunc.simple()``). ``fail_fast``: stop at the first iteration with a mismatch. Returns an
-        ``AccuracyResult``: ``{(runner0, runner1): [per-output results of each iteration]}``."""
+        ``CompareFunc.simple()``). ``fail_fast``: stop at the first iteration with a mismatch. ``check_average``: each
+        output passes when its error statistic averaged over the iterations does (``simple`` with a
+        ``check_error_stat`` other than elemwise; not with ``fail_fast``). Returns an ``AccuracyResult``:
+        ``{(runner0, runner1): [per-output results of each iteration]}``."""
+        if check_average and fail_fast:
+            raise PolygraphyException("check_average and fail_fast cannot be used together.")
         compare_func = CompareFunc.simple() if compare_func is None else compare_func
         comparisons = Comparator.default_comparisons(run_results) if comparisons is None else comparisons
-        accuracy_result = AccuracyResult()
+        accuracy_result = AccuracyResult(aggregation="average" if check_average else "per_sample")
         for index0, index1 in comparisons:
             (runner0_name, results0), (runner1_name, results1) = run_results[index0], run_results[index1]
             G_LOGGER.start(f"Accuracy Comparison | {runner0_name} vs. {runner1_name}")
@@ -196,6 +232,11 @@ class Comparator:
             passed, _, total = accuracy_result.stats(runner_pair)
             rate = accuracy_result.percentage(runner_pair) * 100.0
             msg = f"Accuracy Summary | {runner0_name} vs. {runner1_name} | Passed: {passed}/{total} iterations | Pass Rate: {rate}%"
+            if check_average:
+                averaged = accuracy_result.average_results(runner_pair)  # refuses what has no statistic to average
+                failing = [name for name, result in averaged.items() if not result]
+                msg = f"Average Accuracy | {runner0_name} vs. {runner1_name} | {'FAILED: ' + str(failing) if failing else 'PASSED'} over {total} iteration(s)"
+                passed = total if not failing else -1
             if passed == total:
                 G_LOGGER.finish(msg)
             else:

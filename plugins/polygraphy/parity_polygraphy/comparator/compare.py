@@ -23,6 +23,7 @@ from parity_polygraphy.exception import PolygraphyException
 from parity_polygraphy.logger import G_LOGGER
 
 __all__ = [
+    "SimpleThreshold",
     "OutputCompareResult",
     "DistanceMetricsResult",
     "QualityMetricsResult",
@@ -36,9 +37,30 @@ EPSILON = 2.220446049250313e-16  # float64's machine epsilon: stands in for zero
 ERROR_STATS = ["max", "mean", "median", "elemwise", "quantile"]
 
 
+class SimpleThreshold:
+    """What ``CompareFunc.simple`` checked an output against: ``check_error_stat``, ``atol``, ``rtol``. Checks
+    statistics (an averaged result's): fails iff the statistic of the absolute error exceeds ``atol`` and that of
+    the relative error exceeds ``rtol``. ``elemwise`` has no statistic to check."""
+
+    def __init__(self, check_error_stat: str, atol: float, rtol: float) -> None:
+        self.check_error_stat, self.atol, self.rtol = check_error_stat, atol, rtol
+
+    def passed(self, metric_values: Mapping[str, float | None]) -> bool:
+        stat = self.check_error_stat
+        if stat == "elemwise":
+            raise PolygraphyException(
+                "check_average is not supported with check_error_stat='elemwise': it checks each element and has no statistic to average.\n"
+                "Note: Choose an explicit statistic: check_error_stat='max', 'mean', 'median' or 'quantile'."
+            )
+        return not (_stat_failed(metric_values.get(f"{stat}_absdiff"), self.atol) and _stat_failed(metric_values.get(f"{stat}_reldiff"), self.rtol))
+
+
 class OutputCompareResult:
     """One output of one iteration under ``CompareFunc.simple``: the verdict (``bool(result)``) and the error
-    statistics (``max_absdiff`` is the smallest absolute tolerance that would have passed, and so on)."""
+    statistics (``max_absdiff`` is the smallest absolute tolerance that would have passed, and so on);
+    ``thresholds`` is what it was checked against."""
+
+    METRIC_FIELDS = ("max_absdiff", "max_reldiff", "mean_absdiff", "mean_reldiff", "median_absdiff", "median_reldiff", "quantile_absdiff", "quantile_reldiff")
 
     def __init__(
         self,
@@ -51,7 +73,9 @@ class OutputCompareResult:
         median_reldiff: float,
         quantile_absdiff: float | None = None,
         quantile_reldiff: float | None = None,
+        thresholds: SimpleThreshold | None = None,
     ) -> None:
+        self.thresholds = thresholds
         self.passed = passed
         self.max_absdiff = max_absdiff
         self.max_reldiff = max_reldiff
@@ -64,6 +88,14 @@ class OutputCompareResult:
 
     def __bool__(self) -> bool:
         return bool(self.passed)
+
+    def metric_values(self) -> dict[str, float | None]:
+        return {field: getattr(self, field) for field in self.METRIC_FIELDS}
+
+    def averaged(self, values: Mapping[str, float | None]) -> OutputCompareResult:
+        """A result holding ``values`` (statistics averaged over iterations), judged by these thresholds."""
+        passed = self.thresholds.passed(values) if self.thresholds is not None else False
+        return OutputCompareResult(passed, *(values.get(field) for field in self.METRIC_FIELDS), thresholds=self.thresholds)
 
     def __str__(self) -> str:
         return f"(atol={self.max_absdiff}, rtol={self.max_reldiff})"
@@ -263,7 +295,7 @@ def check_simple(out0: np.ndarray, out1: np.ndarray, atol: float, rtol: float, e
         failed = _stat_failed(stats[f"{error_stat}_absdiff"], atol) and _stat_failed(stats[f"{error_stat}_reldiff"], rtol)
     req = {"elemwise": "max"}.get(error_stat, error_stat)
     G_LOGGER.info(f"Minimum Required Tolerance: {error_stat} error | [abs={stats[f'{req}_absdiff']:.5g}] OR [rel={stats[f'{req}_reldiff']:.5g}]")
-    return OutputCompareResult(not failed, **stats)
+    return OutputCompareResult(not failed, **stats, thresholds=SimpleThreshold(error_stat, atol, rtol))
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:

@@ -255,14 +255,42 @@ def _checked(obj: Any, cls: type) -> Any:
 
 class AccuracyResult(OrderedDict):
     """``{(runner0, runner1): [{output name: result, ...} per iteration]}``; truthy iff every output of every
-    iteration matched."""
+    iteration matched, or with ``aggregation="average"`` (``compare_accuracy(check_average=True)``) iff every
+    output's statistics averaged over the iterations pass (:meth:`average_results`)."""
+
+    def __init__(self, dct: Mapping | None = None, aggregation: str = "per_sample") -> None:
+        super().__init__(dct or {})
+        self.aggregation = aggregation
 
     @property
     def dct(self) -> AccuracyResult:
         return self
 
     def __bool__(self) -> bool:
+        if self.aggregation == "average":
+            return all(bool(result) for pair in self.keys() for result in self.average_results(pair).values())
         return all(bool(match) for outs in self.values() for out in outs for match in out.values())
+
+    def average_results(self, runner_pair: tuple[str, str] | None = None) -> OrderedDict:
+        """Per output: its statistics averaged over the iterations (NaN stays NaN and fails), checked against
+        the thresholds its results carry. An iteration without statistics (a shape mismatch, an ``indices``
+        verdict) makes the average meaningless: PolygraphyException."""
+        iterations = self[self._get_runner_pair(runner_pair)]
+        names = list(OrderedDict.fromkeys(name for iteration in iterations for name in iteration))
+        averaged = OrderedDict()
+        for name in names:
+            results = [iteration[name] for iteration in iterations if name in iteration]
+            if any(not hasattr(result, "averaged") for result in results):
+                raise PolygraphyException(
+                    f"Output: {name} | Cannot compute an averaged comparison because at least one iteration produced no comparable "
+                    "metrics (e.g. a shape mismatch, or a compare function without statistics such as indices)"
+                )
+            values = {}
+            for field in results[0].METRIC_FIELDS:
+                present = [getattr(result, field) for result in results if getattr(result, field) is not None]
+                values[field] = sum(present) / len(present) if present else None
+            averaged[name] = results[0].averaged(values)
+        return averaged
 
     def _get_runner_pair(self, runner_pair: tuple[str, str] | None) -> tuple[str, str]:
         return runner_pair if runner_pair is not None else next(iter(self.keys()))
