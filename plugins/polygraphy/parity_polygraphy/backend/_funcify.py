@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from parity.api import ParityError
+from parity_polygraphy.exception import PolygraphyException
 
 
 def twin(loader: type, call_params: tuple[str, ...] = ()) -> Callable[..., Any]:
@@ -36,8 +37,6 @@ def polygraphy_errors(func: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return func(*args, **kwargs)
         except ParityError as exc:
-            from parity_polygraphy.exception import PolygraphyException
-
             raise PolygraphyException(str(exc)) from exc
 
     return wrapped

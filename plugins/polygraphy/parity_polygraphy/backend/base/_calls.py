@@ -8,12 +8,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from parity_polygraphy.exception import PolygraphyInternalException
+from parity_polygraphy.logger import G_LOGGER
+
 _PACKAGE = __name__.split(".")[0]
 
 
 def _warn(message: str) -> None:
-    from parity_polygraphy.logger import G_LOGGER
-
     G_LOGGER.warning(message)
 
 
@@ -49,7 +50,5 @@ def attribute_ids(obj: Any) -> dict[str, int]:
 def check_unchanged(obj: Any, before: dict[str, int], method: str) -> None:
     after = attribute_ids(obj)
     if after != before:
-        from parity_polygraphy.exception import PolygraphyInternalException
-
         changed = sorted(set(before) ^ set(after) | {k for k in before.keys() & after.keys() if before[k] != after[k]})
         raise PolygraphyInternalException(f"{type(obj).__name__} was mutated in a constant method ({method}): attributes {', '.join(changed)} changed")

@@ -9,6 +9,10 @@ from typing import Any
 
 from parity_polygraphy.backend.base._calls import wrap_impls
 from parity_polygraphy.backend.base.util import check_inputs
+from parity_polygraphy.common import TensorMetadata
+from parity_polygraphy.datatype import DataType
+from parity_polygraphy.exception import PolygraphyException
+from parity_polygraphy.logger import G_LOGGER
 
 _IMPLS = {
     "activate_impl": "activate",
@@ -16,12 +20,6 @@ _IMPLS = {
     "get_input_metadata_impl": "get_input_metadata",
     "infer_impl": "infer",
 }
-
-
-def _log():  # noqa: ANN202 - the logger is the package's G_LOGGER
-    from parity_polygraphy.logger import G_LOGGER
-
-    return G_LOGGER
 
 
 class BaseRunner:
@@ -58,7 +56,7 @@ class BaseRunner:
 
     def activate(self) -> None:
         if self.is_active:
-            _log().warning(f"{self.name:35} | Already active; will not activate again. If you really want to activate this runner again, call activate_impl() directly")
+            G_LOGGER.warning(f"{self.name:35} | Already active; will not activate again. If you really want to activate this runner again, call activate_impl() directly")
             return
         self.activate_impl()
         self.is_active = True
@@ -68,7 +66,7 @@ class BaseRunner:
 
     def deactivate(self) -> None:
         if not self.is_active:
-            _log().warning(f"{self.name:35} | Not active; will not deactivate. If you really want to deactivate this runner, call deactivate_impl() directly")
+            G_LOGGER.warning(f"{self.name:35} | Not active; will not deactivate. If you really want to deactivate this runner, call deactivate_impl() directly")
             return
         self.inference_time = None
         self.is_active = None  # type: ignore[assignment] - neither active nor inactive while tearing down
@@ -89,17 +87,15 @@ class BaseRunner:
         """The inputs' names, dtypes and shapes (a ``TensorMetadata``; dynamic dims are None or names).
 
         ``use_numpy_dtypes`` (default True, deprecated in Polygraphy): NumPy dtypes instead of ``DataType``."""
-        from parity_polygraphy.common import TensorMetadata
-        from parity_polygraphy.datatype import DataType
-
         self._require_active("get_input_metadata")
         use_numpy_dtypes = True if use_numpy_dtypes is None else use_numpy_dtypes
         out = TensorMetadata()
         for name, (dtype, shape) in self.get_input_metadata_impl().items():
             dtype = DataType.from_dtype(dtype) if dtype is not None else None
-            if use_numpy_dtypes and dtype is not None:
-                dtype = DataType.to_dtype(dtype, "numpy")
             out.add(name, dtype=dtype, shape=shape)
+            if use_numpy_dtypes and dtype is not None:
+                # TensorMetadata stores DataTypes; as in Polygraphy, the NumPy dtype is set past that conversion
+                out[name]._dtype = DataType.to_dtype(dtype, "numpy")
         return out
 
     def infer_impl(self, feed_dict: Mapping[str, Any]) -> Any:
@@ -116,7 +112,7 @@ class BaseRunner:
     def last_inference_time(self) -> float | None:
         """Seconds the last ``infer()`` took, or None when the runner did not measure it."""
         if self.inference_time is None:
-            _log().warning(
+            G_LOGGER.warning(
                 f"{self.name:35} | `inference_time` was not set. Inference time will be incorrect! "
                 "To correctly compare runtimes, please set the `inference_time` attribute in `infer_impl()`"
             )
@@ -124,8 +120,6 @@ class BaseRunner:
 
     def _require_active(self, method: str) -> None:
         if not self.is_active:
-            from parity_polygraphy.exception import PolygraphyException
-
             raise PolygraphyException(f"{self.name:35} | Must be activated prior to calling {method}()")
 
 

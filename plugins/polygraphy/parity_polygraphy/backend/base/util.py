@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from parity_polygraphy.datatype import DataType
+from parity_polygraphy.exception import PolygraphyException
+
 
 def _dynamic(dim: Any) -> bool:
     return dim is None or not isinstance(dim, int) or dim < 0
@@ -13,9 +16,6 @@ def _dynamic(dim: Any) -> bool:
 def check_inputs(feed_dict: Mapping[str, Any], input_metadata: Mapping[str, Any]) -> None:
     """Raise ``PolygraphyException`` for missing or extra inputs, a dtype other than the model's, or a shape
     that differs from the model's in rank or in a static dimension."""
-    from parity_polygraphy.datatype import DataType
-    from parity_polygraphy.exception import PolygraphyException
-
     given, expected = set(feed_dict), set(input_metadata)
     if expected - given:
         raise PolygraphyException(

@@ -11,6 +11,7 @@ from parity.api import BytesFromPath as _ParityBytesFromPath
 from parity.api import invoke_if_callable, write_bytes_atomic
 from parity_polygraphy.backend._funcify import polygraphy_errors, twin
 from parity_polygraphy.backend.base import BaseLoader
+from parity_polygraphy.exception import PolygraphyException
 
 
 class BytesFromPath(BaseLoader):
@@ -49,8 +50,6 @@ class InvokeFromScript(BaseLoader):
         self.name = name
 
     def call_impl(self, *args: Any, **kwargs: Any) -> Any:
-        from parity_polygraphy.exception import PolygraphyException
-
         module_name = f"_parity_polygraphy_script_{abs(hash(os.path.abspath(self.path)))}"
         spec = importlib.util.spec_from_file_location(module_name, self.path)
         if spec is None or spec.loader is None:

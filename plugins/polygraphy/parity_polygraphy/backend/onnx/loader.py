@@ -13,11 +13,14 @@ from typing import Any
 
 from parity_onnxrt.api import modify_onnx_outputs
 from parity_onnxrt.api import onnx_from_path as _parity_onnx_from_path
+from parity_surgeon.api import Fp16Converter
 
 from parity.api import ExternalData, invoke_if_callable, save_model
 from parity_polygraphy.backend._funcify import polygraphy_errors, twin
 from parity_polygraphy.backend.base import BaseLoader
 from parity_polygraphy.backend.onnx import util as onnx_util
+from parity_polygraphy.exception import PolygraphyException
+from parity_polygraphy.logger import G_LOGGER
 
 __all__ = [
     "BytesFromOnnx", "ConvertToFp16", "ExtractSubgraph", "FoldConstants", "GsFromOnnx", "InferShapes", "ModifyOutputs",
@@ -31,14 +34,10 @@ _TWO_GIB = 2 << 30
 
 
 def _critical(message: str) -> Exception:
-    from parity_polygraphy.exception import PolygraphyException
-
     return PolygraphyException(message)
 
 
 def _warn(message: str) -> None:
-    from parity_polygraphy.logger import G_LOGGER
-
     G_LOGGER.warning(message)
 
 
@@ -175,8 +174,6 @@ class ConvertToFp16(_ModelLoader):
 
     @polygraphy_errors
     def call_impl(self) -> Any:
-        from parity_surgeon.api import Fp16Converter
-
         converted, _ = Fp16Converter(self.load(), keep_io_types=True).build()
         return converted
 
@@ -337,9 +334,11 @@ def _infer_on_disk(model: Any) -> Any:
 
 class ExtractSubgraph(BaseLoader):
     """The subgraph between ``input_metadata`` and ``output_metadata`` (``TensorMetadata``: names, dtypes and
-    shapes; a None dtype or shape keeps the tensor's own). ``model``: a ModelProto or an onnx-graphsurgeon Graph
-    (then a Graph is returned; the given one is not modified). ``check_meta`` (default True): every new input
-    must end up with a dtype and a shape, and every new output with a dtype."""
+    shapes; a None dtype or shape keeps the tensor's own). ``model``: a ModelProto (shapes are inferred first,
+    so cut points get their types) or an onnx-graphsurgeon Graph (a Graph is returned; the given one is not
+    modified). ``check_meta`` (default True): warn when an input ends without a dtype or shape, or an output
+    without a dtype. A cut that leaves a tensor with no producer that is not an input raises
+    ``PolygraphyException`` (Polygraphy logs it and returns an invalid model)."""
 
     def __init__(self, model: Any, input_metadata: Any = None, output_metadata: Any = None, check_meta: bool | None = None) -> None:
         self._model = model
@@ -354,26 +353,34 @@ class ExtractSubgraph(BaseLoader):
         graph = model.copy() if is_graph else gs.import_onnx(infer_shapes(model))
         tensors = graph.tensors()
         if self.input_metadata is not None:
-            graph.inputs = self._boundary(tensors, self.input_metadata, "input")
+            graph.inputs = self._boundary(tensors, self.input_metadata, "Input")
         if self.output_metadata is not None:
-            graph.outputs = self._boundary(tensors, self.output_metadata, "output")
+            graph.outputs = self._boundary(tensors, self.output_metadata, "Output")
         graph.cleanup()
+        for tensor in graph.tensors().values():
+            if isinstance(tensor, gs.Variable) and not tensor.inputs and tensor not in graph.inputs:
+                raise _critical(f"ExtractSubgraph: tensor {tensor.name!r} is used by the subgraph but neither produced in it nor one of its inputs")
         return graph if is_graph else gs.export_onnx(graph, do_type_check=False)
 
     def _boundary(self, tensors: dict[str, Any], meta: Any, kind: str) -> list[Any]:
+        import onnx_graphsurgeon as gs
+
         out = []
         for name, (dtype, shape) in meta.items():
             if name not in tensors:
-                raise _critical(f"ExtractSubgraph: the model has no tensor {name!r} to use as an {kind}")
+                raise _critical(f"Tensor: {name} does not exist in the model.")
             tensor = tensors[name]
-            if dtype is not None:
-                tensor.dtype = onnx_util.numpy_dtype(dtype)
-            if shape is not None:
-                tensor.shape = list(shape)
-            if kind == "input":  # a new input is produced by nothing and holds no values
+            if isinstance(tensor, gs.Variable):  # constants keep what they hold
+                if dtype is not None:
+                    tensor.dtype = onnx_util.numpy_dtype(dtype)
+                if shape is not None:
+                    tensor.shape = list(shape)
+            if kind == "Input":  # a new input is produced by nothing
                 tensor.inputs.clear()
-            if self.check_meta and (tensor.dtype is None or (kind == "input" and tensor.shape is None)):
-                raise _critical(f"ExtractSubgraph: {kind} {name!r} has no {'dtype' if tensor.dtype is None else 'shape'}; give it in the {kind} metadata")
+            if self.check_meta and kind == "Input" and tensor.shape is None:
+                _warn(f"{kind} metadata should include shape, but no shape was provided for tensor: {name}")
+            if self.check_meta and tensor.dtype is None:
+                _warn(f"{kind} metadata should include data type, but no data type was provided for tensor: {name}")
             out.append(tensor)
         return out
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from parity_polygraphy.common import TensorMetadata
+from parity_polygraphy.datatype import DataType, DataTypeEntry
+
 # ops whose output size is set by the values of one input (its index): with a runtime value there, the output's
 # size is data-dependent and unbounded unless something (a Min) bounds that input
 _SIZE_INPUTS = {"Range": 1, "Pad": 1, "Resize": 3, "Tile": 1, "Expand": 1}
@@ -47,9 +50,7 @@ def numpy_dtype(dtype: Any) -> Any:
     """A NumPy dtype from a Polygraphy ``DataType``, a NumPy dtype or type, or an ONNX TensorProto type."""
     import numpy as np
 
-    from parity_polygraphy.datatype import DataType
-
-    if isinstance(dtype, DataType):
+    if isinstance(dtype, DataTypeEntry):
         return np.dtype(DataType.to_dtype(dtype, "numpy"))
     if isinstance(dtype, int) and not isinstance(dtype, bool):
         import onnx
@@ -60,8 +61,6 @@ def numpy_dtype(dtype: Any) -> Any:
 
 def _metadata(values: Any) -> Any:
     import onnx
-
-    from parity_polygraphy.common import TensorMetadata
 
     meta = TensorMetadata()
     for value in values:

@@ -10,6 +10,7 @@ from parity_onnxrt.api import SessionFromOnnx as _ParitySession
 from parity.api import invoke_if_callable
 from parity_polygraphy.backend._funcify import polygraphy_errors, twin
 from parity_polygraphy.backend.base import BaseLoader
+from parity_polygraphy.exception import PolygraphyException
 
 _LEVELS = {"ORT_DISABLE_ALL": "disable", "ORT_ENABLE_BASIC": "basic", "ORT_ENABLE_EXTENDED": "extended", "ORT_ENABLE_LAYOUT": "layout", "ORT_ENABLE_ALL": "all"}
 
@@ -18,8 +19,6 @@ def _resolve_providers(requested: Sequence[Any]) -> list[Any]:
     """Each provider (a name, or a ``(name, options)`` pair) matched case-insensitively against a part of the
     available providers' names (``"cpu"`` -> ``"CPUExecutionProvider"``)."""
     import onnxruntime as ort
-
-    from parity_polygraphy.exception import PolygraphyException
 
     available = ort.get_available_providers()
     out = []

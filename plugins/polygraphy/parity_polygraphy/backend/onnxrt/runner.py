@@ -10,6 +10,7 @@ from typing import Any
 
 from parity.api import invoke_if_callable
 from parity_polygraphy.backend.base import BaseRunner
+from parity_polygraphy.common import TensorMetadata
 
 # onnxruntime's type strings -> NumPy dtype names
 _ORT_TYPES = {
@@ -38,8 +39,6 @@ class OnnxrtRunner(BaseRunner):
 
     def get_input_metadata_impl(self) -> Any:
         import numpy as np
-
-        from parity_polygraphy.common import TensorMetadata
 
         meta = TensorMetadata()
         for node in self.sess.get_inputs():

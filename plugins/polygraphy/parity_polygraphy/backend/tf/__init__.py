@@ -7,6 +7,7 @@ from typing import Any
 
 from parity_polygraphy.backend._funcify import twin
 from parity_polygraphy.backend.base import BaseLoader
+from parity_polygraphy.exception import PolygraphyException
 
 
 class _Unsupported(BaseLoader):
@@ -14,8 +15,6 @@ class _Unsupported(BaseLoader):
         self._args, self._kwargs = args, kwargs
 
     def call_impl(self) -> Any:
-        from parity_polygraphy.exception import PolygraphyException
-
         raise PolygraphyException(f"{type(self).__name__}: TensorFlow models are not supported by parity_polygraphy (no TensorFlow backend)")
 
 

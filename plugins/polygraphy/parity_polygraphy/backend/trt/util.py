@@ -1,0 +1,38 @@
+"""``polygraphy.backend.trt.util``: the TensorRT logger that forwards TensorRT's messages to ``G_LOGGER``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parity_trt.api import import_trt
+
+from parity_polygraphy.logger import G_LOGGER
+
+_LOGGER: tuple[Any, Any] | None = None  # (the tensorrt module, its logger): one logger per TensorRT imported
+
+
+def get_trt_logger() -> Any:
+    """The process's one ``trt.ILogger``: TensorRT's errors, warnings and info go to ``G_LOGGER``."""
+    global _LOGGER
+    trt = import_trt()
+    if _LOGGER is not None and _LOGGER[0] is trt:
+        return _LOGGER[1]
+
+    class _Forward(trt.ILogger):
+        def __init__(self) -> None:
+            trt.ILogger.__init__(self)
+
+        def log(self, severity: Any, msg: str) -> None:
+            levels = {
+                trt.Logger.INTERNAL_ERROR: G_LOGGER.error,
+                trt.Logger.ERROR: G_LOGGER.error,
+                trt.Logger.WARNING: G_LOGGER.warning,
+                trt.Logger.INFO: G_LOGGER.verbose,
+            }
+            try:
+                levels.get(severity, G_LOGGER.extra_verbose)(msg)
+            except Exception:  # noqa: BLE001, S110 - TensorRT calls this from C++: it must never raise
+                pass
+
+    _LOGGER = (trt, _Forward())
+    return _LOGGER[1]
