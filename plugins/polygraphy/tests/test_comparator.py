@@ -289,3 +289,12 @@ def test_run_saves_outputs_and_raw_input_blobs(tmp_path):
         Comparator.run([runner(add_model(1.0), "a")], data_loader=data, save_inputs_path=str(tmp_path / "s.json"), save_outputs_path=str(tmp_path / "s.json"))
     with pytest.raises(PolygraphyException, match="streaming"):
         Comparator.run([runner(add_model(1.0), "a")], data_loader=data, streaming=True)
+
+
+def test_run_results_split_into_iterations_and_concat_back():
+    data = [{"x": np.full((1, 4), i, dtype=np.float32)} for i in range(3)]
+    results = Comparator.run([runner(add_model(1.0), "a"), runner(add_model(2.0), "b")], data_loader=data)
+    singles = list(results.split())
+    assert len(singles) == 3 and all(list(single.keys()) == ["a", "b"] and len(single["a"]) == 1 for single in singles)
+    np.testing.assert_array_equal(singles[2]["b"][0]["y"], np.full((1, 4), 4.0, dtype=np.float32))
+    assert RunResults.concat(singles) == results

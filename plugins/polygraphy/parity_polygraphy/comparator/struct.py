@@ -197,6 +197,23 @@ class RunResults:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def split(self) -> Iterator[RunResults]:
+        """One single-iteration ``RunResults`` per iteration (runners with fewer iterations drop out)."""
+        for index in range(max((len(its) for its in self.values()), default=0)):
+            yield RunResults([(name, [its[index]]) for name, its in self.items() if index < len(its)])
+
+    @staticmethod
+    def concat(runs: Iterable[RunResults]) -> RunResults:
+        """The iterations of ``runs`` (e.g. :meth:`split`'s) joined per runner, in order: :meth:`split` undone."""
+        merged = RunResults()
+        for run in runs:
+            for name, its in run.items():
+                if name in merged:
+                    merged[name].extend(its)
+                else:
+                    merged.append((name, list(its)))
+        return merged
+
     def __add__(self, other: Iterable) -> RunResults:
         return RunResults([*self, *other])
 
