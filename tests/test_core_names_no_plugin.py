@@ -16,8 +16,15 @@ def plugin_words() -> set[str]:
     words = {"tensorrt", "onnx_outputs", "trt_outputs", "mark_debug"}  # the TensorRT library, plugins' marking options
     for plugin in (ROOT / "plugins").iterdir():
         if (plugin / "pyproject.toml").is_file():
-            words |= {plugin.name, f"parity-{plugin.name}", f"parity_{plugin.name}"}
+            words |= {f"parity-{plugin.name}", f"parity_{plugin.name}"}
+            if plugin.name not in TOOLS:
+                words.add(plugin.name)
     return words
+
+
+# plugins named after a tool the core itself speaks of: parity-polygraphy (Polygraphy's Python API) is named by its
+# package and distribution; the word alone is Polygraphy, whose files the core reads and writes (parity.results.polygraphy)
+TOOLS = {"polygraphy"}
 
 
 def offenders(path: Path, words: set[str]) -> list[str]:

@@ -66,8 +66,9 @@ class CompareFunc(metaclass=_Registered):
         _refuse(check_shapes is False, "check_shapes=False", "Parity always checks shapes: outputs whose shapes differ fail")
         _refuse(find_output_func is not None, "find_output_func", "Parity compares outputs of the same name: rename them first")
         no_plots = (
-            "Parity draws pictures for a whole run, not inside a compare function: parity.run_comparison(RunRequest(model, runners,"
-            " plugin_options={'reports': {'save_heatmaps': DIR, 'save_error_metrics_plot': DIR}})) (needs pip install \"parity[plots]\")"
+            "Parity draws pictures for a whole run, not inside a compare function: parity run MODEL ... --save-heatmaps DIR"
+            " --save-error-metrics-plot DIR, or parity.run_comparison with those options in RunRequest.plugin_options under the"
+            " plugin that declares them (needs pip install \"parity[plots]\")"
         )
         _refuse(bool(save_heatmaps or show_heatmaps), "save_heatmaps/show_heatmaps", no_plots)
         _refuse(bool(save_error_metrics_plot or show_error_metrics_plot), "save_error_metrics_plot/show_error_metrics_plot", no_plots)
