@@ -16,11 +16,31 @@ def _refuse(message: str) -> None:
     G_LOGGER.critical(message)
 
 
+class _Copies:
+    """copy.copy / copy.deepcopy of a typed container: the same settings, a copy of the contents."""
+
+    _storage: str
+
+    def _copy_with(self, copy_contents: Any) -> Any:
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        setattr(new, self._storage, copy_contents(getattr(self, self._storage)))
+        return new
+
+    def __copy__(self) -> Any:
+        return self._copy_with(copy.copy)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self._copy_with(lambda contents: copy.deepcopy(contents, memo))
+
+
 def TypedDict(key_type_func: Callable[[], type], value_type_func: Callable[[], type]) -> type:  # noqa: N802 (Polygraphy's name)
     """A dict-like class checking key and value types (the types are given as functions, resolved per instance,
     so a module need not import another library's types at import)."""
 
-    class Interface(MutableMapping):
+    class Interface(_Copies, MutableMapping):
+        _storage = "dct"
+
         def __init__(self, dct: Mapping[Any, Any] | None = None) -> None:
             self.key_type = key_type_func()
             self.value_type = value_type_func()
@@ -70,25 +90,15 @@ def TypedDict(key_type_func: Callable[[], type], value_type_func: Callable[[], t
         def __repr__(self) -> str:
             return repr(self.dct)
 
-        def __copy__(self) -> Any:
-            new = type(self).__new__(type(self))
-            new.__dict__.update(self.__dict__)
-            new.dct = copy.copy(self.dct)
-            return new
-
-        def __deepcopy__(self, memo: dict[int, Any]) -> Any:
-            new = type(self).__new__(type(self))
-            new.__dict__.update(self.__dict__)
-            new.dct = copy.deepcopy(self.dct, memo)
-            return new
-
     return Interface
 
 
 def TypedList(elem_type_func: Callable[[], type]) -> type:  # noqa: N802 (Polygraphy's name)
     """A list-like class checking the type of each element it is given."""
 
-    class Interface:
+    class Interface(_Copies):
+        _storage = "lst"
+
         def __init__(self, lst: Iterable[Any] | None = None) -> None:
             self.elem_type = elem_type_func()
             self.lst: list[Any] = []
@@ -139,17 +149,5 @@ def TypedList(elem_type_func: Callable[[], type]) -> type:  # noqa: N802 (Polygr
 
         def __repr__(self) -> str:
             return repr(self.lst)
-
-        def __copy__(self) -> Any:
-            new = type(self).__new__(type(self))
-            new.__dict__.update(self.__dict__)
-            new.lst = copy.copy(self.lst)
-            return new
-
-        def __deepcopy__(self, memo: dict[int, Any]) -> Any:
-            new = type(self).__new__(type(self))
-            new.__dict__.update(self.__dict__)
-            new.lst = copy.deepcopy(self.lst, memo)
-            return new
 
     return Interface

@@ -130,9 +130,14 @@ def _encode_ndarray(array: Any) -> dict[str, Any]:
 
 def _decode_ndarray(dct: dict[str, Any]) -> Any:
     from parity import load_json as parity_load_json
+    from parity.api import ParityError
+    from parity_polygraphy.logger import G_LOGGER
 
-    # Parity's reader of Polygraphy's arrays: base64 .npy, latin-1 text and NPZ archives of older versions
-    return parity_load_json(io.StringIO(json.dumps({**dct, TYPE_MARKER: "ndarray"})), description="a JSON array")
+    # Parity's reader of Polygraphy's arrays: base64 .npy, latin-1 text and NPZ archives of older versions; no pickles
+    try:
+        return parity_load_json(io.StringIO(json.dumps({**dct, TYPE_MARKER: "ndarray"})), description="a JSON array")
+    except ParityError as exc:
+        G_LOGGER.critical(str(exc))
 
 
 def _encode_tensor(tensor: Any) -> dict[str, Any]:
