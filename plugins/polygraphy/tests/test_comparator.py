@@ -298,3 +298,14 @@ def test_run_results_split_into_iterations_and_concat_back():
     assert len(singles) == 3 and all(list(single.keys()) == ["a", "b"] and len(single["a"]) == 1 for single in singles)
     np.testing.assert_array_equal(singles[2]["b"][0]["y"], np.full((1, 4), 4.0, dtype=np.float32))
     assert RunResults.concat(singles) == results
+
+
+def test_loader_cache_casts_reshapes_and_trims_feeds_for_each_runner():
+    # float64 values of the wrong shape, and an input the model does not have: each runner gets what it takes
+    data = [{"x": np.arange(4, dtype=np.float64), "unused": np.zeros(2)}]
+    results = Comparator.run([runner(add_model(1.0), "a")], data_loader=data)
+    np.testing.assert_array_equal(results["a"][0]["y"], [[1.0, 2.0, 3.0, 4.0]])
+    assert results["a"][0]["y"].dtype == np.float32
+    # a feed that cannot be made to fit, from a generator (no random access to load it again from)
+    with pytest.raises(PolygraphyException, match="Could not reload inputs"):
+        Comparator.run([runner(add_model(1.0), "a")], data_loader=(feed for feed in [{"x": np.zeros(3, dtype=np.float32)}]))
