@@ -189,13 +189,18 @@ def pad(obj: np.ndarray, pad_width: Any, mode: str = "constant", constant_values
     return np.pad(obj, pad_width, mode=mode, constant_values=constant_values)
 
 
-# one-array reductions and element-wise functions: NumPy's, with Python scalars out for reductions to one value
-def _reduction(name: str, numpy_func: Callable[..., Any]) -> Callable[..., Any]:
-    def func(obj: Any, *args: Any, **kwargs: Any) -> Any:
-        return numpy_func(obj, *args, **kwargs)
+def _numpy_function(name: str, numpy_func: Callable[..., Any], arrays: int = 1) -> Callable[..., Any]:
+    """Polygraphy's function ``name``: ``numpy_func`` on the first ``arrays`` arguments, converted to the first's kind."""
+
+    def func(*args: Any, **kwargs: Any) -> Any:
+        return numpy_func(*args, **kwargs)
 
     func.__name__ = func.__qualname__ = name
-    return _numpy_backed(func)
+    return _numpy_backed(func, arrays=arrays)
+
+
+# one-array reductions and element-wise functions: NumPy's, with Python scalars out for reductions to one value
+_reduction = _numpy_function
 
 
 any = _reduction("any", lambda obj: bool(np.any(obj)))  # noqa: A001 (Polygraphy's names shadow builtins in this module)
@@ -221,12 +226,7 @@ power = _reduction("power", np.power)
 
 
 # two-array functions: the second is converted to the first's kind
-def _binary(name: str, numpy_func: Callable[..., Any]) -> Callable[..., Any]:
-    def func(lhs: Any, rhs: Any, *args: Any, **kwargs: Any) -> Any:
-        return numpy_func(lhs, rhs, *args, **kwargs)
-
-    func.__name__ = func.__qualname__ = name
-    return _numpy_backed(func, arrays=2)
+_binary = functools.partial(_numpy_function, arrays=2)
 
 
 equal = _binary("equal", lambda lhs, rhs: bool(np.array_equal(lhs, rhs)))
