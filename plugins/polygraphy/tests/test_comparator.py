@@ -309,3 +309,25 @@ def test_loader_cache_casts_reshapes_and_trims_feeds_for_each_runner():
     # a feed that cannot be made to fit, from a generator (no random access to load it again from)
     with pytest.raises(PolygraphyException, match="Could not reload inputs"):
         Comparator.run([runner(add_model(1.0), "a")], data_loader=(feed for feed in [{"x": np.zeros(3, dtype=np.float32)}]))
+
+
+def test_single_metric_compare_funcs_measure_what_polygraphy_measures():
+    import polygraphy.comparator as polygraphy_comparator
+    from parity_polygraphy.comparator import CosineSimilarityCompareFunc, L2CompareFunc, PsnrCompareFunc, SnrCompareFunc
+
+    data = [{"x": np.array([[0.5, -1.0, 2.0, 3.0]], dtype=np.float32)}]
+    results = Comparator.run([runner(add_model(0.0), "a"), runner(add_model(0.01), "b")], data_loader=data)
+    a, b = results["a"][0], results["b"][0]
+    theirs_a = polygraphy_comparator.IterationResult({"y": a["y"]})
+    theirs_b = polygraphy_comparator.IterationResult({"y": b["y"]})
+    for ours, theirs, field in (
+        (L2CompareFunc(l2_threshold=0.05), polygraphy_comparator.L2CompareFunc(l2_threshold=0.05), "l2_norm"),
+        (CosineSimilarityCompareFunc(), polygraphy_comparator.CosineSimilarityCompareFunc(), "cosine_similarity"),
+        (PsnrCompareFunc(psnr_threshold=50.0), polygraphy_comparator.PsnrCompareFunc(psnr_threshold=50.0), "psnr"),
+        (SnrCompareFunc(snr_threshold={"": 20.0, "y": 60.0}), polygraphy_comparator.SnrCompareFunc(snr_threshold={"": 20.0, "y": 60.0}), "snr"),
+    ):
+        mine, reference = ours(a, b)["y"], theirs(theirs_a, theirs_b)["y"]
+        assert getattr(mine, field) == pytest.approx(getattr(reference, field), rel=1e-6)  # we accumulate in float64
+        assert bool(mine) == bool(reference)
+    assert not L2CompareFunc()(a, b)["y"]  # default 1e-5
+    assert Comparator.compare_accuracy(results, compare_func=L2CompareFunc(l2_threshold=0.05), check_average=True)

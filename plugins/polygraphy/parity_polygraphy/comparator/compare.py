@@ -31,6 +31,14 @@ __all__ = [
     "BaseCompareFunc",
     "SimpleCompareFunc",
     "IndicesCompareFunc",
+    "L2CompareFunc",
+    "CosineSimilarityCompareFunc",
+    "PsnrCompareFunc",
+    "SnrCompareFunc",
+    "L2Result",
+    "CosineSimilarityResult",
+    "PsnrResult",
+    "SnrResult",
 ]
 
 EPSILON = 2.220446049250313e-16  # float64's machine epsilon: stands in for zeros in the relative error's divisor
@@ -298,6 +306,11 @@ def check_simple(out0: np.ndarray, out1: np.ndarray, atol: float, rtol: float, e
     return OutputCompareResult(not failed, **stats, thresholds=SimpleThreshold(error_stat, atol, rtol))
 
 
+def _l2(a: np.ndarray, b: np.ndarray) -> float:
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.sqrt(np.sum(np.square(cast_up(a).astype(np.float64) - cast_up(b).astype(np.float64)))))
+
+
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     """Cosine similarity as Polygraphy defines it at the edges: two zero vectors are identical (1.0), one zero
     vector is orthogonal to anything (0.0)."""
@@ -453,8 +466,7 @@ class CompareFunc:
         cosine_similarity_threshold = 0.997 if cosine_similarity_threshold is None else cosine_similarity_threshold
 
         def match(name: str, out0: np.ndarray, out1: np.ndarray) -> DistanceMetricsResult:
-            with np.errstate(over="ignore", invalid="ignore"):
-                l2 = float(np.sqrt(np.sum(np.square(cast_up(out0).astype(np.float64) - cast_up(out1).astype(np.float64)))))
+            l2 = _l2(out0, out1)
             cosine = _cosine(out0, out1)
             passed = l2 <= value_or_from_dict(l2_tolerance, name, 1e-5) and cosine >= value_or_from_dict(cosine_similarity_threshold, name, 0.997)
             return DistanceMetricsResult(passed, l2, cosine)
@@ -514,3 +526,141 @@ class IndicesCompareFunc(BaseCompareFunc):
 
     def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
         return self._func(iter_result0, iter_result1)
+
+
+# --- Polygraphy 0.53's single-metric compare functions ----------------------------------------------------
+
+
+_Tolerance = float | dict[str, float] | None  # one value, or one per output ("": the default)
+
+
+class _MetricThreshold:
+    """One metric's bound: at most ``threshold`` (an error) or at least it (a similarity); a missing value fails."""
+
+    def __init__(self, field: str, threshold: float, higher_is_better: bool) -> None:
+        self.field, self.threshold, self.higher_is_better = field, threshold, higher_is_better
+
+    def passed(self, metric_values: Mapping[str, float | None]) -> bool:
+        value = metric_values.get(self.field)
+        if value is None:
+            return False
+        return bool(value >= self.threshold if self.higher_is_better else value <= self.threshold)
+
+
+class _MetricResult:
+    """One output's value of one metric and the threshold it was checked against; truthy iff it passes."""
+
+    FIELD = ""
+
+    def __init__(self, value: float, thresholds: _MetricThreshold | None = None) -> None:
+        setattr(self, self.FIELD, None if value is None else float(value))
+        self.thresholds = thresholds
+
+    @property
+    def METRIC_FIELDS(self) -> tuple[str, ...]:  # noqa: N802 - the name OutputCompareResult's class attribute has
+        return (self.FIELD,)
+
+    def metric_values(self) -> dict[str, float | None]:
+        return {self.FIELD: getattr(self, self.FIELD)}
+
+    def __bool__(self) -> bool:
+        return self.thresholds is not None and self.thresholds.passed(self.metric_values())
+
+    def averaged(self, values: Mapping[str, float | None]) -> _MetricResult:
+        return type(self)(values.get(self.FIELD), self.thresholds)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.FIELD}={getattr(self, self.FIELD)})"
+
+
+class L2Result(_MetricResult):
+    FIELD = "l2_norm"
+
+
+class CosineSimilarityResult(_MetricResult):
+    FIELD = "cosine_similarity"
+
+
+class PsnrResult(_MetricResult):
+    FIELD = "psnr"
+
+
+class SnrResult(_MetricResult):
+    FIELD = "snr"
+
+
+class _SingleMetricCompareFunc(BaseCompareFunc):
+    RESULT: type[_MetricResult] = _MetricResult
+    DEFAULT = 0.0
+    HIGHER_IS_BETTER = False
+    ARGUMENT = "threshold"
+
+    def __init__(
+        self, threshold: float | dict[str, float] | None, check_shapes: bool | None, fail_fast: bool | None, find_output_func: Callable | None
+    ) -> None:
+        self.threshold = self.DEFAULT if threshold is None else threshold
+        self.check_shapes = check_shapes is not False
+        self.fail_fast = bool(fail_fast)
+        self.find_output_func = find_output_func
+
+    @staticmethod
+    def compute(out0: np.ndarray, out1: np.ndarray) -> float:
+        raise NotImplementedError()
+
+    def thresholds_for(self, output_name: str) -> _MetricThreshold:
+        return _MetricThreshold(self.RESULT.FIELD, value_or_from_dict(self.threshold, output_name, self.DEFAULT), self.HIGHER_IS_BETTER)
+
+    def __call__(self, iter_result0: IterationResult, iter_result1: IterationResult) -> OrderedDict:
+        def match(name: str, out0: np.ndarray, out1: np.ndarray) -> _MetricResult:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                return self.RESULT(self.compute(cast_up(out0), cast_up(out1)), self.thresholds_for(name))
+
+        return _CompareOutputs(match, self.check_shapes, self.fail_fast, self.find_output_func, {self.ARGUMENT: self.threshold})(iter_result0, iter_result1)
+
+
+class L2CompareFunc(_SingleMetricCompareFunc):
+    """The L2 distance between the outputs must be at most ``l2_threshold`` (default 1e-5)."""
+
+    RESULT, DEFAULT, ARGUMENT = L2Result, 1e-5, "l2_threshold"
+    compute = staticmethod(_l2)
+
+    def __init__(
+        self, l2_threshold: _Tolerance = None, check_shapes: bool | None = None, fail_fast: bool | None = None, find_output_func: Callable | None = None
+    ) -> None:
+        super().__init__(l2_threshold, check_shapes, fail_fast, find_output_func)
+
+
+class CosineSimilarityCompareFunc(_SingleMetricCompareFunc):
+    """The cosine similarity of the outputs must be at least ``cosine_similarity_threshold`` (default 0.997)."""
+
+    RESULT, DEFAULT, HIGHER_IS_BETTER, ARGUMENT = CosineSimilarityResult, 0.997, True, "cosine_similarity_threshold"
+    compute = staticmethod(_cosine)
+
+    def __init__(
+        self, cosine_similarity_threshold: _Tolerance = None, check_shapes: bool | None = None, fail_fast: bool | None = None, find_output_func: Callable | None = None
+    ) -> None:
+        super().__init__(cosine_similarity_threshold, check_shapes, fail_fast, find_output_func)
+
+
+class PsnrCompareFunc(_SingleMetricCompareFunc):
+    """The peak signal-to-noise ratio must be at least ``psnr_threshold`` dB (default 30)."""
+
+    RESULT, DEFAULT, HIGHER_IS_BETTER, ARGUMENT = PsnrResult, 30.0, True, "psnr_threshold"
+    compute = staticmethod(_psnr)
+
+    def __init__(
+        self, psnr_threshold: _Tolerance = None, check_shapes: bool | None = None, fail_fast: bool | None = None, find_output_func: Callable | None = None
+    ) -> None:
+        super().__init__(psnr_threshold, check_shapes, fail_fast, find_output_func)
+
+
+class SnrCompareFunc(_SingleMetricCompareFunc):
+    """The signal-to-noise ratio must be at least ``snr_threshold`` dB (default 20)."""
+
+    RESULT, DEFAULT, HIGHER_IS_BETTER, ARGUMENT = SnrResult, 20.0, True, "snr_threshold"
+    compute = staticmethod(_snr)
+
+    def __init__(
+        self, snr_threshold: _Tolerance = None, check_shapes: bool | None = None, fail_fast: bool | None = None, find_output_func: Callable | None = None
+    ) -> None:
+        super().__init__(snr_threshold, check_shapes, fail_fast, find_output_func)
