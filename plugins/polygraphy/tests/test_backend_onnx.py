@@ -219,3 +219,25 @@ def test_save_onnx_creates_folders_and_external_data(tmp_path):
 def test_tensorflow_loader_is_refused():
     with pytest.raises(PolygraphyException, match="TensorFlow"):
         OnnxFromTfGraph(None)()
+
+
+def _add() -> onnx.ModelProto:
+    """y = Relu(x) + Neg(z), two inputs."""
+    return _model(
+        [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["z"], ["b"]), helper.make_node("Add", ["a", "b"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+
+
+def test_extract_subgraph_refuses_a_cut_that_leaves_a_tensor_unfed():
+    from parity_polygraphy.common import TensorMetadata
+
+    # inputs a only: b is still needed by Add, but nothing produces it any more
+    with pytest.raises(PolygraphyException, match="'z'"):
+        extract_subgraph(_add(), input_metadata=TensorMetadata().add("a", dtype=np.float32, shape=(2,)))
+    both = extract_subgraph(_add(), input_metadata=TensorMetadata().add("a", dtype=np.float32, shape=(2,)).add("b", dtype=np.float32, shape=(2,)))
+    assert [n.op_type for n in both.graph.node] == ["Add"]
+    ones = np.ones(2, np.float32)
+    np.testing.assert_array_equal(run(both, {"a": ones, "b": ones})[0], 2 * ones)
+
