@@ -331,3 +331,25 @@ def test_single_metric_compare_funcs_measure_what_polygraphy_measures():
         assert bool(mine) == bool(reference)
     assert not L2CompareFunc()(a, b)["y"]  # default 1e-5
     assert Comparator.compare_accuracy(results, compare_func=L2CompareFunc(l2_threshold=0.05), check_average=True)
+
+
+def test_streaming_data_loader_replays_saved_inputs(tmp_path):
+    from parity_polygraphy.comparator import StreamingDataLoader
+
+    first = Comparator.run([runner(add_model(1.0), "a")], data_loader=DataLoader(iterations=3), save_inputs_path=str(tmp_path / "inputs.json"))
+    replayed = Comparator.run([runner(add_model(1.0), "a")], data_loader=StreamingDataLoader(str(tmp_path / "inputs.json")))
+    for mine, theirs in zip(first["a"], replayed["a"]):
+        np.testing.assert_array_equal(mine["y"], theirs["y"])
+    assert len(replayed["a"]) == 3
+    # a folder of per-iteration files, in index order
+    folder = tmp_path / "each"
+    folder.mkdir()
+    for index, feed in enumerate(StreamingDataLoader(tmp_path / "inputs.json")):
+        parity_api.save_inputs([feed], folder / f"{index:010d}.json")
+    for saved, one_by_one in zip(StreamingDataLoader(tmp_path / "inputs.json"), StreamingDataLoader([folder]), strict=True):
+        np.testing.assert_array_equal(saved["x"], one_by_one["x"])
+    with pytest.raises(PolygraphyException, match="directory"):
+        list(StreamingDataLoader(folder, allow_dirs=False))
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(PolygraphyException, match="broken.json"):
+        list(StreamingDataLoader(tmp_path / "broken.json"))

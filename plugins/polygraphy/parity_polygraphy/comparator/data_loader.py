@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import os
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,7 @@ from parity_polygraphy.comparator.struct import RunResults
 from parity_polygraphy.exception import PolygraphyException
 from parity_polygraphy.logger import G_LOGGER
 
-__all__ = ["DataLoader", "DataLoaderCache"]
+__all__ = ["DataLoader", "DataLoaderCache", "StreamingDataLoader"]
 
 DEFAULT_SEED = 1
 DEFAULT_SHAPE_VALUE = 1
@@ -379,3 +381,34 @@ def _cast(buffer: Any, dtype: Any) -> Any:
     if buffer.dtype == target:
         return buffer
     return buffer.astype(target) if module == "numpy" else buffer.to(target)
+
+
+class StreamingDataLoader:
+    """Feed dicts saved earlier (``save_inputs_path``, ``parity run --save-inputs``, Polygraphy's files), read one
+    file at a time: a file holding a list gives each element, a file holding one feed dict gives it, a directory
+    gives its ``*.json`` files in name (index) order. Files are read by Parity's engine, which never unpickles."""
+
+    def __init__(self, paths: Any, allow_dirs: bool = True) -> None:
+        self.paths = paths
+        self.allow_dirs = allow_dirs
+
+    def __repr__(self) -> str:
+        return f"StreamingDataLoader({self.paths!r}, allow_dirs={self.allow_dirs})"
+
+    def __iter__(self) -> Iterator[OrderedDict]:
+        from parity import api as parity_api
+
+        paths = [self.paths] if isinstance(self.paths, (str, os.PathLike)) else list(self.paths)
+        for path in map(Path, paths):
+            if path.is_dir():
+                if not self.allow_dirs:
+                    raise PolygraphyException(f"{path} is a directory; pass files (allow_dirs=False)")
+                files = sorted(path.glob("*.json"))
+            else:
+                files = [path]
+            for file in files:
+                try:
+                    feeds = parity_api.load_inputs(file)
+                except (parity_api.ParityError, OSError) as exc:
+                    raise PolygraphyException(str(exc)) from None
+                yield from (OrderedDict(feed) for feed in feeds)
