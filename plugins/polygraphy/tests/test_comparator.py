@@ -353,3 +353,13 @@ def test_streaming_data_loader_replays_saved_inputs(tmp_path):
     (tmp_path / "broken.json").write_text("{not json")
     with pytest.raises(PolygraphyException, match="broken.json"):
         list(StreamingDataLoader(tmp_path / "broken.json"))
+
+
+def test_several_compare_funcs_give_one_accuracy_result_each():
+    from parity_polygraphy.comparator import AccuracyResults, L2CompareFunc
+
+    results = Comparator.run([runner(add_model(0.0), "a"), runner(add_model(0.001), "b")])
+    both = Comparator.compare_accuracy(results, compare_func=[CompareFunc.simple(atol=0.01), L2CompareFunc(l2_threshold=1e-6)])
+    assert isinstance(both, AccuracyResults) and len(both) == 2
+    assert bool(both[0]) and not both[1] and not both
+    assert both.output_names() == ["y"]

@@ -22,7 +22,7 @@ import numpy as np
 from parity import api as parity_api
 from parity_polygraphy.comparator.compare import CompareFunc, to_numpy
 from parity_polygraphy.comparator.data_loader import DataLoader, DataLoaderCache
-from parity_polygraphy.comparator.struct import AccuracyResult, IterationResult, RunResults
+from parity_polygraphy.comparator.struct import AccuracyResult, AccuracyResults, IterationResult, RunResults
 from parity_polygraphy.exception import PolygraphyException
 from parity_polygraphy.logger import G_LOGGER
 
@@ -202,15 +202,19 @@ class Comparator:
         run_results: RunResults,
         fail_fast: bool | None = None,
         comparisons: Sequence[tuple[int, int]] | None = None,
-        compare_func: Callable[[IterationResult, IterationResult], Mapping[str, Any]] | None = None,
+        compare_func: Callable[[IterationResult, IterationResult], Mapping[str, Any]] | Sequence[Callable] | None = None,
         check_average: bool = False,
-    ) -> AccuracyResult:
+    ) -> AccuracyResult | AccuracyResults:
         """Compare the runs of each pair in ``comparisons`` (indices into ``run_results``; default: each with the
         next), iteration by iteration (the shorter run's count), with ``compare_func`` (default
         ``CompareFunc.simple()``). ``fail_fast``: stop at the first iteration with a mismatch. ``check_average``: each
         output passes when its error statistic averaged over the iterations does (``simple`` with a
         ``check_error_stat`` other than elemwise; not with ``fail_fast``). Returns an ``AccuracyResult``:
-        ``{(runner0, runner1): [per-output results of each iteration]}``."""
+        ``{(runner0, runner1): [per-output results of each iteration]}``; with a list of compare functions, an
+        ``AccuracyResults`` holding one per function (Polygraphy 0.53 returns that list even for one function;
+        a single function gets its ``AccuracyResult`` here, as in Polygraphy 0.49, so ``result[pair]`` works)."""
+        if isinstance(compare_func, (list, tuple)):
+            return AccuracyResults(Comparator.compare_accuracy(run_results, fail_fast, comparisons, func, check_average) for func in compare_func)
         if check_average and fail_fast:
             raise PolygraphyException("check_average and fail_fast cannot be used together.")
         compare_func = CompareFunc.simple() if compare_func is None else compare_func

@@ -19,7 +19,7 @@ import numpy as np
 from parity import api as parity_api
 from parity_polygraphy.exception import PolygraphyException
 
-__all__ = ["LazyArray", "IterationResult", "RunResults", "AccuracyResult"]
+__all__ = ["LazyArray", "IterationResult", "RunResults", "AccuracyResult", "AccuracyResults"]
 
 DEFAULT_RUNNER_NAME = "custom_runner"
 
@@ -324,6 +324,17 @@ class AccuracyResult(OrderedDict):
         outs = self[self._get_runner_pair(runner_pair)]
         matched = sum(1 for out in outs if all(bool(v) for v in out.values()))
         return matched, len(outs) - matched, len(outs)
+
+
+class AccuracyResults(list):
+    """One :class:`AccuracyResult` per compare function (``compare_accuracy(compare_func=[f0, f1])``); truthy iff
+    all are."""
+
+    def __bool__(self) -> bool:
+        return all(bool(result) for result in self)
+
+    def output_names(self) -> list[str]:
+        return list(OrderedDict.fromkeys(name for result in self for its in result.values() for it in its for name in it))
 
 
 def _register_json() -> None:
