@@ -115,7 +115,9 @@ def test_session_providers_are_matched_by_part_of_their_name(model_path):
     assert sess.run(None, {"x": np.ones((1, 3), np.float32)})[0].tolist() == [[-1, -1, -1]]
 
 
-def test_loader_call_is_a_constant_method():
+def test_loader_call_is_a_constant_method_under_internal_checks(monkeypatch):
+    from parity_polygraphy import config
+
     class Counting(BaseLoader):
         def __init__(self):
             self.count = 0
@@ -124,6 +126,9 @@ def test_loader_call_is_a_constant_method():
             self.count += 1
             return self.count
 
+    monkeypatch.setattr(config, "INTERNAL_CORRECTNESS_CHECKS", False)
+    assert Counting()() == 1  # unchecked by default, as in Polygraphy
+    monkeypatch.setattr(config, "INTERNAL_CORRECTNESS_CHECKS", True)
     with pytest.raises(PolygraphyInternalException, match="count"):
         Counting()()
 

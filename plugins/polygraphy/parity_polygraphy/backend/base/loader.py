@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from parity_polygraphy import config
 from parity_polygraphy.backend.base._calls import attribute_ids, check_unchanged, wrap_impls
 
 
 class BaseLoader:
     """Base class for loaders: ``loader()`` forwards its arguments to ``call_impl``.
 
-    ``__call__`` is a constant method: a ``call_impl`` that rebinds one of the loader's attributes raises
-    ``PolygraphyInternalException`` (a loader called twice must build the same thing). Polygraphy checks this
-    only under ``POLYGRAPHY_INTERNAL_CORRECTNESS_CHECKS=1``; the check is cheap here (attribute identities),
-    so it is always on. Calling ``call_impl`` directly logs a warning."""
+    ``__call__`` is a constant method: with ``POLYGRAPHY_INTERNAL_CORRECTNESS_CHECKS=1`` (``config``), a
+    ``call_impl`` that rebinds one of the loader's attributes raises ``PolygraphyInternalException`` (a loader
+    called twice must build the same thing); as in Polygraphy, unchecked otherwise. Calling ``call_impl``
+    directly logs a warning."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -23,6 +24,8 @@ class BaseLoader:
         raise NotImplementedError("BaseLoader is an abstract class")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not config.INTERNAL_CORRECTNESS_CHECKS:
+            return self.call_impl(*args, **kwargs)
         before = attribute_ids(self)
         result = self.call_impl(*args, **kwargs)
         check_unchanged(self, before, "__call__")
