@@ -18,9 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from parity import api as parity_api
 from parity_polygraphy.comparator.compare import _try_match_shape, find_str_in_iterable, to_numpy, value_or_from_dict
 from parity_polygraphy.comparator.struct import RunResults
+from parity_polygraphy.datatype import DataType
 from parity_polygraphy.exception import PolygraphyException
+from parity_polygraphy.json import save_json
 from parity_polygraphy.logger import G_LOGGER
 
 __all__ = ["DataLoader", "DataLoaderCache", "StreamingDataLoader"]
@@ -46,8 +49,6 @@ def _valid_override(new_shape: Any, shape: Any) -> bool:
 
 def _datatype(dtype: Any) -> Any:
     """Polygraphy's ``DataType`` of a numpy/torch/onnx dtype (or a ``DataType``)."""
-    from parity_polygraphy.datatype import DataType
-
     return dtype if isinstance(dtype, DataType) else DataType.from_dtype(dtype)
 
 
@@ -67,8 +68,6 @@ def _backend_dtype(dtype: Any, module: str, name: str) -> Any:
         return None
     if module == "numpy" and _plain_numpy(dtype) is not None:
         return _plain_numpy(dtype)
-    from parity_polygraphy.datatype import DataType
-
     try:
         return DataType.to_dtype(_datatype(dtype), module)
     except Exception:
@@ -349,12 +348,8 @@ def _save_inputs(feeds: list, path: Any) -> None:
     """Polygraphy's JSON list of feed dicts, atomically: a ``.json`` path through Parity's streaming writer, any
     other path or an open file through :func:`parity_polygraphy.json.save_json`."""
     if not hasattr(path, "write") and str(path).endswith(".json"):
-        from parity import api as parity_api
-
         parity_api.save_inputs([{k: to_numpy(v) for k, v in feed.items()} for feed in feeds], str(path))
         return
-    from parity_polygraphy.json import save_json
-
     save_json(feeds, path, description="inference input data")
 
 
@@ -396,8 +391,6 @@ class StreamingDataLoader:
         return f"StreamingDataLoader({self.paths!r}, allow_dirs={self.allow_dirs})"
 
     def __iter__(self) -> Iterator[OrderedDict]:
-        from parity import api as parity_api
-
         paths = [self.paths] if isinstance(self.paths, (str, os.PathLike)) else list(self.paths)
         for path in map(Path, paths):
             if path.is_dir():

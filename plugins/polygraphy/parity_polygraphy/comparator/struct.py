@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from parity import api as parity_api
+from parity_polygraphy import config
 from parity_polygraphy.exception import PolygraphyException
+from parity_polygraphy.json import Decoder, Encoder, from_json, save_json, to_json
 
 __all__ = ["LazyArray", "IterationResult", "RunResults", "AccuracyResult", "AccuracyResults"]
 
@@ -26,12 +28,7 @@ DEFAULT_RUNNER_NAME = "custom_runner"
 
 def _swap_threshold_mb() -> int:
     """``POLYGRAPHY_ARRAY_SWAP_THRESHOLD_MB`` (Polygraphy's ``config.ARRAY_SWAP_THRESHOLD_MB``); -1: never swap."""
-    try:
-        from parity_polygraphy import config  # the compatibility package's settings, where it has them
-
-        return int(config.ARRAY_SWAP_THRESHOLD_MB)
-    except (ImportError, AttributeError):
-        return int(os.environ.get("POLYGRAPHY_ARRAY_SWAP_THRESHOLD_MB", "-1"))
+    return int(config.ARRAY_SWAP_THRESHOLD_MB)  # read each time: scripts and tests set it at run time
 
 
 def _nbytes(arr: Any) -> int:
@@ -231,14 +228,10 @@ class RunResults:
 
     # JSON (Polygraphy's add_json_methods) --------------------------------------------------------------
     def to_json(self) -> str:
-        from parity_polygraphy.json import to_json
-
         return to_json(self)
 
     @classmethod
     def from_json(cls, src: str) -> RunResults:
-        from parity_polygraphy.json import from_json
-
         return _checked(from_json(src), cls)
 
     def save(self, dest: Any) -> None:
@@ -248,8 +241,6 @@ class RunResults:
         if not hasattr(dest, "write") and os.fspath(dest).endswith(".json"):
             parity_api.save_results(self.to_parity(), os.fspath(dest))
             return
-        from parity_polygraphy.json import save_json
-
         save_json(self, dest, description="inference results")
 
     @classmethod
@@ -339,13 +330,6 @@ class AccuracyResults(list):
 
 def _register_json() -> None:
     """Teach the compatibility package's JSON encoder Polygraphy's ``polygraphy_class`` names for these types."""
-    try:
-        from parity_polygraphy.json import Decoder, Encoder
-    except ImportError:  # pragma: no cover - the json module is part of the same distribution
-        return
-    if not hasattr(Encoder, "register"):
-        return
-
     Encoder.register(LazyArray, alias="LazyNumpyArray")(lambda lazy: {"values": lazy.load()})
     Decoder.register(LazyArray, alias="LazyNumpyArray")(lambda dct: LazyArray(dct["values"]))
     Encoder.register(IterationResult)(lambda it: {"outputs": it.dct, "runtime": it.runtime, "runner_name": it.runner_name})
