@@ -8,6 +8,7 @@ pytest then runs the files named (paths relative to the tests folder) and this p
     python plugins/polygraphy/tools/polygraphy_tests.py comparator/test_compare.py common/test_datatype.py
     python plugins/polygraphy/tools/polygraphy_tests.py                 # the issue's non-TensorRT files
     python plugins/polygraphy/tools/polygraphy_tests.py --baseline ...  # the same files on Polygraphy itself
+    python plugins/polygraphy/tools/polygraphy_tests.py --compare ...   # both, side by side
     python plugins/polygraphy/tools/polygraphy_tests.py --json out.json -k datatype common/test_datatype.py
 
 Files that need TensorRT, TensorFlow or CUDA are skipped unless named or ``--all`` is given. ``import tensorrt``
@@ -143,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", help="test files relative to tools/Polygraphy/tests (default: the issue's non-TensorRT files)")
     parser.add_argument("--all", action="store_true", help="also run files that need TensorRT, TensorFlow or CUDA")
     parser.add_argument("--baseline", action="store_true", help="do not rewrite imports: run the tests on Polygraphy itself")
+    parser.add_argument("--compare", action="store_true", help="run both ways; the table shows Polygraphy's passes beside parity_polygraphy's")
     parser.add_argument("--mirror", type=Path, default=MIRROR, help="git mirror of NVIDIA/TensorRT (default: %(default)s)")
     parser.add_argument("--commit", default="HEAD", help="commit of the mirror to take the tests from (default: %(default)s)")
     parser.add_argument("--no-trt-model", action="store_true", help="leave `import tensorrt` alone (no behavioural model)")
@@ -161,19 +163,44 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         parser.error("no files to run (files needing TensorRT/TF/CUDA run only when named or with --all)")
 
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    if not args.no_internal_checks:  # as Polygraphy's own `make test` runs its tests
+        env["POLYGRAPHY_INTERNAL_CORRECTNESS_CHECKS"] = "1"
+    if not args.no_trt_model:
+        env = trt_model_env(env, args.trt_model_version)
+    runs = [True, False] if args.compare else [args.baseline]
+    results = {}
+    for baseline in runs:
+        try:
+            results[baseline] = run_pytest(args, files, pytest_args, env, baseline)
+        except FileNotFoundError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+    table, out, rc = results[args.baseline if not args.compare else False]
+    print("\n".join(out.strip().splitlines()[-40:]))
+    print()
+    totals = print_table(files, table, results[True][0] if args.compare else None)
+    if args.json:
+        report = {"files": {f: table.get(f) for f in files}, "totals": totals, "pytest_rc": rc}
+        if args.compare:
+            report["polygraphy"] = {f: results[True][0].get(f) for f in files}
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    # pytest's own codes: 0 all passed, 1 some failed; anything else (usage, collection, timeout) passes through
+    return 0 if rc == 0 else (1 if rc == 1 else rc)
+
+
+EMPTY = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+
+
+def run_pytest(args: argparse.Namespace, files: list[str], pytest_args: list[str], env: dict[str, str], baseline: bool) -> tuple[dict[str, dict[str, int]], str, int]:
+    """One pytest run over ``files`` (on Polygraphy itself where ``baseline``): per-file counts, output, exit code."""
     with tempfile.TemporaryDirectory(prefix="polygraphy-tests-") as tmp:
-        work = args.keep or Path(tmp)
+        work = (args.keep / ("polygraphy" if baseline else "parity_polygraphy")) if args.keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        tests = extract(work, args.mirror, args.commit, args.baseline)
+        tests = extract(work, args.mirror, args.commit, baseline)
         missing = [f for f in files if not (tests / f).is_file()]
         if missing:
-            print(f"not in {TESTS} at {args.commit}: {', '.join(missing)}", file=sys.stderr)
-            return 2
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-        if not args.no_internal_checks:  # as Polygraphy's own `make test` runs its tests
-            env["POLYGRAPHY_INTERNAL_CORRECTNESS_CHECKS"] = "1"
-        if not args.no_trt_model:
-            env = trt_model_env(env, args.trt_model_version)
+            raise FileNotFoundError(f"not in {TESTS} at {args.commit}: {', '.join(missing)}")
         junit = work / "junit.xml"
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--continue-on-collection-errors", "-o", "junit_family=xunit1", f"--junitxml={junit}"]
         cmd += ["--rootdir", str(tests.parent), *(["-k", args.keyword] if args.keyword else [])]
@@ -183,24 +210,28 @@ def main(argv: list[str] | None = None) -> int:
             out, rc = proc.stdout + proc.stderr, proc.returncode
         except subprocess.TimeoutExpired as exc:
             out, rc = f"pytest timed out after {args.timeout} s\n{exc.stdout or ''}", 124
-        table = count(junit)
+        return count(junit), out, rc
 
-    tail = out.strip().splitlines()[-40:]
-    print("\n".join(tail))
-    print()
-    width = max(len(f) for f in files)
-    print(f"{'file':<{width}}  passed  failed  errors  skipped")
-    totals = dict.fromkeys(("passed", "failed", "errors", "skipped"), 0)
+
+def print_table(files: list[str], table: dict[str, dict[str, int]], polygraphy: dict[str, dict[str, int]] | None) -> dict[str, int]:
+    """The per-file table and its totals (with Polygraphy's passes beside them under --compare)."""
+    width = max(len(f) for f in [*files, "total"])
+    extra = "  polygraphy" if polygraphy is not None else ""
+    print(f"{'file':<{width}}  passed  failed  errors  skipped{extra}")
+    totals = dict.fromkeys(EMPTY, 0)
+    reference = 0
     for f in files:
-        row = table.get(f, {"passed": 0, "failed": 0, "errors": 0, "skipped": 0})
+        row = table.get(f, EMPTY)
         for key in totals:
             totals[key] += row[key]
-        print(f"{f:<{width}}  {row['passed']:>6}  {row['failed']:>6}  {row['errors']:>6}  {row['skipped']:>7}")
-    print(f"{'total':<{width}}  {totals['passed']:>6}  {totals['failed']:>6}  {totals['errors']:>6}  {totals['skipped']:>7}")
-    if args.json:
-        args.json.write_text(json.dumps({"files": {f: table.get(f) for f in files}, "totals": totals, "pytest_rc": rc}, indent=2) + "\n")
-    # pytest's own codes: 0 all passed, 1 some failed; anything else (usage, collection, timeout) passes through
-    return 0 if rc == 0 else (1 if rc == 1 else rc)
+        theirs = ""
+        if polygraphy is not None:
+            reference += polygraphy.get(f, EMPTY)["passed"]
+            theirs = f"  {polygraphy.get(f, EMPTY)['passed']:>10}"
+        print(f"{f:<{width}}  {row['passed']:>6}  {row['failed']:>6}  {row['errors']:>6}  {row['skipped']:>7}{theirs}")
+    theirs = f"  {reference:>10}" if polygraphy is not None else ""
+    print(f"{'total':<{width}}  {totals['passed']:>6}  {totals['failed']:>6}  {totals['errors']:>6}  {totals['skipped']:>7}{theirs}")
+    return totals
 
 
 if __name__ == "__main__":
