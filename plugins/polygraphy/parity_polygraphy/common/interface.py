@@ -7,12 +7,12 @@ import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any
 
+from parity_polygraphy.logger import G_LOGGER
+
 __all__ = ["TypedDict", "TypedList"]
 
 
 def _refuse(message: str) -> None:
-    from parity_polygraphy.logger import G_LOGGER
-
     G_LOGGER.critical(message)
 
 

@@ -15,6 +15,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from parity_polygraphy.exception import DataTypeConversionException
+from parity_polygraphy.logger import G_LOGGER, LogMode
+
 __all__ = ["DataType", "DataTypeEntry", "register_dtype_exporter", "register_dtype_importer"]
 
 
@@ -124,8 +127,6 @@ class DataType:
     def from_dtype(dtype: Any, source_module: str | None = None) -> Any:
         """The DataType of a library's type (asking each library in turn unless ``source_module`` names one).
         An unknown type is returned as it is, with a warning (once), as Polygraphy does; None is refused."""
-        from parity_polygraphy.logger import G_LOGGER, LogMode
-
         if dtype is None:
             G_LOGGER.critical(f"Could not convert: {dtype} to a Polygraphy data type")
         if isinstance(dtype, DataTypeEntry):
@@ -151,8 +152,6 @@ class DataType:
         """``dtype`` as a type of ``target_module`` ("numpy", "onnx", "onnxruntime", "tensorrt", "torch");
         anything not a DataType is returned as it is. Raises DataTypeConversionException where the library has no
         such type."""
-        from parity_polygraphy.logger import G_LOGGER
-
         if not isinstance(dtype, DataTypeEntry):
             G_LOGGER.internal_error(f"Received input of type other than DataType: {dtype}")
             return dtype
@@ -193,9 +192,6 @@ def register_dtype_exporter(target_module: str) -> Callable[[Callable[[Any], Any
     def register(func: Callable[[Any], Any]) -> Callable[[Any], Any]:
         @functools.wraps(func)
         def exporter(dtype: DataTypeEntry) -> Any:
-            from parity_polygraphy.exception import DataTypeConversionException
-            from parity_polygraphy.logger import G_LOGGER
-
             value = func(dtype)
             if value is None:
                 G_LOGGER.critical(

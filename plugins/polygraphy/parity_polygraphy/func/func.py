@@ -8,6 +8,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from parity_polygraphy import config
+from parity_polygraphy.logger import G_LOGGER
+
 __all__ = ["constantmethod", "extend"]
 
 
@@ -20,8 +23,6 @@ def extend(extend_func: Any) -> Callable[[Callable[..., Any]], Callable[..., Any
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
         def extended(*args: Any, **kwargs: Any) -> Any:
-            from parity_polygraphy.logger import G_LOGGER
-
             result = extend_func(*args, **kwargs) if callable(extend_func) else extend_func
             results = result if isinstance(result, tuple) else (result,)
             params = len(inspect.signature(func).parameters)
@@ -52,15 +53,11 @@ def _name(obj: Any) -> str:
 def constantmethod(func: Callable[..., Any]) -> Callable[..., Any]:
     """Marks a method that must not change its object's attributes. Checked only with internal checks on
     (POLYGRAPHY_INTERNAL_CORRECTNESS_CHECKS=1, read at import): then a change raises PolygraphyInternalException."""
-    from parity_polygraphy import config
-
     if not config.INTERNAL_CORRECTNESS_CHECKS:
         return func
 
     @functools.wraps(func)
     def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
-        from parity_polygraphy.logger import G_LOGGER
-
         before = copy.copy(vars(self))
         try:
             return func(self, *args, **kwargs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import importlib
 import io
 import json
 import os
@@ -18,7 +19,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import IO, Any
 
+import parity
+from parity.api import ParityError
 from parity_polygraphy.constants import LEGACY_TYPE_MARKER, TAB, TYPE_MARKER
+from parity_polygraphy.logger import G_LOGGER
+from parity_polygraphy.util import load_file, save_file
 
 __all__ = ["Decoder", "Encoder", "add_json_methods", "from_json", "load_json", "save_json", "to_json"]
 
@@ -34,8 +39,6 @@ class _Registry:
 
     @classmethod
     def _add(cls, key: Any, func: Callable[..., Any]) -> None:
-        from parity_polygraphy.logger import G_LOGGER
-
         if key in cls.polygraphy_registered:
             G_LOGGER.critical(f"Duplicate serialization function for type: {key}.\nNote: Existing function: {cls.polygraphy_registered[key]}, New function: {func}")
         cls.polygraphy_registered[key] = func
@@ -102,8 +105,6 @@ class Decoder(_Registry):
             cls._add(key, decode)
 
     def __call__(self, pairs: list[tuple[str, Any]]) -> Any:
-        from parity_polygraphy.logger import G_LOGGER
-
         dct = OrderedDict(pairs)
         # files of older Polygraphy versions mark a type with {"__polygraphy_encoded_<name>": LEGACY_TYPE_MARKER}
         for key, decode in self.polygraphy_registered.items():
@@ -129,13 +130,9 @@ def _encode_ndarray(array: Any) -> dict[str, Any]:
 
 
 def _decode_ndarray(dct: dict[str, Any]) -> Any:
-    from parity import load_json as parity_load_json
-    from parity.api import ParityError
-    from parity_polygraphy.logger import G_LOGGER
-
     # Parity's reader of Polygraphy's arrays: base64 .npy, latin-1 text and NPZ archives of older versions; no pickles
     try:
-        return parity_load_json(io.StringIO(json.dumps({**dct, TYPE_MARKER: "ndarray"})), description="a JSON array")
+        return parity.load_json(io.StringIO(json.dumps({**dct, TYPE_MARKER: "ndarray"})), description="a JSON array")
     except ParityError as exc:
         G_LOGGER.critical(str(exc))
 
@@ -149,8 +146,6 @@ def _encode_tensor(tensor: Any) -> dict[str, Any]:
 
 
 def _decode_tensor(dct: dict[str, Any]) -> Any:
-    from parity_polygraphy.logger import G_LOGGER
-
     try:
         import torch
     except ImportError:
@@ -176,8 +171,6 @@ def _register_common() -> None:
         _REGISTERED.add("torch")
     if "common" not in _REGISTERED:
         _REGISTERED.add("common")
-        import importlib
-
         # their modules register FormattedArray, RunResults, IterationResult, LazyArray
         for module in ("parity_polygraphy.common", "parity_polygraphy.comparator"):
             importlib.import_module(module)
@@ -207,16 +200,12 @@ def from_json(src: str) -> Any:
 @_with_common
 def save_json(obj: Any, dest: str | os.PathLike[str] | IO[str], description: str | None = None) -> None:
     """Write ``obj`` as JSON to a path (atomically) or an open text file."""
-    from parity_polygraphy.util import save_file
-
     save_file(to_json(obj), dest, mode="w", description=description)
 
 
 @_with_common
 def load_json(src: str | os.PathLike[str] | IO[str], description: str | None = None) -> Any:
     """Read the object a JSON file holds (a path or an open file; FileNotFoundError for a missing path)."""
-    from parity_polygraphy.util import load_file
-
     return from_json(load_file(src, mode="r", description=description))
 
 
@@ -226,8 +215,6 @@ def add_json_methods(description: str | None = None) -> Callable[[type], type]:
 
     def add(cls: type) -> type:
         def checked(obj: Any) -> Any:
-            from parity_polygraphy.logger import G_LOGGER
-
             if not isinstance(obj, cls):
                 G_LOGGER.critical(f"Provided JSON cannot be decoded into a {cls.__name__}.\nNote: JSON was decoded into a {type(obj)}:\n{obj}")
             return obj

@@ -19,6 +19,10 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
+import parity
+from parity_polygraphy import config
+from parity_polygraphy.exception import PolygraphyException, PolygraphyInternalException
+
 __all__ = ["G_LOGGER", "LogMode", "Logger", "SeverityTrie"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -249,8 +253,6 @@ class Logger:
 
     def log(self, message: Any, severity: int, mode: LogMode = LogMode.EACH, stack_depth: int = 2, error_ok: bool = False) -> None:
         """Log ``message`` (or what the callable ``message`` returns, called only when shown) at ``severity``."""
-        from parity_polygraphy import config
-
         where = self._caller(stack_depth) if self.line_info or self._module_severity.has_non_default_entries else None
         if severity < self._module_severity.get(where[0] if where else None):
             return
@@ -309,8 +311,6 @@ class Logger:
 
     def critical(self, message: Any, ExceptionType: type[BaseException] | None = None) -> None:  # noqa: N803 (Polygraphy's name)
         """Log ``message``, then raise ``ExceptionType`` (default :class:`PolygraphyException`) with it."""
-        from parity_polygraphy.exception import PolygraphyException
-
         self.log(message, Logger.CRITICAL, stack_depth=3)
         raise (ExceptionType or PolygraphyException)(message) from None
 
@@ -319,9 +319,6 @@ class Logger:
     def internal_error(self, message: Any) -> None:
         """With internal checks on (POLYGRAPHY_INTERNAL_CORRECTNESS_CHECKS=1): log and raise
         :class:`PolygraphyInternalException`; otherwise nothing."""
-        from parity_polygraphy import config
-        from parity_polygraphy.exception import PolygraphyInternalException
-
         if config.INTERNAL_CORRECTNESS_CHECKS:
             self.log(message, Logger.CRITICAL, stack_depth=3)
             raise PolygraphyInternalException(message)
@@ -337,8 +334,6 @@ class Logger:
 
     def log_exception(self, func: Callable[..., Any]) -> Callable[..., Any]:
         """Decorator: an exception other than PolygraphyException leaving ``func`` is logged as an error first."""
-        from parity_polygraphy.exception import PolygraphyException
-
         @functools.wraps(func)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             try:
@@ -368,11 +363,9 @@ _PARITY_LEVELS = ((Logger.ULTRA_VERBOSE, "ULTRA_VERBOSE"), (Logger.SUPER_VERBOSE
 
 
 def _steer_parity(trie: SeverityTrie) -> None:
-    from parity import G_LOGGER as parity_logger
-
     severity = trie.get()
     name = next((name for level, name in reversed(_PARITY_LEVELS) if severity >= level), "ULTRA_VERBOSE")
-    parity_logger.severity = getattr(parity_logger, name)
+    parity.G_LOGGER.severity = getattr(parity.G_LOGGER, name)
 
 
 G_LOGGER = Logger()

@@ -2,6 +2,8 @@
 for the names scripts and tests reach for (temporary files, file helpers, shapes); ``util.array`` is
 :mod:`parity_polygraphy.util.array`."""
 
+import importlib
+
 from parity_polygraphy.util.util import (
     NamedTemporaryFile,
     default,
@@ -35,8 +37,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    if name == "array":  # numpy (and torch where installed) load on first use
-        import importlib
-
+    if name == "array":  # numpy loads on first use
         return importlib.import_module("parity_polygraphy.util.array")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from parity_polygraphy.datatype import DataType
+from parity_polygraphy.logger import G_LOGGER
+
 DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-8
 
@@ -35,8 +38,6 @@ def is_device_view(obj: Any) -> bool:
 
 def _check(obj: Any, name: str) -> None:
     if not (is_numpy(obj) or is_torch(obj) or isinstance(obj, (numbers.Number, np.generic))):
-        from parity_polygraphy.logger import G_LOGGER
-
         G_LOGGER.critical(f"Function: {name} is unsupported for objects of type: {type(obj).__name__}")
 
 
@@ -101,8 +102,6 @@ def is_on_gpu(obj: Any) -> bool:
 
 def dtype(obj: Any) -> Any:
     """The array's DataType."""
-    from parity_polygraphy.datatype import DataType
-
     return DataType.from_dtype(obj.dtype)
 
 
@@ -112,8 +111,6 @@ def shape(obj: Any) -> tuple[int, ...]:
 
 def view(obj: Any, dtype: Any, shape: Sequence[int]) -> Any:
     """The same memory seen as ``dtype`` (a DataType) with ``shape``."""
-    from parity_polygraphy.datatype import DataType
-
     if is_torch(obj):
         return obj.reshape(-1).view(DataType.to_dtype(dtype, "torch")).reshape(shape)
     return obj.reshape(-1).view(DataType.to_dtype(dtype, "numpy")).reshape(shape)
@@ -143,8 +140,6 @@ def resize_or_reallocate(obj: Any, shape: Sequence[int]) -> Any:
 
 def cast(obj: Any, dtype: Any) -> Any:
     """``obj`` converted to ``dtype`` (a DataType)."""
-    from parity_polygraphy.datatype import DataType
-
     if is_torch(obj):
         return obj.to(DataType.to_dtype(dtype, "torch"))
     return np.array(obj.astype(DataType.to_dtype(dtype, "numpy")))
@@ -179,8 +174,6 @@ def quantile(obj: np.ndarray, q: float) -> Any:
 
 @_numpy_backed
 def mean(obj: np.ndarray, dtype: Any = None) -> Any:
-    from parity_polygraphy.datatype import DataType
-
     return np.mean(obj, dtype=DataType.to_dtype(dtype, "numpy") if dtype is not None else None)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import IO, Any
 
 from parity.api import write_bytes_atomic, write_text_atomic
+from parity_polygraphy.logger import G_LOGGER
 
 __all__ = ["NamedTemporaryFile", "default", "find_library", "invert_dict", "invoke_if_callable", "is_empty_shape", "is_file_like", "is_sequence",
            "load_file", "save_file", "unique_list", "volume"]
@@ -81,8 +82,6 @@ def is_file_like(obj: Any) -> bool:
 
 def load_file(src: str | os.PathLike[str] | IO[Any], mode: str = "rb", description: str | None = None) -> Any:
     """The contents of a path or an open file (read from its start)."""
-    from parity_polygraphy.logger import G_LOGGER
-
     if description is not None:
         G_LOGGER.info(f"Loading {description} from {getattr(src, 'name', src)}")
     if is_file_like(src):
@@ -94,8 +93,6 @@ def load_file(src: str | os.PathLike[str] | IO[Any], mode: str = "rb", descripti
 
 def save_file(contents: str | bytes | Any, dest: str | os.PathLike[str] | IO[Any], mode: str = "wb", description: str | None = None) -> Any:
     """Write ``contents`` to an open file, or to a path atomically (folders made as needed); returns ``dest``."""
-    from parity_polygraphy.logger import G_LOGGER
-
     if description is not None:
         G_LOGGER.info(f"Saving {description} to {getattr(dest, 'name', dest)}")
     if is_file_like(dest):
