@@ -84,6 +84,7 @@ def test_every_type_has_an_onnx_and_onnxruntime_name():
         assert DataType.from_dtype(entry.onnx(), "onnx") is entry
         assert DataType.from_dtype(entry.onnxruntime(), "onnxruntime") is entry
     assert DataType.FLOAT32.onnxruntime() == "tensor(float)" and DataType.FLOAT64.onnxruntime() == "tensor(double)"
+    assert DataType.from_dtype(np.int32(TensorProto.FLOAT16), "onnx") is DataType.FLOAT16  # an integer read from an array
 
 
 def test_unknown_types_stay_as_they_are_with_one_warning(capsys):

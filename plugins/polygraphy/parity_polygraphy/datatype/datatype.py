@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import numbers
 import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -300,9 +301,9 @@ def to_numpy(dtype: DataTypeEntry) -> Any:
 @register_dtype_importer("onnx")
 def from_onnx(onnx_type: Any) -> DataTypeEntry | None:
     """An ONNX type (``onnx.TensorProto.FLOAT``, an int) as a DataType."""
-    if not isinstance(onnx_type, int) or isinstance(onnx_type, bool):
+    if not isinstance(onnx_type, numbers.Integral) or isinstance(onnx_type, bool):  # np.int32(1) too, as a dict key would match it
         return None
-    return _onnx_map().get(onnx_type)
+    return _onnx_map().get(int(onnx_type))
 
 
 @register_dtype_exporter("onnx")
