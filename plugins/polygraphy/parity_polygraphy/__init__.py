@@ -6,4 +6,6 @@ The modules mirror Polygraphy's public tree (``exception``, ``datatype``, ``comm
 ``func``, ``comparator``, ``backend.*``); Parity's own API (``parity``, ``parity_onnxrt``, ``parity_trt``, ...)
 stays Parity's. docs/python-api.md lists each mirrored module and what differs."""
 
-__version__ = "0.1.0"
+from parity_polygraphy import config  # noqa: F401 (as `import polygraphy` gives polygraphy.config)
+
+__version__ = "0.1.0"  # this distribution's version; it follows Polygraphy 0.53.6's behaviour
