@@ -201,16 +201,32 @@ def run_pytest(args: argparse.Namespace, files: list[str], pytest_args: list[str
         missing = [f for f in files if not (tests / f).is_file()]
         if missing:
             raise FileNotFoundError(f"not in {TESTS} at {args.commit}: {', '.join(missing)}")
-        junit = work / "junit.xml"
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--continue-on-collection-errors", "-o", "junit_family=xunit1", f"--junitxml={junit}"]
-        cmd += ["--rootdir", str(tests.parent), *(["-k", args.keyword] if args.keyword else [])]
-        cmd += [*(a for a in pytest_args if a != "--"), *(f"tests/{f}" for f in files)]
-        try:
-            proc = subprocess.run(cmd, cwd=tests.parent, env=env, capture_output=True, text=True, timeout=args.timeout)
-            out, rc = proc.stdout + proc.stderr, proc.returncode
-        except subprocess.TimeoutExpired as exc:
-            out, rc = f"pytest timed out after {args.timeout} s\n{exc.stdout or ''}", 124
-        return count(junit), out, rc
+        # One pytest process per folder with its own conftest.py (tools/, mod/): a conftest that fails to import
+        # ends its whole session, and should cost only the files under it.
+        groups: dict[str, list[str]] = {}
+        for f in files:
+            top = f.split("/")[0]
+            groups.setdefault(top if (tests / top / "conftest.py").is_file() else "", []).append(f)
+        table: dict[str, dict[str, int]] = {}
+        outputs, codes = [], []
+        for index, group in enumerate(groups.values()):
+            junit = work / f"junit-{index}.xml"
+            cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--continue-on-collection-errors", "-o", "junit_family=xunit1", f"--junitxml={junit}"]
+            cmd += ["--rootdir", str(tests.parent), *(["-k", args.keyword] if args.keyword else [])]
+            cmd += [*(a for a in pytest_args if a != "--"), *(f"tests/{f}" for f in group)]
+            try:
+                proc = subprocess.run(cmd, cwd=tests.parent, env=env, capture_output=True, text=True, timeout=args.timeout)
+                out, rc = proc.stdout + proc.stderr, proc.returncode
+            except subprocess.TimeoutExpired as exc:
+                out, rc = f"pytest timed out after {args.timeout} s\n{exc.stdout or ''}", 124
+            found = count(junit)
+            if not found and rc not in (0, 1, 5):  # the session never started (a conftest failed): each file, one error
+                found = {f: {**EMPTY, "errors": 1} for f in group}
+            table.update(found)
+            outputs.append(out)
+            codes.append(rc)
+        rc = 0 if all(c in (0, 5) for c in codes) else (1 if all(c in (0, 1, 5) for c in codes) else max(codes))
+        return table, "\n".join(outputs), rc
 
 
 def print_table(files: list[str], table: dict[str, dict[str, int]], polygraphy: dict[str, dict[str, int]] | None) -> dict[str, int]:
