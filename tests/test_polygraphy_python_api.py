@@ -46,8 +46,8 @@ def test_compare_func_simple_takes_polygraphy_arguments():
     ("kwargs", "said"),
     [
         ({"check_shapes": False}, "always checks shapes"),
-        ({"save_heatmaps": "maps"}, "for a whole run, not inside a compare function: parity.run_comparison("),
-        ({"show_error_metrics_plot": True}, "'save_error_metrics_plot': DIR"),
+        ({"save_heatmaps": "maps"}, "for a whole run, not inside a compare function: parity run MODEL ... --save-heatmaps DIR"),
+        ({"show_error_metrics_plot": True}, "--save-error-metrics-plot DIR, or parity.run_comparison"),
         ({"find_output_func": lambda name, index, result: [name]}, "outputs of the same name"),
     ],
 )

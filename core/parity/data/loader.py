@@ -129,12 +129,14 @@ class DataLoader:
 
 def generate(rng: np.random.RandomState, shape: tuple[int, ...], dtype: np.dtype, lo: float, hi: float) -> np.ndarray:
     dtype = np.dtype(dtype)
+    # integers and booleans drawn in their own dtype, as Polygraphy's loader draws them: NumPy's randint takes a
+    # different stream for 8- and 16-bit types and bool than for int64, so a draw in int64 then cast gave other values
     if dtype == np.bool_:
-        return rng.randint(int(lo), int(hi) + 1, size=shape).astype(bool)
+        return np.asarray(rng.randint(max(int(lo), 0), min(int(hi), 1) + 1, size=shape, dtype=np.bool_))
     if np.issubdtype(dtype, np.integer):
         info = np.iinfo(dtype)
         lo, hi = max(int(lo), info.min), min(int(hi), info.max)
-        return np.asarray(rng.randint(lo, hi + 1, size=shape)).astype(dtype)
+        return np.asarray(rng.randint(lo, hi + 1, size=shape, dtype=dtype))
     if np.issubdtype(dtype, np.floating):
         return np.asarray(rng.random_sample(size=shape) * (hi - lo) + lo).astype(dtype)
     raise UsageError(f"cannot generate data of dtype {dtype}; use --data-loader-script or --load-inputs")
