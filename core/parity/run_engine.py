@@ -444,6 +444,8 @@ def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, regi
     names = OutputNames.from_options(params, registry)  # --atol NAME:TOL names an output: checked before any runner is built
     marked = outputs_were_marked(params)
     names.check_model(model, kind, golden, marked, request.external_data_dir)
+    if request.marking_check:
+        _check_onnx_marks(request, model, kind)
     for watcher in watchers:
         watcher.check_model(model, kind)
     runner_options = [_runner_options(request, name, settings, registry) for name, settings in chosen]
@@ -507,6 +509,20 @@ def _runner_options(request: RunRequest, backend: str, settings: Mapping[str, An
     backends, and its per-runner settings (``--onnxrt=opt=value``) over them."""
     others = [name for name in registry.backends if name != backend]
     return {**request.options(leave_out=others), **settings}
+
+
+def _check_onnx_marks(request: RunRequest, model: str | None, kind: str | None) -> None:
+    """``--onnx-outputs``/``--onnx-exclude-outputs`` names the ONNX model lacks, refused before any runner runs: the
+    unmarked twins run first, so the marked runner's own refusal (the same message) would come after a whole run."""
+    outputs, exclude = list(request.onnx_outputs), list(request.onnx_exclude_outputs)
+    if kind != "onnx" or not model or not (outputs or exclude):
+        return
+    from parity import onnx_models  # here: a run that marks nothing does not import it (50 ms with onnx)
+
+    if not exclude and onnx_models.wants_all(outputs):
+        return
+    proto = onnx_models.load(model, load_external_data=False, external_data_dir=request.external_data_dir, ignore_external_data=True)
+    onnx_models.mark_outputs(proto, outputs, exclude)
 
 
 def _unmarked_twins(request: RunRequest, kind: str | None, runner_options: Sequence[Mapping[str, Any]], registry: Registry) -> dict[int, Twin]:
