@@ -290,3 +290,19 @@ def test_an_unwritable_output_folder_is_refused_before_the_search(work, main, re
 def test_run_into_an_unwritable_folder_is_one_line(work, main, read_only_folder):
     code, _, err = main("run", "m.onnx", "--onnxrt", "--save-outputs", "ro/out.npz")
     assert code == 2 and "ro/out.npz" in one_line_error(err)
+
+
+def test_run_never_writes_over_the_models_external_data(llm_decoder, tmp_path, parity_invoke):
+    """--save-outputs/--save-inputs/--report naming the model's data file: refused before any work, the weights
+    untouched (before, --save-outputs dec.onnx.data replaced the weights and exited 0)."""
+    import shutil
+
+    source = llm_decoder(layers=1, hidden=64, heads=2, vocab=100, seq=4)
+    folder = tmp_path / "m"
+    shutil.copytree(source.parent, folder)
+    model, data = folder / source.name, folder / f"{source.name}.data"
+    before = data.read_bytes()
+    for option in ("--save-outputs", "--save-inputs", "--report"):
+        code, text, err = parity_invoke("run", model, "--onnxrt", option, data, "--val-range", "input_ids:[0,99]")
+        assert code == 2 and "refusing to overwrite the model's data file" in err, (option, text + err)
+    assert data.read_bytes() == before

@@ -165,6 +165,9 @@ def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any], regist
     if script and not Path(script).exists() and ":" in script:
         script = script.rsplit(":", 1)[0]  # FILE.py:FUNC
     reads, writes = plugin_files(params, registry, flags)
+    saves = [params.get(k) for k in ("save_inputs", "save_outputs", "report")] + list(writes.values())
+    if model and any(saves) and Path(model).suffix.lower() == ".onnx" and Path(model).is_file():
+        reads.update(_weight_files(model, params.get("external_data_dir")))
     refuse_overwrite(
         {
             "the model": model,
@@ -180,6 +183,19 @@ def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any], regist
         },
         **writes,
     )
+
+
+def _weight_files(model: str, external_data_dir: str | None) -> dict[str, str]:
+    """``{"the model's data file": path}`` of an ONNX model's external data (read without a weight byte): a written
+    file must not land on them either."""
+    from parity import onnx_external, onnx_models  # here: only a run that writes files reads the graph for this
+
+    try:
+        proto = onnx_models.load(model, load_external_data=False, external_data_dir=external_data_dir, ignore_external_data=True)
+    except Exception:  # noqa: BLE001 - an unreadable model is the runner's to report, in its own words
+        return {}
+    base = onnx_models.data_dir(model, external_data_dir)
+    return {f"the model's data file {path.name}": str(path) for path in onnx_external.data_files(proto, base)}
 
 
 def plugin_files(params: Mapping[str, Any], registry: Registry | None, flags: Mapping[str, str] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
