@@ -11,6 +11,10 @@ pytest then runs the files named (paths relative to the tests folder) and this p
     python plugins/polygraphy/tools/polygraphy_tests.py --compare ...   # both, side by side
     python plugins/polygraphy/tools/polygraphy_tests.py --json out.json -k datatype common/test_datatype.py
 
+The tool tests run the command ``polygraphy`` (through pytest-console-scripts' ``script_runner``): on the
+parity_polygraphy side a ``polygraphy`` script that runs ``parity`` comes first on PATH, the command-line half of the
+same rule (every Polygraphy command works with ``parity`` in its place).
+
 Files that need TensorRT, TensorFlow or CUDA are skipped unless named or ``--all`` is given. ``import tensorrt``
 (models/meta.py does it at the top) gives Parity's behavioural model of TensorRT (plugins/trt/tests/trt_model, NOT
 TensorRT) unless ``--no-trt-model``.
@@ -198,6 +202,8 @@ def run_pytest(args: argparse.Namespace, files: list[str], pytest_args: list[str
         work = (args.keep / ("polygraphy" if baseline else "parity_polygraphy")) if args.keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         tests = extract(work, args.mirror, args.commit, baseline)
+        if not baseline:
+            env = command_shim(env, work / "bin")
         missing = [f for f in files if not (tests / f).is_file()]
         if missing:
             raise FileNotFoundError(f"not in {TESTS} at {args.commit}: {', '.join(missing)}")
@@ -227,6 +233,15 @@ def run_pytest(args: argparse.Namespace, files: list[str], pytest_args: list[str
             codes.append(rc)
         rc = 0 if all(c in (0, 5) for c in codes) else (1 if all(c in (0, 1, 5) for c in codes) else max(codes))
         return table, "\n".join(outputs), rc
+
+
+def command_shim(env: dict[str, str], bin_dir: Path) -> dict[str, str]:
+    """A ``polygraphy`` console script that runs Parity's CLI, first on PATH (``script_runner`` finds it there)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "polygraphy"
+    script.write_text(f"#!{sys.executable}\nimport sys\nfrom parity.cli import main\nsys.exit(main())\n")
+    script.chmod(0o755)
+    return {**env, "PATH": os.pathsep.join([str(bin_dir), env.get("PATH", "")])}
 
 
 def print_table(files: list[str], table: dict[str, dict[str, int]], polygraphy: dict[str, dict[str, int]] | None) -> dict[str, int]:

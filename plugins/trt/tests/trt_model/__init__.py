@@ -177,8 +177,11 @@ class _Builder:
         for builtin in ("name", "value"):  # pybind11 enum builtins: EnumMember has them
             ns.pop(builtin, None)
         cls = type(qual.rsplit(".", 1)[-1], (EnumMember,), ns)
+        members = {}
         for index, member in enumerate(self.enum_members.get(qual, [])):
-            setattr(cls, member, cls(member, values.get(member, index)))
+            members[member] = cls(member, values.get(member, index))
+            setattr(cls, member, members[member])
+        cls.__members__ = members  # pybind11 enums: name -> member, in declaration order
         return cls
 
     def resolve(self, name: str) -> Any:
