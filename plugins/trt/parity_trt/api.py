@@ -16,6 +16,10 @@ A plugin that uses the TensorRT plugin imports from here, never from its other m
 - ``check_options(options)``: refuses bad build options before any work (no TensorRT needed).
 - ``convert(model, output, options)``: builds an engine from an ONNX model with those options and saves it.
 - ``get_runtime()``: the process's one ``trt.Runtime`` (it must outlive the engines it deserialized).
+- ``EngineBytesFromNetwork``, ``EngineFromNetwork``, ``EngineFromBytes``: loaders that build a (serialized) engine
+  from a network loader or ``(builder, network[, parser])``, or deserialize one from bytes.
+- ``TrtRunner``: runs an engine (or its bytes, an execution context, or a loader of one) as a ``parity.api``
+  runner.
 - ``conformance``: the checker of TensorRT names in Python source against per-release API manifests
   (``Use``, ``collect_source``, ``attribute_chain``, ``Manifest``, ``check``), for tests and tools.
 
@@ -34,11 +38,15 @@ from parity_trt.versions import Gate, has
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for readers and type checkers
     from parity_trt import conformance
-    from parity_trt.engine import get_runtime
+    from parity_trt.engine import EngineBytesFromNetwork, EngineFromBytes, EngineFromNetwork, get_runtime
     from parity_trt.factory import check_options, convert
     from parity_trt.options import build_options
+    from parity_trt.runner import TrtRunner
 
-__all__ = ["Gate", "build_options", "check_options", "conformance", "convert", "get_runtime", "guard", "has", "import_trt"]
+__all__ = [
+    "EngineBytesFromNetwork", "EngineFromBytes", "EngineFromNetwork", "Gate", "TrtRunner",
+    "build_options", "check_options", "conformance", "convert", "get_runtime", "guard", "has", "import_trt",
+]  # fmt: skip
 
 # Resolved on each use, not cached here: options and factory import click, engine imports numpy, conformance is
 # tooling; a plugin that only probes TensorRT needs none of them. Not caching keeps a test's monkeypatch of the
@@ -48,6 +56,10 @@ _LAZY = {
     "check_options": "parity_trt.factory",
     "convert": "parity_trt.factory",
     "get_runtime": "parity_trt.engine",
+    "EngineBytesFromNetwork": "parity_trt.engine",
+    "EngineFromBytes": "parity_trt.engine",
+    "EngineFromNetwork": "parity_trt.engine",
+    "TrtRunner": "parity_trt.runner",  # imports numpy
     "conformance": "parity_trt.conformance",  # the module itself
 }
 

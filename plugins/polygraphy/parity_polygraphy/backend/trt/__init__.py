@@ -1,10 +1,21 @@
 """``polygraphy.backend.trt``, as far as it goes here: ``CreateNetwork`` (an empty TensorRT network with its
-builder), ``NetworkFromOnnxBytes``, ``Profile`` and ``util.get_trt_logger``. TensorRT comes from ``parity_trt.api.import_trt()`` (the installed
-TensorRT, or the error saying it is missing). Polygraphy's other TensorRT loaders and ``TrtRunner`` are not
-mirrored yet: parity_trt's public module does not expose its network, config and engine loaders."""
+builder), ``NetworkFromOnnxBytes``, ``Profile``, the engine loaders (``EngineBytesFromNetwork``, ``EngineFromNetwork``,
+``EngineFromBytes``), ``TrtRunner`` and ``util.get_trt_logger``/``util.get_all_tensors``. TensorRT comes from
+``parity_trt.api.import_trt()`` (the installed TensorRT, or the error saying it is missing), on first use.
+Polygraphy's other TensorRT loaders (``CreateConfig`` and the rest) are not mirrored yet."""
 
 from parity_polygraphy.backend.trt import util
+from parity_polygraphy.backend.trt.engine import (
+    EngineBytesFromNetwork,
+    EngineFromBytes,
+    EngineFromNetwork,
+    engine_bytes_from_network,
+    engine_from_bytes,
+    engine_from_network,
+)
 from parity_polygraphy.backend.trt.loader import CreateNetwork, NetworkFromOnnxBytes, create_network, network_from_onnx_bytes
 from parity_polygraphy.backend.trt.profile import Profile, ShapeTuple
+from parity_polygraphy.backend.trt.runner import TrtRunner
 
-__all__ = ["CreateNetwork", "NetworkFromOnnxBytes", "Profile", "ShapeTuple", "create_network", "network_from_onnx_bytes", "util"]
+__all__ = ["EngineBytesFromNetwork", "EngineFromBytes", "EngineFromNetwork", "TrtRunner", "engine_bytes_from_network", "engine_from_bytes", "engine_from_network"]
+__all__ += ["CreateNetwork", "NetworkFromOnnxBytes", "Profile", "ShapeTuple", "create_network", "network_from_onnx_bytes", "util"]

@@ -1,4 +1,5 @@
-"""``polygraphy.backend.trt.util``: the TensorRT logger that forwards TensorRT's messages to ``G_LOGGER``."""
+"""``polygraphy.backend.trt.util``: the TensorRT logger that forwards TensorRT's messages to ``G_LOGGER``, and
+``get_all_tensors`` (a network's tensors by name)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,13 @@ def get_trt_logger() -> Any:
 
     _LOGGER = (trt, _Forward())
     return _LOGGER[1]
+
+
+def get_all_tensors(network: Any) -> dict[str, Any]:
+    """Every tensor of a TensorRT network by name: the inputs and outputs of its layers (an omitted optional
+    input, which TensorRT gives as None, left out) and the network's inputs."""
+    tensors = [network.get_input(i) for i in range(network.num_inputs)]
+    for layer in (network.get_layer(i) for i in range(network.num_layers)):
+        tensors += [layer.get_input(i) for i in range(layer.num_inputs)]
+        tensors += [layer.get_output(i) for i in range(layer.num_outputs)]
+    return {tensor.name: tensor for tensor in tensors if tensor is not None}

@@ -1,0 +1,122 @@
+"""``TrtRunner``: Polygraphy's TensorRT runner, on parity_trt's (``parity_trt.api.TrtRunner``: enqueueV3 on a CUDA
+stream, one execution context per optimisation profile, data-dependent output shapes, debug tensors returned as
+extra outputs). NumPy arrays in and out; torch tensors in give torch tensors out (on the host)."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from parity_trt import api as trt_api
+
+from parity.api import ParityError, invoke_if_callable
+from parity_polygraphy.backend.base import BaseRunner
+from parity_polygraphy.common import TensorMetadata
+from parity_polygraphy.exception import PolygraphyException
+
+
+def _is_torch(value: Any) -> bool:
+    return type(value).__module__.split(".")[0] == "torch"
+
+
+class TrtRunner(BaseRunner):
+    """Runs inference with TensorRT.
+
+    ``engine``: a ``trt.ICudaEngine`` or ``trt.IExecutionContext`` (the runner then runs on that context and does
+    not own it), serialized engine bytes, or a loader of one, called on activation.
+    ``optimization_profile``: the profile every inference uses (changed with :meth:`set_profile`); without it each
+    inference uses the first profile whose range holds the input shapes (Polygraphy uses profile 0).
+
+    Refused rather than ignored (``PolygraphyException`` on activation): ``allocation_strategy`` other than
+    ``"static"``, weight streaming (``weight_streaming_budget`` other than -2, ``weight_streaming_percent`` other than
+    100) and a user ``debug_listener``: parity_trt's runner has none of them."""
+
+    def __init__(
+        self,
+        engine: Any,
+        name: str | None = None,
+        optimization_profile: int | None = None,
+        allocation_strategy: str | None = None,
+        weight_streaming_budget: int | None = None,
+        weight_streaming_percent: float | None = None,
+        debug_listener: Any = None,
+    ) -> None:
+        super().__init__(name=name, prefix="trt-runner")
+        self._engine_or_context = engine
+        self.optimization_profile = optimization_profile
+        self.allocation_strategy = allocation_strategy
+        self.weight_streaming_budget = weight_streaming_budget
+        self.weight_streaming_percent = weight_streaming_percent
+        self.debug_listener = debug_listener
+        self._runner: Any = None
+
+    def _refuse_unsupported(self) -> None:
+        unsupported = []
+        if self.allocation_strategy not in (None, "static"):
+            unsupported.append(f"allocation_strategy={self.allocation_strategy!r} (only 'static')")
+        if self.weight_streaming_budget not in (None, -2):
+            unsupported.append(f"weight_streaming_budget={self.weight_streaming_budget!r} (weight streaming)")
+        if self.weight_streaming_percent not in (None, 100, 100.0):
+            unsupported.append(f"weight_streaming_percent={self.weight_streaming_percent!r} (weight streaming)")
+        if self.debug_listener is not None:
+            unsupported.append("debug_listener (debug tensors come back as extra outputs instead)")
+        if unsupported:
+            raise PolygraphyException(f"{self.name}: TrtRunner does not support {', '.join(unsupported)}")
+
+    @property
+    def engine(self) -> Any:
+        return self._runner.engine
+
+    @property
+    def context(self) -> Any:
+        """The execution context of the profile in use (made on first use, as parity_trt makes them)."""
+        runner = self._runner
+        return runner._context(runner.profile if runner.profile is not None else 0)
+
+    def activate_impl(self) -> None:
+        self._refuse_unsupported()
+        engine, _ = invoke_if_callable(self._engine_or_context)
+        runner = trt_api.TrtRunner(engine, name=self.name, optimization_profile=self.optimization_profile)
+        try:
+            runner.activate()
+        except ParityError as exc:
+            raise PolygraphyException(str(exc)) from exc
+        self._runner = runner
+
+    def set_profile(self, index: int) -> None:
+        """Run the following inferences with optimization profile ``index``."""
+        if not self.is_active:
+            raise PolygraphyException(f"{self.name:35} | Must be activated prior to calling set_profile()")
+        try:
+            self._runner.set_profile(index)
+        except ParityError as exc:
+            raise PolygraphyException(str(exc)) from exc
+
+    def get_input_metadata_impl(self) -> Any:
+        meta = TensorMetadata()
+        for name, tensor in self._runner.get_input_metadata_impl().items():
+            meta.add(name, dtype=tensor.dtype, shape=list(tensor.shape))  # dynamic dims are None
+        return meta
+
+    def infer_impl(self, feed_dict: Mapping[str, Any], copy_outputs_to_host: bool | None = None, return_raw_buffers: bool | None = None) -> OrderedDict[str, Any]:
+        if copy_outputs_to_host is False or return_raw_buffers:
+            raise PolygraphyException(f"{self.name}: TrtRunner returns outputs on the host only (copy_outputs_to_host=False and return_raw_buffers are not supported)")
+        use_torch = any(_is_torch(value) for value in feed_dict.values())
+        feed = {name: value.detach().cpu().numpy() if _is_torch(value) else value for name, value in feed_dict.items()}
+        start = time.perf_counter()
+        try:
+            outputs = OrderedDict(self._runner.infer_impl(feed))
+        except ParityError as exc:
+            raise PolygraphyException(str(exc)) from exc
+        self.inference_time = time.perf_counter() - start
+        if use_torch:
+            import torch
+
+            outputs = OrderedDict((name, torch.from_numpy(value)) for name, value in outputs.items())
+        return outputs
+
+    def deactivate_impl(self) -> None:
+        runner, self._runner = self._runner, None
+        runner.deactivate()
