@@ -18,7 +18,8 @@ class EngineBytesFromNetwork(BaseLoader):
 
     ``network``: ``(builder, network[, parser])`` or a loader returning it (``NetworkFromOnnxBytes``,
     ``CreateNetwork``, a function ``func.extend`` wraps). ``config``: a callable ``(builder, network) -> IBuilderConfig``
-    or a ready ``IBuilderConfig``; ``None`` builds with TensorRT's defaults. ``save_timing_cache``: a path to write
+    or a ready ``IBuilderConfig``; ``None`` is parity_trt's default config (TensorRT's defaults;
+    a dynamic input gets 1 in its dynamic dims for min/opt/max, with a warning, as in Polygraphy). ``save_timing_cache``: a path to write
     the build's timing cache to."""
 
     def __init__(self, network: Any, config: Callable[[Any, Any], Any] | Any | None = None, save_timing_cache: str | None = None) -> None:
