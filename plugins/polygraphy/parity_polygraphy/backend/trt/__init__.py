@@ -5,6 +5,7 @@ builder), ``NetworkFromOnnxBytes``, ``Profile``, the engine loaders (``EngineByt
 Polygraphy's other TensorRT loaders (``CreateConfig`` and the rest) are not mirrored yet."""
 
 from parity_polygraphy.backend.trt import util
+from parity_polygraphy.backend.trt.algorithm_selector import Algorithm, TacticRecorder, TacticReplayData, TacticReplayer, TensorInfo
 from parity_polygraphy.backend.trt.engine import (
     EngineBytesFromNetwork,
     EngineFromBytes,
@@ -19,3 +20,4 @@ from parity_polygraphy.backend.trt.runner import TrtRunner
 
 __all__ = ["EngineBytesFromNetwork", "EngineFromBytes", "EngineFromNetwork", "TrtRunner", "engine_bytes_from_network", "engine_from_bytes", "engine_from_network"]
 __all__ += ["CreateNetwork", "NetworkFromOnnxBytes", "Profile", "ShapeTuple", "create_network", "network_from_onnx_bytes", "util"]
+__all__ += ["Algorithm", "TacticRecorder", "TacticReplayData", "TacticReplayer", "TensorInfo"]
