@@ -69,12 +69,6 @@ class TrtRunner(BaseRunner):
     def engine(self) -> Any:
         return self._runner.engine
 
-    @property
-    def context(self) -> Any:
-        """The execution context of the profile in use (made on first use, as parity_trt makes them)."""
-        runner = self._runner
-        return runner._context(runner.profile if runner.profile is not None else 0)
-
     def activate_impl(self) -> None:
         self._refuse_unsupported()
         engine, _ = invoke_if_callable(self._engine_or_context)
