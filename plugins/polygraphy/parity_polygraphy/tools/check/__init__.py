@@ -1,0 +1,1 @@
+"""``polygraphy.tools.check``: the names of ``check``'s subtools (see ``subtool``)."""
