@@ -171,7 +171,34 @@ class ParityCommand(click.Command):
         return code
 
 
+# the loudness flags every command takes (``-vv`` and ``-qq`` are click's repeated short flags)
+_LOUDNESS = re.compile(r"^-(v+|q+)$|^--(verbose|quiet|silent)$|^--verbosity=")
+
+
+def move_loudness(args: list[str]) -> list[str]:
+    """Polygraphy takes ``-v``/``-q`` between a tool and its subtool (``polygraphy surgeon -v sanitize``, as its
+    own tests call it): such flags written before the subcommand's name move to just after it, where every
+    command takes them. Anything else before the name is left for click to judge."""
+    moved: list[str] = []
+    i = 0
+    while i < len(args):
+        if _LOUDNESS.match(args[i]):
+            moved.append(args[i])
+            i += 1
+        elif args[i] == "--verbosity" and i + 1 < len(args):
+            moved += args[i : i + 2]
+            i += 2
+        else:
+            break
+    if not moved or i == len(args) or args[i].startswith("-"):
+        return args
+    return [args[i], *moved, *args[i + 1 :]]
+
+
 class ParityGroup(click.Group):
     context_class = ParityContext
     command_class = ParityCommand
     group_class = type  # sub-groups are ParityGroup too
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, move_loudness(args))

@@ -12,8 +12,10 @@ pytest then runs the files named (paths relative to the tests folder) and this p
     python plugins/polygraphy/tools/polygraphy_tests.py --json out.json -k datatype common/test_datatype.py
 
 The tool tests run the command ``polygraphy`` (through pytest-console-scripts' ``script_runner``): on the
-parity_polygraphy side a ``polygraphy`` script that runs ``parity`` comes first on PATH, the command-line half of the
-same rule (every Polygraphy command works with ``parity`` in its place).
+parity_polygraphy side that command is ``parity``, the command-line half of the same rule (every Polygraphy command
+works with ``parity`` in its place). script_runner looks a command up as a ``console_scripts`` entry point first (in
+process) and on PATH second (subprocess), so the harness puts both a ``polygraphy`` entry point and a ``polygraphy``
+script that run ``parity.cli:main`` ahead of Polygraphy's own.
 
 Files that need TensorRT, TensorFlow or CUDA are skipped unless named or ``--all`` is given. ``import tensorrt``
 (models/meta.py does it at the top) gives Parity's behavioural model of TensorRT (plugins/trt/tests/trt_model, NOT
@@ -236,12 +238,18 @@ def run_pytest(args: argparse.Namespace, files: list[str], pytest_args: list[str
 
 
 def command_shim(env: dict[str, str], bin_dir: Path) -> dict[str, str]:
-    """A ``polygraphy`` console script that runs Parity's CLI, first on PATH (``script_runner`` finds it there)."""
+    """``polygraphy`` runs Parity's CLI: a script first on PATH and a ``console_scripts`` entry point first on
+    sys.path (a distribution of its own, found before Polygraphy's: ``script_runner`` takes the first match)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     script = bin_dir / "polygraphy"
     script.write_text(f"#!{sys.executable}\nimport sys\nfrom parity.cli import main\nsys.exit(main())\n")
     script.chmod(0o755)
-    return {**env, "PATH": os.pathsep.join([str(bin_dir), env.get("PATH", "")])}
+    dist = bin_dir / "site" / "parity_polygraphy_command-0.dist-info"
+    dist.mkdir(parents=True, exist_ok=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: parity-polygraphy-command\nVersion: 0\n")
+    (dist / "entry_points.txt").write_text("[console_scripts]\npolygraphy = parity.cli:main\n")
+    path = os.pathsep.join(filter(None, [str(bin_dir / "site"), env.get("PYTHONPATH")]))
+    return {**env, "PATH": os.pathsep.join([str(bin_dir), env.get("PATH", "")]), "PYTHONPATH": path}
 
 
 def print_table(files: list[str], table: dict[str, dict[str, int]], polygraphy: dict[str, dict[str, int]] | None) -> dict[str, int]:
