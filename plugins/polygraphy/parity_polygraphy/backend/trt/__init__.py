@@ -2,10 +2,12 @@
 builder), ``NetworkFromOnnxBytes``, ``Profile``, the engine loaders (``EngineBytesFromNetwork``, ``EngineFromNetwork``,
 ``EngineFromBytes``), ``TrtRunner`` and ``util.get_trt_logger``/``util.get_all_tensors``. TensorRT comes from
 ``parity_trt.api.import_trt()`` (the installed TensorRT, or the error saying it is missing), on first use.
-Polygraphy's other TensorRT loaders (``CreateConfig`` and the rest) are not mirrored yet."""
+``CreateConfig``/``PostprocessConfig`` (config.py) build and modify the builder config. Polygraphy's other
+TensorRT loaders are not mirrored yet."""
 
 from parity_polygraphy.backend.trt import util
 from parity_polygraphy.backend.trt.algorithm_selector import Algorithm, TacticRecorder, TacticReplayData, TacticReplayer, TensorInfo
+from parity_polygraphy.backend.trt.config import CreateConfig, PostprocessConfig, create_config, postprocess_config
 from parity_polygraphy.backend.trt.engine import (
     EngineBytesFromNetwork,
     EngineFromBytes,
@@ -21,3 +23,4 @@ from parity_polygraphy.backend.trt.runner import TrtRunner
 __all__ = ["EngineBytesFromNetwork", "EngineFromBytes", "EngineFromNetwork", "TrtRunner", "engine_bytes_from_network", "engine_from_bytes", "engine_from_network"]
 __all__ += ["CreateNetwork", "NetworkFromOnnxBytes", "Profile", "ShapeTuple", "create_network", "network_from_onnx_bytes", "util"]
 __all__ += ["Algorithm", "TacticRecorder", "TacticReplayData", "TacticReplayer", "TensorInfo"]
+__all__ += ["CreateConfig", "PostprocessConfig", "create_config", "postprocess_config"]
