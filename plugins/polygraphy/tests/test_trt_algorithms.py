@@ -12,11 +12,12 @@ from collections import namedtuple
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "trt" / "tests"))  # trt_model lives with parity-trt's tests
 from parity_polygraphy.backend.trt import Algorithm, TacticRecorder, TacticReplayData, TacticReplayer, TensorInfo  # noqa: E402
-from parity_polygraphy.comparator import RunResults  # noqa: E402
+from parity_polygraphy.comparator import IterationResult, RunResults  # noqa: E402
 from parity_polygraphy.exception import PolygraphyException  # noqa: E402
 from parity_polygraphy.json import from_json, load_json, save_json, to_json  # noqa: E402
 from trt_model.install import install, uninstall  # noqa: E402
@@ -149,6 +150,11 @@ def test_save_and_load_through_open_files(trt11, tmp_path) -> None:
         assert TacticReplayData.load(f) == replay  # read from the start, as Polygraphy does
     save_json(replay, tmp_path / "s.json")
     assert from_json((tmp_path / "s.json").read_text()) == replay
+    # the other JSON type of Polygraphy's util/test_serde.py, saved and loaded through one open file the same way
+    results = RunResults([("runner0", [IterationResult({"out": np.ones((1, 2), dtype=np.float32)}, runner_name="runner0")])])
+    with open(tmp_path / "results.json", "w+") as f:
+        results.save(f)
+        assert RunResults.load(f) == results
 
 
 def test_importing_the_module_does_not_import_tensorrt() -> None:

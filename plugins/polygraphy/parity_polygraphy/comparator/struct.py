@@ -19,7 +19,7 @@ import numpy as np
 from parity import api as parity_api
 from parity_polygraphy import config
 from parity_polygraphy.exception import PolygraphyException
-from parity_polygraphy.json import Decoder, Encoder, from_json, save_json, to_json
+from parity_polygraphy.json import Decoder, Encoder, from_json, load_json, save_json, to_json
 
 __all__ = ["LazyArray", "IterationResult", "RunResults", "AccuracyResult", "AccuracyResults"]
 
@@ -246,8 +246,8 @@ class RunResults:
     @classmethod
     def load(cls, src: Any) -> RunResults:
         """Read results saved by :meth:`save`, by Polygraphy, or by ``parity run --save-outputs``."""
-        if hasattr(src, "read"):
-            return cls.from_json(src.read())
+        if hasattr(src, "read"):  # from the file's start, as Polygraphy reads (a file just saved to is at its end)
+            return _checked(load_json(src, description="inference results"), cls)
         return cls.from_parity(parity_api.load_results(os.fspath(src)))
 
 
