@@ -2,7 +2,9 @@
 builder), ``NetworkFromOnnxBytes``, ``Profile``, the engine loaders (``EngineBytesFromNetwork``, ``EngineFromNetwork``,
 ``EngineFromBytes``), ``TrtRunner`` and ``util.get_trt_logger``/``util.get_all_tensors``. TensorRT comes from
 ``parity_trt.api.import_trt()`` (the installed TensorRT, or the error saying it is missing), on first use.
-``CreateConfig``/``PostprocessConfig`` (config.py) build and modify the builder config. Polygraphy's other
+``CreateConfig``/``PostprocessConfig`` (config.py) build and modify the builder config. Tactic replay
+(algorithm_selector.py): ``TensorInfo``, ``Algorithm``, ``TacticReplayData`` and the TensorRT 10 selectors
+``TacticRecorder``/``TacticReplayer``. Polygraphy's other
 TensorRT loaders are not mirrored yet."""
 
 from parity_polygraphy.backend.trt import util
