@@ -94,8 +94,8 @@ class CreateConfig(BaseLoader):
     ``version_compatible``), ``quantization_flags`` (list: exactly these on), ``error_on_timing_cache_miss``,
     ``disable_compilation_cache``, ``progress_monitor``, ``weight_streaming``, ``runtime_platform``,
     ``tiling_optimization_level``, ``tf32``, ``fp16``, ``int8``, ``fp8``, ``bf16``, ``calibrator`` (int8
-    calibration when the network has no Q/DQ layers; calibrates at the last profile), ``use_dla``,
-    ``allow_gpu_fallback``.
+    calibration when the network has no Q/DQ layers; calibrates at the last profile), ``use_dla`` (refused when the
+    builder sees no DLA core, unless ``allow_gpu_fallback``), ``allow_gpu_fallback`` (sets GPU_FALLBACK).
     """
 
     def __init__(
@@ -214,6 +214,8 @@ class CreateConfig(BaseLoader):
             self._calibration(trt, builder, network, config, trt_profiles)
         if self.use_dla:
             self._dla(trt, builder, setter)
+        if self.allow_gpu_fallback:  # set even without use_dla, as Polygraphy's tests expect: the option is never a no-op
+            setter.flag("GPU_FALLBACK")
         return config
 
     def _add_profiles(self, builder: Any, network: Any, config: Any) -> list[tuple[Profile, Any]]:
@@ -307,9 +309,7 @@ class CreateConfig(BaseLoader):
         before_11 = int(str(trt.__version__).split(".")[0]) < 11  # these two flags are deprecated from TensorRT 11
         if before_11:
             setter.flag("PREFER_PRECISION_CONSTRAINTS")
-        if self.allow_gpu_fallback:
-            setter.flag("GPU_FALLBACK")
-        elif before_11:
+        if not self.allow_gpu_fallback and before_11:
             setter.flag("DIRECT_IO")  # reformatting runs on the GPU: keep it off without fallback
 
 
