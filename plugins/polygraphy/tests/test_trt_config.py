@@ -27,13 +27,12 @@ from parity_polygraphy.backend.trt import (  # noqa: E402
 )
 from parity_polygraphy.datatype import DataType  # noqa: E402
 from parity_polygraphy.exception import PolygraphyException  # noqa: E402
-from trt_model.install import backends, install, uninstall  # noqa: E402
+from trt_model.fixtures import trt_backend  # noqa: E402, F401 - each modelled TensorRT version, then the real one
 
 
-@pytest.fixture(params=backends())
-def trt(request, monkeypatch):
-    yield install(monkeypatch, request.param)
-    uninstall()
+@pytest.fixture
+def trt(trt_backend):  # noqa: F811 - the fixture, by name
+    return trt_backend
 
 
 def _model_bytes(shape=(1, 1, 2, 2)) -> bytes:
