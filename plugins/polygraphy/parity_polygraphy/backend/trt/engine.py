@@ -1,4 +1,5 @@
-"""Polygraphy's TensorRT engine loaders (``EngineBytesFromNetwork``, ``EngineFromNetwork``, ``EngineFromBytes``) and
+"""Polygraphy's TensorRT engine loaders (``EngineBytesFromNetwork``, ``EngineFromNetwork``, ``EngineFromBytes``,
+``SaveEngine``) and
 their immediately evaluated twins, built on parity_trt's (``parity_trt.api``): its errors come as
 ``PolygraphyException``; anything else a network loader raises (a crashed subprocess, say) passes through."""
 
@@ -11,6 +12,7 @@ from parity_trt import api as trt_api
 
 from parity_polygraphy.backend._funcify import polygraphy_errors, twin
 from parity_polygraphy.backend.base import BaseLoader
+from parity_polygraphy.util.util import save_file
 
 
 class EngineBytesFromNetwork(BaseLoader):
@@ -51,6 +53,20 @@ class EngineFromBytes(BaseLoader):
         return trt_api.EngineFromBytes(self._serialized_engine)()
 
 
+class SaveEngine(BaseLoader):
+    """Writes an engine (a ``trt.ICudaEngine``, or a loader of one) to ``path`` atomically and returns the engine."""
+
+    def __init__(self, engine: Any, path: str) -> None:
+        self._engine = engine
+        self.path = path
+
+    def call_impl(self) -> Any:
+        engine = self._engine() if callable(self._engine) else self._engine
+        save_file(bytes(engine.serialize()), self.path, description="engine")
+        return engine
+
+
 engine_bytes_from_network = twin(EngineBytesFromNetwork)
 engine_from_network = twin(EngineFromNetwork)
 engine_from_bytes = twin(EngineFromBytes)
+save_engine = twin(SaveEngine)
