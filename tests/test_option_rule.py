@@ -56,7 +56,8 @@ ALWAYS = {
     # inspect, data, surgeon, plugins
     "--show": "what inspect shows", "--json": "output format", "--trt-network-func": "inspect trt-network's script (run: TensorRT's, inspect model: the script kind's)",
     "--ignore-external-data": "inspect/lint read the structure only", "--show-values": "inspect data", "--all": "plugins/inspect",
-    "--histogram": "inspect data", "--hook": "plugins", "--requirements": "plugins", "--dir": "diff-tactics", "--good": "diff-tactics",
+    "--histogram": "inspect data", "--num-items": "inspect data (refused without --show-values)",
+    "--line-width": "inspect data (refused without --show-values)", "--hook": "plugins", "--requirements": "plugins", "--dir": "diff-tactics", "--good": "diff-tactics",
     "--bad": "diff-tactics", "--top": "diff-tactics", "--no-onnxruntime": "lint", "--inputs": "surgeon's tensors", "--outputs": "surgeon's tensors",
     "--op": "insert", "--name": "insert", "--attrs": "insert", "--domain": "insert", "--fold-constants": "sanitize", "--cleanup": "sanitize",
     "--toposort": "sanitize", "--override-input-shapes": "sanitize", "--fold-size-threshold": "sanitize", "--num-passes": "sanitize",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -52,6 +53,14 @@ def make_data_command() -> click.Command:
             click.Option(["-s", "--show-values"], is_flag=True, help="Print the values too."),
             click.Option(["-a", "--all", "show_all"], is_flag=True, help="Every iteration, not only the first."),
             click.Option(["--histogram"], is_flag=True, help="A histogram of each tensor's magnitudes."),
+            click.Option(
+                ["-n", "--num-items"], type=int, default=None,
+                help="With --show-values: values shown at the start and end of each dimension (default 3); -1 shows every value.",
+            ),
+            click.Option(
+                ["--line-width"], type=int, default=None,
+                help="With --show-values: characters per line of values (default 100); -1 breaks lines only between rows.",
+            ),
         ],
         callback=inspect_data,
         help="Show saved inputs or outputs (Parity or Polygraphy files) with statistics per tensor.",
@@ -125,7 +134,7 @@ def _takes_positional(func: object, count: int) -> bool:
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= count
 
 
-def describe_tensor(name: str, array, values: bool, histogram: bool) -> list[str]:
+def describe_tensor(name: str, array, values: bool, histogram: bool, num_items: int = 3, line_width: int = 100) -> list[str]:
     import numpy as np
 
     from parity.compare import stats
@@ -140,13 +149,36 @@ def describe_tensor(name: str, array, values: bool, histogram: bool) -> list[str
         if histogram:
             lines += [f"      {label:>16} {count}" for label, count in stats.decade_histogram(stats.as_float(arr))]
     if values:
-        with np.printoptions(threshold=200, edgeitems=3, linewidth=100):
+        # -1 lifts the limit (Polygraphy's convention); sys.maxsize is numpy's "no limit"
+        everything = num_items == -1
+        with np.printoptions(
+            threshold=sys.maxsize if everything else 200,
+            edgeitems=sys.maxsize if everything else num_items,
+            linewidth=sys.maxsize if line_width == -1 else line_width,
+        ):
             lines += ["      " + line for line in str(arr).splitlines()]
     return lines
 
 
-def inspect_data(path: str, show_values: bool, show_all: bool, histogram: bool) -> int:
+def _print_limit(flag: str, value: int | None, default: int, show_values: bool) -> int:
+    if value is None:
+        return default
+    if not show_values:
+        raise UsageError(f"{flag} shapes printed values: give --show-values too")
+    if value < 1 and value != -1:
+        raise UsageError(f"{flag} {value}: give a positive count, or -1 for no limit")
+    return value
+
+
+def inspect_data(
+    path: str, show_values: bool, show_all: bool, histogram: bool, num_items: int | None = None, line_width: int | None = None
+) -> int:
     from parity.results.files import file_kind, load_inputs, load_results
+
+    printing = {
+        "num_items": _print_limit("--num-items", num_items, 3, show_values),
+        "line_width": _print_limit("--line-width", line_width, 100, show_values),
+    }
 
     kind = file_kind(path)
     if kind == "inputs":
@@ -155,7 +187,7 @@ def inspect_data(path: str, show_values: bool, show_all: bool, histogram: bool) 
         for i, feed in enumerate(feeds if show_all else feeds[:1]):
             echo(f"iteration {i}:")
             for name, arr in feed.items():
-                for line in describe_tensor(name, arr, show_values, histogram):
+                for line in describe_tensor(name, arr, show_values, histogram, **printing):
                     echo(line)
     else:
         results = load_results(path)
@@ -166,6 +198,6 @@ def inspect_data(path: str, show_values: bool, show_all: bool, histogram: bool) 
                 runtime = f" (runtime {it.runtime * 1000:.3f} ms)" if it.runtime else ""
                 echo(f" iteration {i}{runtime}:")
                 for name, arr in it.items():
-                    for line in describe_tensor(name, arr, show_values, histogram):
+                    for line in describe_tensor(name, arr, show_values, histogram, **printing):
                         echo(line)
     return 0
