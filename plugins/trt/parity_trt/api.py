@@ -20,6 +20,8 @@ A plugin that uses the TensorRT plugin imports from here, never from its other m
   from a network loader or ``(builder, network[, parser])``, or deserialize one from bytes.
 - ``TrtRunner``: runs an engine (or its bytes, an execution context, or a loader of one) as a ``parity.api``
   runner.
+- ``cuda``: the CUDA layer on cuda-python the runner uses (``runtime()``, ``check(result, what)``, ``CudaError``,
+  ``Stream``, ``DeviceArray``, ``device_count()``), for plugins that move tensors themselves.
 - ``conformance``: the checker of TensorRT names in Python source against per-release API manifests
   (``Use``, ``collect_source``, ``attribute_chain``, ``Manifest``, ``check``), for tests and tools.
 
@@ -37,7 +39,7 @@ from parity_trt.callbacks import guard
 from parity_trt.versions import Gate, has
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for readers and type checkers
-    from parity_trt import conformance
+    from parity_trt import conformance, cuda
     from parity_trt.engine import EngineBytesFromNetwork, EngineFromBytes, EngineFromNetwork, get_runtime
     from parity_trt.factory import check_options, convert
     from parity_trt.options import build_options
@@ -45,7 +47,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for readers and type 
 
 __all__ = [
     "EngineBytesFromNetwork", "EngineFromBytes", "EngineFromNetwork", "Gate", "TrtRunner",
-    "build_options", "check_options", "conformance", "convert", "get_runtime", "guard", "has", "import_trt",
+    "build_options", "check_options", "conformance", "convert", "cuda", "get_runtime", "guard", "has", "import_trt",
 ]  # fmt: skip
 
 # Resolved on each use, not cached here: options and factory import click, engine imports numpy, conformance is
@@ -61,6 +63,7 @@ _LAZY = {
     "EngineFromNetwork": "parity_trt.engine",
     "TrtRunner": "parity_trt.runner",  # imports numpy
     "conformance": "parity_trt.conformance",  # the module itself
+    "cuda": "parity_trt.cuda",  # the module itself; imports numpy, and cuda-python on first CUDA call
 }
 
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -9,16 +9,44 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 from parity_trt import api as trt_api
 
 from parity.api import ParityError, invoke_if_callable
+from parity_polygraphy import cuda
 from parity_polygraphy.backend.base import BaseRunner
 from parity_polygraphy.common import TensorMetadata
 from parity_polygraphy.exception import PolygraphyException
+from parity_polygraphy.util import array
 
 
 def _is_torch(value: Any) -> bool:
     return type(value).__module__.split(".")[0] == "torch"
+
+
+def _get_array_on_cpu(arr: Any, name: str, host_buffers: dict[str, Any], stream: Any, nbytes: int, use_torch: bool) -> Any:
+    """The first ``nbytes`` of device memory ``arr`` (a ``cuda.DeviceView`` or a CUDA torch tensor) copied to the
+    host, as a flat uint8 array (a torch tensor with ``use_torch``). The host buffer is kept in
+    ``host_buffers[name]`` and reused by later calls while it is big enough and of the same kind."""
+    buffer = host_buffers.get(name)
+    if buffer is None or _is_torch(buffer) != use_torch or buffer.shape[0] < nbytes:
+        if use_torch:
+            import torch
+
+            buffer = torch.empty((nbytes,), dtype=torch.uint8, device="cpu")
+        else:
+            buffer = np.empty((nbytes,), dtype=np.uint8)
+    buffer = buffer[:nbytes]
+    host_buffers[name] = buffer
+    if _is_torch(arr):  # a torch tensor on the GPU: torch copies it
+        import torch
+
+        buffer.copy_(arr.reshape(-1).view(torch.uint8)[:nbytes])
+    else:
+        cuda.wrapper().memcpy(array.data_ptr(buffer), arr.ptr, nbytes, cuda.MemcpyKind.DeviceToHost, None if stream is None else stream.ptr)
+    if stream is not None:
+        stream.synchronize()
+    return buffer
 
 
 class TrtRunner(BaseRunner):
