@@ -57,11 +57,15 @@ ALWAYS = {
     "--show": "what inspect shows", "--json": "output format", "--trt-network-func": "inspect trt-network's script (run: TensorRT's, inspect model: the script kind's)",
     "--ignore-external-data": "inspect/lint read the structure only", "--show-values": "inspect data", "--all": "plugins/inspect",
     "--histogram": "inspect data", "--num-items": "inspect data (refused without --show-values)",
-    "--line-width": "inspect data (refused without --show-values)", "--hook": "plugins", "--requirements": "plugins", "--dir": "diff-tactics", "--good": "diff-tactics",
+    "--line-width": "inspect data (refused without --show-values)", "--display-as": "inspect model (refused for a model that is not ONNX)",
+    "--hook": "plugins", "--requirements": "plugins", "--dir": "diff-tactics", "--good": "diff-tactics",
     "--bad": "diff-tactics", "--top": "diff-tactics", "--no-onnxruntime": "lint", "--inputs": "surgeon's tensors", "--outputs": "surgeon's tensors",
     "--op": "insert", "--name": "insert", "--attrs": "insert", "--domain": "insert", "--fold-constants": "sanitize", "--cleanup": "sanitize",
     "--toposort": "sanitize", "--override-input-shapes": "sanitize", "--fold-size-threshold": "sanitize", "--num-passes": "sanitize",
     "--no-fold-shapes": "sanitize", "--no-shape-inference": "sanitize", "--input-shapes": "debug build's default profile (run/convert: tagged)",
+    "--partitioning": "sanitize (refused without --fold-constants)", "--no-per-pass-shape-inference": "sanitize (refused without --fold-constants)",
+    "--no-onnxruntime-shape-inference": "sanitize's shape inference", "--force-fallback-shape-inference": "sanitize/extract's shapes",
+    "--set-unbounded-dds-upper-bound": "sanitize",
 }  # fmt: skip
 
 # Commands whose backend-specific options are the command itself (no backend flag to choose): every option of

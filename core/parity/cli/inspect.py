@@ -17,6 +17,8 @@ from parity.plugins import get_registry
 from parity.util.fs import check_model_path
 
 if TYPE_CHECKING:  # annotations only: inspect's --help must not import numpy
+    from collections.abc import Mapping
+
     from parity.data.meta import TensorMeta
     from parity.registry import ModelKind
 
@@ -27,6 +29,10 @@ def make_model_command() -> click.Command:
         click.Argument(["model"]),
         GreedyOption(["--show"], type=click.Choice(["layers", "attrs", "weights"]), help="Also show layers, their attributes, weights."),
         click.Option(["--model-type"], default=None, help="Model kind when the suffix does not tell."),
+        click.Option(
+            ["--display-as"], type=click.Choice(["onnx", "trt"]), default=None,
+            help="An ONNX model as ONNX (default) or as TensorRT's parser reads it (trt: needs parity-trt).",
+        ),
         click.Option(["--json", "as_json"], is_flag=True, help="Print inputs, outputs and model facts as JSON (schema: parity/schemas/model.schema.json)."),
     ]
     # ONNX models' external data (Polygraphy's flags): inspect reads no weight byte, so the data files may be absent
@@ -70,13 +76,16 @@ def make_data_command() -> click.Command:
 _EXTERNAL = {"external_data_dir": "--external-data-dir", "ignore_external_data": "--ignore-external-data"}
 
 
-def inspect_model(model: str, show: tuple[str, ...], model_type: str | None, as_json: bool = False, **options: object) -> int:
+def inspect_model(
+    model: str, show: tuple[str, ...], model_type: str | None, as_json: bool = False, display_as: str | None = None, **options: object
+) -> int:
     from parity.cli.run import detect_model_kind
 
     registry = get_registry()
     check_model_path(model)
     kind = detect_model_kind(model, registry, model_type)
     _check_external_options(kind, options)
+    kind = _display_kind(kind, display_as, as_json, registry.model_kinds)
     if as_json and kind is not None:
         echo(json.dumps(model_json(model, kind, registry.model_kinds[kind], options), indent=1))
         return 0
@@ -87,6 +96,23 @@ def inspect_model(model: str, show: tuple[str, ...], model_type: str | None, as_
     args = (model, set(show), options) if _takes_positional(describe, 3) else (model, set(show))
     echo(describe(*args))  # type: ignore[misc]
     return 0
+
+
+# --display-as X: the model kind that describes an ONNX model as X
+_DISPLAY_KINDS = {"onnx": "onnx", "trt": "trt-network"}
+
+
+def _display_kind(kind: str | None, display_as: str | None, as_json: bool, kinds: Mapping[str, ModelKind]) -> str | None:
+    """The model kind that describes the model: ``--display-as trt`` reads an ONNX model through TensorRT's parser."""
+    if display_as is None or display_as == kind:
+        return kind
+    if kind != "onnx":
+        raise UsageError(f"--display-as {display_as} shows an ONNX model another way; {kind or 'this model'} is not ONNX")
+    if as_json:
+        raise UsageError(f"--display-as {display_as} and --json: --json describes the ONNX model itself")
+    if _DISPLAY_KINDS[display_as] not in kinds:
+        raise UsageError(f"--display-as {display_as} needs the TensorRT plugin (pip install parity-trt)")
+    return _DISPLAY_KINDS[display_as]
 
 
 def _check_external_options(kind: str | None, options: dict[str, object]) -> None:

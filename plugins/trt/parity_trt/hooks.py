@@ -27,6 +27,18 @@ def _describe_engine(path: str, show: Any = (), options: Any = None) -> str:
     return describe_engine_file(path, show)
 
 
+def _read_onnx_inputs(path: str) -> Any:
+    from parity.api import onnx_models
+
+    return onnx_models.read_inputs(path)
+
+
+def _describe_onnx_as_network(path: str, show: Any = (), options: Any = None) -> str:
+    from parity_trt.inspect import describe_onnx_as_network
+
+    return describe_onnx_as_network(path, show)
+
+
 def _read_script_inputs(path: str) -> Any:
     from parity_trt.inspect import read_script_inputs
 
@@ -83,6 +95,8 @@ def parity_register_model_kinds(register):
     register(
         ModelKind(name="trt-network-script", suffixes=(".py",), read_inputs=_read_script_inputs, describe=_describe_script, options=(func,))
     )
+    # no suffix: never detected; `inspect model x.onnx --display-as trt` shows an ONNX model through TensorRT's parser
+    register(ModelKind(name="trt-network", suffixes=(), read_inputs=_read_onnx_inputs, describe=_describe_onnx_as_network))
 
 
 def _convert(request: Any) -> None:

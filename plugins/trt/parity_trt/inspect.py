@@ -133,3 +133,10 @@ def read_script_inputs(path: str) -> dict[str, TensorMeta]:
 
 def describe_script(path: str, show: Iterable[str] = ()) -> str:
     return describe_network(_script_network(path), show)
+
+
+def describe_onnx_as_network(path: str, show: Iterable[str] = ()) -> str:
+    """An ONNX model as TensorRT's ONNX parser reads it (``inspect model --display-as trt``)."""
+    from parity_trt.network import network_from_onnx_path
+
+    return describe_network(network_from_onnx_path(path)[1], show)
