@@ -48,11 +48,14 @@ def parity_register_converters(register):
 @hookimpl
 def parity_describe_commands(register):
     # parity_surgeon.cli (click, onnx helpers) is imported only when one of these runs or shows its --help
-    register("surgeon", None, "Edit ONNX models: sanitize, extract, insert.")
+    register("surgeon", None, "Edit ONNX models: sanitize, extract, insert, prune, weight-strip, weight-reconstruct.")
     register("check", None, "Check models for problems.")
     register("surgeon sanitize", "parity_surgeon.cli:sanitize_cmd", "Fold constants, clean up, toposort, fix input shapes.")
     register("surgeon extract", "parity_surgeon.cli:extract_cmd", "Cut out the subgraph between given tensors.")
     register("surgeon insert", "parity_surgeon.cli:insert_cmd", "Replace the subgraph between tensors with one node.")
+    register("surgeon prune", "parity_surgeon.weights_cli:prune_cmd", "Prune weights to 2:4 structured sparsity (for functional tests).")
+    register("surgeon weight-strip", "parity_surgeon.weights_cli:weight_strip_cmd", "Write the model with its weights stripped (TensorRT refit).")
+    register("surgeon weight-reconstruct", "parity_surgeon.weights_cli:weight_reconstruct_cmd", "Fill stripped weights with random values.")
     register("check lint", "parity_surgeon.cli:lint_cmd", "ONNX checker plus common model problems, one line each.")
     register("debug localize", "parity_surgeon.cli:make_localize_cmd", "Find the first divergent node, in bounded memory.")
 
