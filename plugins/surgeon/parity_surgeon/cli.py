@@ -73,7 +73,19 @@ def _size(text: str | None, option: str) -> int | None:
 @click.option("--fold-size-threshold", default="64M", show_default=True, metavar="SIZE", help="Largest folded tensor kept as a constant (none: no limit).")
 @click.option("--num-passes", type=click.IntRange(min=1), default=10, show_default=True, help="Most folding passes.")
 @click.option("--no-fold-shapes", is_flag=True, help="Do not fold Shape nodes (keeps dynamic shapes dynamic).")
-@click.option("--no-shape-inference", is_flag=True, help="Skip ONNX shape inference.")
+@click.option(
+    "--partitioning", type=click.Choice(["basic", "recursive"]), default=None,
+    help="Fold in partitions: a part that fails to fold leaves the rest folded (recursive: split those).",
+)  # fmt: skip
+@click.option("--no-per-pass-shape-inference", is_flag=True, help="Do not infer shapes between folding passes.")
+@click.option("--no-shape-inference", is_flag=True, help="Skip shape inference.")
+@click.option("--no-onnxruntime-shape-inference", is_flag=True, help="Infer shapes with onnx.shape_inference only, not onnxruntime's symbolic shape inference.")
+@click.option("--force-fallback-shape-inference", is_flag=True, help="Every tensor's shape and dtype from one onnxruntime run (dynamic dims become static).")
+@click.option("--outputs", cls=GreedyOption, metavar="TENSOR", help="Make these tensors the graph outputs ('mark all': every tensor); what no output needs is removed.")
+@click.option(
+    "--set-unbounded-dds-upper-bound", "upper_bounds", cls=GreedyOption, metavar="[TENSOR:]BOUND",
+    help="Clamp tensors setting a data-dependent size (Range limit, Pad pads, Resize sizes, Tile repeats, Expand shape) with Min: 1000, x:4000.",
+)  # fmt: skip
 @external_data_options()
 @verbosity_options
 def sanitize_cmd(
@@ -83,10 +95,16 @@ def sanitize_cmd(
     cleanup: bool,
     toposort: bool,
     override_input_shapes: tuple[str, ...],
-    fold_size_threshold: str,
+    fold_size_threshold: str | None,
     num_passes: int,
     no_fold_shapes: bool,
+    partitioning: str | None,
+    no_per_pass_shape_inference: bool,
     no_shape_inference: bool,
+    no_onnxruntime_shape_inference: bool,
+    force_fallback_shape_inference: bool,
+    outputs: tuple[str, ...],
+    upper_bounds: tuple[str, ...],
     **params: Any,
 ) -> int:
     """Sanitize MODEL and write it to -o OUTPUT, reporting what changed.
@@ -95,26 +113,57 @@ def sanitize_cmd(
       parity surgeon sanitize model.onnx -o folded.onnx --fold-constants
       parity surgeon sanitize model.onnx -o static.onnx --override-input-shapes x:[1,3,224,224] --fold-constants
       parity surgeon sanitize llm.onnx -o llm_folded.onnx --fold-constants --save-external-data
-    Weights in external data files stay there: only those a foldable node reads are read; the rest are
-    copied file to file into the output's data (--save-external-data, or automatically past 2 GiB).
+      parity surgeon sanitize nms.onnx -o bounded.onnx --fold-constants --set-unbounded-dds-upper-bound 1000
+    Shapes are inferred with onnxruntime's symbolic shape inference where it applies (all weights inside the
+    model), else with onnx.shape_inference. Weights in external data files stay there: only those a
+    foldable node reads are read; the rest are copied file to file into the output's data
+    (--save-external-data, or automatically past 2 GiB).
     """
     # here, not at the top: the command's --help imports this module and never needs these
+    from parity.api import SETTINGS
     from parity_surgeon import graph as g
     from parity_surgeon.sanitizer import sanitize
 
+    if no_shape_inference and force_fallback_shape_inference:
+        raise UsageError("--no-shape-inference and --force-fallback-shape-inference: give one")
     shapes = parse_shapes(override_input_shapes, "--override-input-shapes")
     threshold = _size(fold_size_threshold, "--fold-size-threshold")
+    bounds = _parse_bounds(upper_bounds)
+    if not fold_constants:
+        ignored = [f for f, v in (("--partitioning", partitioning), ("--no-per-pass-shape-inference", no_per_pass_shape_inference)) if v]
+        if ignored:
+            raise UsageError(f"{' and '.join(ignored)}: only with --fold-constants")
     proto, base, external, sources = _open_lazy(model, output, params)
     result, report = sanitize(
-        proto, fold_constants, cleanup, toposort, shapes, threshold, num_passes, not no_fold_shapes, not no_shape_inference, base_dir=base
-    )
-    if not (fold_constants or cleanup or toposort or shapes):
+        proto, fold_constants, cleanup, toposort, shapes, threshold, num_passes, not no_fold_shapes, not no_shape_inference, base_dir=base,
+        partitioning=partitioning, per_pass_shape_inference=not no_per_pass_shape_inference, onnxruntime_shape_inference=not no_onnxruntime_shape_inference,
+        outputs=outputs, force_fallback=force_fallback_shape_inference, upper_bounds=bounds,
+    )  # fmt: skip
+    if not (fold_constants or cleanup or toposort or shapes or outputs or bounds or force_fallback_shape_inference):
         echo("parity: note: no --fold-constants/--cleanup/--toposort/--override-input-shapes given: only shape inference ran", err=True)
     saved = g.save(result, output, model, "the sanitized model", base_dir=base, external=external, source_data=sources)
+    for note in report.notes + (report.verbose_notes if SETTINGS["verbose"] else []):
+        echo(f"parity: note: {note}", err=True)
+    if report.symbolic and SETTINGS["verbose"]:
+        echo("Inferred shapes in the model with `onnxruntime.tools.symbolic_shape_infer`")
     for line in report.lines():
         echo(line)
     echo(_wrote(saved))
     return 0
+
+
+def _parse_bounds(items: tuple[str, ...]) -> dict[str, int]:
+    """``1000`` (every unbounded tensor) and ``name:4000`` (one tensor) -> {"": 1000, "name": 4000}."""
+    bounds: dict[str, int] = {}
+    for item in items:
+        name, _, value = item.rpartition(":")
+        try:
+            bounds[name] = int(value)
+        except ValueError:
+            raise UsageError(f"--set-unbounded-dds-upper-bound: cannot read '{item}'; write a bound (1000) or tensor:bound (x:4000)") from None
+        if bounds[name] < 0:
+            raise UsageError(f"--set-unbounded-dds-upper-bound: '{item}': a bound is a whole number >= 0")
+    return bounds
 
 
 # --- surgeon extract --------------------------------------------------------------------------------

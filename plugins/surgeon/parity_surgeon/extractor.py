@@ -109,7 +109,7 @@ def extract(
         if spec.name not in known:
             raise UsageError(f"{option}: the model has no tensor '{spec.name}'{did_you_mean(spec.name, known)}")
     missing = [s.name for s in [*ins, *outs] if not _resolved(s, types)]
-    observed = _observe(original, missing, feed, base_dir) if missing else {}
+    observed = observe(original, missing, feed, base_dir) if missing else {}
     graph = gs.import_onnx(inferred)
     tensors = graph.tensors()
     graph.inputs = [_boundary(tensors[s.name], s, types, observed, gs, is_input=True) for s in ins]
@@ -163,17 +163,31 @@ def _check_closed(graph: Any, given: set[str]) -> None:
                 raise UsageError(f"the subgraph also needs tensor '{t.name}' (read by node '{node.name}'); add it to --inputs")
 
 
-def _observe(model: Any, names: Sequence[str], feed: Mapping[str, Any] | None, base_dir: str | Path | None = None) -> dict[str, Any]:
-    """Run the model once with ``names`` marked as outputs (the fallback when shape inference cannot tell);
-    external weights are read by onnxruntime from ``base_dir``."""
+def observe(model: Any, names: Sequence[str], feed: Mapping[str, Any] | None = None, base_dir: str | Path | None = None, with_feed: bool = False) -> dict[str, Any]:
+    """Run the model once with ``names`` marked as outputs (the fallback when shape inference cannot tell)
+    and return their values (with ``with_feed``, the generated inputs too); external weights are read by
+    onnxruntime from ``base_dir``."""
     from parity_onnxrt.api import ModifyOnnxOutputs, SessionFromOnnx  # here: they load onnxrt's loaders (numpy, onnxruntime)
 
     from parity.api import DataLoader
 
     session = SessionFromOnnx(ModifyOnnxOutputs(lambda: _copy(model), list(names)), base_dir=base_dir)()
     data = dict(feed) if feed is not None else DataLoader(onnx_models.graph_inputs(model))[0]
-    values = session.run(list(names), data)
-    return dict(zip(names, values))
+    values = dict(zip(names, session.run(list(names), data)))
+    return {**data, **values} if with_feed else values
+
+
+def fallback_feed(model: Any, notes: list[str] | None = None) -> dict[str, Any]:
+    """Generated inputs for a fallback run: dynamic dims are 1 (as Polygraphy's), each such input noted."""
+    from parity.api import DataLoader
+
+    shapes = {}
+    for name, meta in onnx_models.graph_inputs(model).items():
+        if meta.shape is not None and any(not isinstance(d, int) or d < 0 for d in meta.shape):
+            shapes[name] = tuple(d if isinstance(d, int) and d >= 0 else 1 for d in meta.shape)
+            if notes is not None:
+                notes.append(f"the fallback run gave input '{name}' shape {list(shapes[name])} (its dynamic dims set to 1)")
+    return DataLoader(onnx_models.graph_inputs(model), input_shapes=shapes)[0]
 
 
 def _copy(model: Any) -> Any:

@@ -16,12 +16,12 @@ every other weight (an LLM's MatMul weights) is never read. Any other value grap
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.api import onnx_external, onnx_models
+from parity.api import UsageError, did_you_mean, first_line, onnx_external, onnx_models
 from parity_surgeon import graph as g
 
 DEFAULT_FOLD_LIMIT = 64 << 20  # bytes; larger folded tensors stay computed at run time
@@ -37,15 +37,23 @@ class SanitizeReport:
     shape_inference: str = "not run"
     overridden: dict[str, list] = field(default_factory=dict)
     removed_ops: dict[str, int] = field(default_factory=dict)  # op type -> count removed
+    pass_nodes: list[tuple[int, int]] = field(default_factory=list)  # (nodes before, after) of each folding pass
+    symbolic: bool = False  # onnxruntime's symbolic shape inference ran (else onnx.shape_inference, or none)
+    notes: list[str] = field(default_factory=list)  # one line each, for stderr
+    verbose_notes: list[str] = field(default_factory=list)  # the same, only with --verbose
+    upper_bounds: dict[str, int] = field(default_factory=dict)  # tensor -> bound set with a Min node
 
     def lines(self) -> list[str]:
         out = [f"nodes: {self.nodes_before} -> {self.nodes_after} | initializers: {self.initializers_before} -> {self.initializers_after}"]
         if self.passes:
             out.append(f"constant folding: {self.passes} pass(es)")
+            out += [f"  Pass {i}: nodes {a} -> {b}" for i, (a, b) in enumerate(self.pass_nodes, 1)]
         if self.removed_ops:
             out.append("removed: " + ", ".join(f"{n} {op}" for op, n in sorted(self.removed_ops.items(), key=lambda kv: (-kv[1], kv[0]))))
         if self.overridden:
             out.append("input shapes: " + ", ".join(f"{k}:{v}" for k, v in self.overridden.items()))
+        if self.upper_bounds:
+            out.append("upper bounds: " + ", ".join(f"{k}<={v}" for k, v in self.upper_bounds.items()))
         out.append(f"shape inference: {self.shape_inference}")
         return out
 
@@ -68,12 +76,27 @@ def sanitize(
     fold_shapes: bool = True,
     shape_inference: bool = True,
     base_dir: str | Path | None = None,
+    *,
+    partitioning: str | None = None,
+    per_pass_shape_inference: bool = True,
+    onnxruntime_shape_inference: bool = True,
+    outputs: Sequence[str] = (),
+    force_fallback: bool = False,
+    upper_bounds: Mapping[str, int] | None = None,
 ) -> tuple[Any, SanitizeReport]:
     """Return a sanitized copy of ``model`` (path or ModelProto) and what changed; the input is not modified.
 
     ``base_dir``: the folder of ``model``'s external data when it was loaded lazily (``graph.load(path,
     lazy=True)``); the result's untouched weights are still references into it (write it with
-    ``graph.save(..., base_dir=base_dir)``). Folded tensors are inside the result."""
+    ``graph.save(..., base_dir=base_dir)``). Folded tensors are inside the result.
+
+    ``partitioning``: graphsurgeon's folding partitions (None, ``basic``, ``recursive``): a part that fails to
+    fold leaves the others folded. ``onnxruntime_shape_inference``: infer shapes with onnxruntime's symbolic
+    shape inference where it applies (a model whose weights are all inside it), else ``onnx.shape_inference``.
+    ``outputs``: the tensors to make the graph outputs (``["mark", "all"]``: every tensor). ``force_fallback``:
+    shapes and dtypes of every tensor from one onnxruntime run on generated inputs (dynamic dims become
+    those of the run). ``upper_bounds``: tensor -> bound (key ``""``: every tensor with an unbounded
+    data-dependent shape) clamped by a ``Min`` node."""
     import onnx
 
     original = g.load(model)
@@ -81,20 +104,193 @@ def sanitize(
     work.CopyFrom(original)  # cheap for a lazy model: its weights are references
     report = SanitizeReport(len(work.graph.node), 0, len(work.graph.initializer))
     before_ops = _count_ops(work)
+
+    def infer(m: Any) -> Any:
+        m, report.shape_inference = _infer(m, onnxruntime_shape_inference and not force_fallback, report)
+        return m
+
+    if outputs:
+        onnx_models.mark_outputs(work, list(outputs))
     if override_input_shapes:
-        g.set_input_shapes(work, dict(override_input_shapes))
-        report.overridden = {k: list(v) for k, v in override_input_shapes.items()}
-    if shape_inference:
-        work, report.shape_inference = g.infer_shapes(work)
-    if fold_constants or cleanup or toposort:
-        work = _graphsurgeon_passes(work, original, report, fold_constants, cleanup, toposort, size_threshold, max_passes, fold_shapes, shape_inference, base_dir)
+        work = _override_shapes(work, dict(override_input_shapes), report)
+    if force_fallback:
+        work = fallback_shapes(work, base_dir, report.notes)
+        report.shape_inference = "from one onnxruntime run (--force-fallback-shape-inference)"
+    elif shape_inference:
+        work = infer(work)
+    if fold_constants or cleanup or toposort or outputs:
+        per_pass = infer if shape_inference and per_pass_shape_inference and not force_fallback else None
+        work = _graphsurgeon_passes(
+            work, original, report, fold_constants, cleanup or bool(outputs), toposort, size_threshold, max_passes, fold_shapes, per_pass, base_dir, partitioning
+        )
+        if shape_inference and not force_fallback:
+            work = infer(work)
+    if upper_bounds:
+        work = set_upper_bounds(work if report.shape_inference.startswith("ok") else infer(work), upper_bounds, report)
+        if shape_inference and not force_fallback:
+            work = infer(work)
+    _type_outputs(work)
     report.nodes_after, report.initializers_after = len(work.graph.node), len(work.graph.initializer)
     after_ops = _count_ops(work)
     report.removed_ops = {op: n - after_ops.get(op, 0) for op, n in before_ops.items() if n > after_ops.get(op, 0)}
     return g.keep_header(work, original), report
 
 
-def _graphsurgeon_passes(work, original, report, fold, cleanup, toposort, size_threshold, max_passes, fold_shapes, infer, base_dir=None) -> Any:
+def _symbolic_blocker(model: Any) -> str | None:
+    """Why onnxruntime's symbolic shape inference cannot run on ``model``, or None: it reads weights from the
+    proto itself, so every weight must be inside it, and the whole model must serialize as one protobuf."""
+    if any(onnx_external.is_external(t) for t in onnx_external.tensors(model)):
+        return "the model keeps weights in external data"
+    if model.ByteSize() > onnx_external.PROTOBUF_LIMIT:
+        return "the model is past protobuf's 2 GiB limit"
+    return None
+
+
+def _infer(model: Any, onnxruntime: bool, report: SanitizeReport) -> tuple[Any, str]:
+    """Shape inference: onnxruntime's symbolic shape inference where it applies and succeeds (it resolves
+    data-dependent dims as named symbols), else ``onnx.shape_inference``. Each skip or failure is noted once."""
+    if onnxruntime:
+        blocker = _symbolic_blocker(model)
+        if blocker is None:
+            try:
+                from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+                inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+            except Exception as exc:  # noqa: BLE001 - any failure falls back to onnx's inference
+                blocker = f"it failed ({first_line(exc, 120)})"
+            else:
+                if inferred is not None:
+                    report.symbolic = True
+                    return inferred, "ok"
+                blocker = "it gave no model"
+        note = f"onnxruntime's symbolic shape inference skipped: {blocker}; used onnx.shape_inference"
+        if note not in report.verbose_notes:
+            report.verbose_notes.append(note)
+    return g.infer_shapes(model)
+
+
+def _override_shapes(model: Any, shapes: dict[str, tuple], report: SanitizeReport) -> Any:
+    """``--override-input-shapes``: graph inputs get the given shapes; a computed tensor named there becomes a
+    graph input of that shape (what computed it, if nothing else needs it, is removed), as Polygraphy does."""
+    import onnx_graphsurgeon as gs
+
+    inputs = {vi.name for vi in model.graph.input}
+    cut = {k: v for k, v in shapes.items() if k not in inputs}
+    if cut:
+        graph = gs.import_onnx(model)
+        tensors = graph.tensors()
+        for name in cut:
+            if name not in tensors or isinstance(tensors[name], gs.Constant):
+                known = ", ".join(sorted(inputs)) or "none"
+                raise UsageError(f"--override-input-shapes: the model has no input '{name}' (nor such a computed tensor){did_you_mean(name, tensors)}; inputs: {known}")
+            tensor = tensors[name]
+            tensor.inputs.clear()
+            if tensor.dtype is None:
+                tensor.dtype = onnx_models.dtype_of(g.value_types(g.infer_shapes(model)[0]).get(name, (1, None))[0])
+            graph.inputs.append(tensor)
+            report.notes.append(f"--override-input-shapes: '{name}' was not a graph input; it is one now (what computed it is cut off)")
+        graph.cleanup(remove_unused_graph_inputs=False)
+        original = model
+        model = g.keep_header(gs.export_onnx(graph, do_type_check=False), original)
+    g.set_input_shapes(model, shapes)
+    report.overridden = {k: list(v) for k, v in shapes.items()}
+    return model
+
+
+def fallback_shapes(model: Any, base_dir: str | Path | None = None, notes: list[str] | None = None) -> Any:
+    """``--force-fallback-shape-inference``: run ``model`` once in onnxruntime on generated inputs with every
+    tensor marked, and write what was seen as the shapes and dtypes of the inputs, outputs and every other
+    tensor (dynamic dims become the run's: 1 where nothing else says, noted in ``notes``)."""
+    from onnx import helper
+
+    from parity_surgeon.extractor import fallback_feed, observe
+
+    produced = [t for node in model.graph.node for t in node.output if t]
+    seen = observe(model, produced, fallback_feed(model, notes), base_dir, with_feed=True)
+
+    def info(name: str) -> Any:
+        arr = seen[name]
+        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(arr.dtype), list(arr.shape))
+
+    for group in (model.graph.input, model.graph.output):
+        for vi in group:
+            if vi.name in seen:
+                vi.CopyFrom(info(vi.name))
+    outs = {vi.name for vi in model.graph.output}
+    del model.graph.value_info[:]
+    model.graph.value_info.extend(info(t) for t in produced if t in seen and t not in outs)
+    return model
+
+
+def set_upper_bounds(model: Any, bounds: Mapping[str, int], report: SanitizeReport) -> Any:
+    """``--set-unbounded-dds-upper-bound``: clamp each tensor whose value sets a data-dependent output size
+    (the limit of a Range, the pads of a Pad, the sizes of a Resize, the repeats of a Tile, the shape of an
+    Expand, when computed at run time) with a ``Min`` against its bound; ``bounds[""]`` is the bound of those
+    not named. A named tensor is clamped even if it is not such a tensor. Needs inferred shapes."""
+    import numpy as np
+    import onnx_graphsurgeon as gs
+
+    graph = gs.import_onnx(model)
+    tensors = graph.tensors()
+    for name in bounds:
+        if name and name not in tensors:
+            raise UsageError(f"--set-unbounded-dds-upper-bound: the model has no tensor '{name}'{did_you_mean(name, tensors)}")
+    targets = [t.name for t in _unbounded_dds_tensors(graph)]
+    targets += [n for n in bounds if n and n not in targets]
+    for name in targets:
+        bound = bounds.get(name, bounds.get(""))
+        tensor = tensors[name]
+        if bound is None or len(tensor.inputs) != 1:
+            continue
+        producer = tensor.inputs[0]
+        raw = gs.Variable(f"{name}_unbounded", dtype=tensor.dtype, shape=tensor.shape)
+        producer.outputs[producer.outputs.index(tensor)] = raw
+        limit = gs.Constant(f"{name}_upper_bound", np.array(bound, dtype=tensor.dtype or np.int64))
+        graph.nodes.append(gs.Node("Min", name=f"{name}_upper_bound_min", inputs=[raw, limit], outputs=[tensor]))
+        report.upper_bounds[name] = bound
+    if not report.upper_bounds:
+        report.notes.append("--set-unbounded-dds-upper-bound: no tensor with an unbounded data-dependent shape found")
+    graph.cleanup(remove_unused_graph_inputs=False).toposort()
+    return g.keep_header(gs.export_onnx(graph, do_type_check=False), model)
+
+
+_DDS_INPUTS = {"Range": 1, "Pad": 1, "Resize": 3, "Tile": 1, "Expand": 1}  # op -> input whose value sets the output size
+
+
+def _unbounded_dds_tensors(graph: Any) -> list[Any]:
+    """Run-time inputs that set the size of an output whose shape is data dependent: a node whose output has
+    a dim that is unknown or a symbol no earlier tensor had, reading such an input not already clamped by Min."""
+    import onnx_graphsurgeon as gs
+
+    graph.toposort()
+    symbols = {d for t in graph.inputs for d in (t.shape or []) if isinstance(d, str)}
+    found: list[Any] = []
+    for node in graph.nodes:
+        new = False
+        for out in node.outputs:
+            for d in out.shape if out.shape is not None else [None]:
+                if d is None or (isinstance(d, str) and d not in symbols):
+                    new = True
+                    if isinstance(d, str):
+                        symbols.add(d)
+        index = _DDS_INPUTS.get(node.op)
+        if not new or index is None or index >= len(node.inputs):
+            continue
+        value = node.inputs[index]
+        if not isinstance(value, gs.Constant) and value.inputs and value.inputs[0].op != "Min" and value not in found:
+            found.append(value)
+    return found
+
+
+def _type_outputs(model: Any) -> None:
+    """Graph outputs (newly marked ones) get the types inference found for them, where they carry none."""
+    known = {vi.name: vi for vi in model.graph.value_info if vi.type.tensor_type.elem_type}
+    for vi in model.graph.output:
+        if not vi.type.tensor_type.elem_type and vi.name in known:
+            vi.CopyFrom(known[vi.name])
+
+
+def _graphsurgeon_passes(work, original, report, fold, cleanup, toposort, size_threshold, max_passes, fold_shapes, infer, base_dir=None, partitioning=None) -> Any:
     import onnx_graphsurgeon as gs
 
     os.environ.setdefault("ORT_LOGGING_LEVEL", "3")
@@ -109,13 +305,15 @@ def _graphsurgeon_passes(work, original, report, fold, cleanup, toposort, size_t
             report.passes += 1
             # flatten_subgraphs=False: graphsurgeon's inlining of an If with a constant condition left readers
             # of the If's outputs dangling (silero-vad: the folded model did not load)
-            graph.fold_constants(fold_shapes=fold_shapes, size_threshold=size_threshold or None, error_ok=True, flatten_subgraphs=False).cleanup()
+            graph.fold_constants(
+                fold_shapes=fold_shapes, partitioning=partitioning, size_threshold=size_threshold or None, error_ok=True, flatten_subgraphs=False
+            ).cleanup()
+            report.pass_nodes.append((count, len(graph.nodes)))
             if len(graph.nodes) == count:
                 break
             count = len(graph.nodes)
-            if infer:  # newly constant shapes let inference resolve more, which lets the next pass fold more
-                model = g.keep_header(gs.export_onnx(graph, do_type_check=False), original)
-                model, _ = g.infer_shapes(model)
+            if infer is not None:  # newly constant shapes let inference resolve more, which lets the next pass fold more
+                model = infer(g.keep_header(gs.export_onnx(graph, do_type_check=False), original))
                 graph = gs.import_onnx(model)
                 g.external_values(graph, base_dir)
     if cleanup or fold:
@@ -124,8 +322,6 @@ def _graphsurgeon_passes(work, original, report, fold, cleanup, toposort, size_t
         graph.toposort()
     out = g.keep_header(gs.export_onnx(graph, do_type_check=False), original)
     _restore_references(out, references)
-    if infer:
-        out, report.shape_inference = g.infer_shapes(out)
     return out
 
 
