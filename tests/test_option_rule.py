@@ -66,9 +66,6 @@ ALWAYS = {
     "--partitioning": "sanitize (refused without --fold-constants)", "--no-per-pass-shape-inference": "sanitize (refused without --fold-constants)",
     "--no-onnxruntime-shape-inference": "sanitize's shape inference", "--force-fallback-shape-inference": "sanitize/extract's shapes",
     "--set-unbounded-dds-upper-bound": "sanitize",
-    "--partitioning": "sanitize (refused without --fold-constants)", "--no-per-pass-shape-inference": "sanitize (refused without --fold-constants)",
-    "--no-onnxruntime-shape-inference": "sanitize's shape inference", "--force-fallback-shape-inference": "sanitize/extract's shapes",
-    "--set-unbounded-dds-upper-bound": "sanitize",
 }  # fmt: skip
 
 # Commands whose backend-specific options are the command itself (no backend flag to choose): every option of
