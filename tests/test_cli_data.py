@@ -29,3 +29,19 @@ def test_merge_inputs_with_outputs_feeds_a_subgraph(main, affine_model, tmp_path
     (feed,) = load_inputs(tmp_path / "merged.npz")
     assert sorted(feed) == ["scaled", "x", "y"]
     assert np.allclose(feed["scaled"], feed["x"] * 2)
+
+
+def test_to_input_writes_polygraphy_json_unless_npz(main, affine_model, tmp_path):
+    """Polygraphy's name for merge: its scripts read -o as Polygraphy's JSON, whatever the suffix."""
+    import json
+
+    inputs, outputs = tmp_path / "in", tmp_path / "out"  # no suffix: Parity's archive, as `polygraphy run` users write them
+    assert main("run", affine_model, "--onnxrt", "--save-inputs", inputs, "--save-outputs", outputs)[0] == 0
+    assert main("data", "to-input", inputs, outputs, "-o", tmp_path / "merged")[0] == 0
+    data = json.loads((tmp_path / "merged").read_text())  # JSON, not a zip archive
+    assert isinstance(data, list) and len(data) == 1 and sorted(data[0]) == ["x", "y"]
+    (feed,) = load_inputs(tmp_path / "merged")
+    assert np.array_equal(feed["x"], load_inputs(inputs)[0]["x"]) and np.array_equal(feed["y"], load_results(outputs)["onnxrt-0"][0]["y"])
+    assert main("data", "to-input", inputs, outputs, "-o", tmp_path / "merged.npz")[0] == 0
+    assert (tmp_path / "merged.npz").read_bytes()[:2] == b"PK"  # .npz: Parity's archive, as data merge writes it
+    assert main("run", affine_model, "--onnxrt", "--load-inputs", tmp_path / "merged")[0] == 0

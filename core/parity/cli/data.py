@@ -1,4 +1,4 @@
-"""``parity data concat`` and ``parity data merge``: reshape saved input/output files without running anything."""
+"""``parity data concat`` and ``parity data merge`` (alias ``to-input``): reshape saved input/output files without running anything."""
 
 from __future__ import annotations
 
@@ -11,23 +11,37 @@ from parity.util.fs import refuse_overwrite
 from parity.util.text import names_preview
 
 
-def make_concat_command() -> click.Command:
+def _files_command(name: str, callback, help: str) -> click.Command:
+    """A data command: input/output files in, one file out (-o)."""
     return verbosity_options(ParityCommand(
-        "concat",
+        name,
         params=[click.Argument(["paths"], nargs=-1, required=True), click.Option(["-o", "--output"], required=True, type=click.Path())],
-        callback=concat,
-        help="Append the iterations of several input files, or of several output files (runner by runner), into one file.",
+        callback=callback,
+        help=help,
     ))
+
+
+def make_concat_command() -> click.Command:
+    return _files_command("concat", concat, "Append the iterations of several input files, or of several output files (runner by runner), into one file.")
 
 
 def make_merge_command() -> click.Command:
-    return verbosity_options(ParityCommand(
+    return _files_command(
         "merge",
-        params=[click.Argument(["paths"], nargs=-1, required=True), click.Option(["-o", "--output"], required=True, type=click.Path())],
-        callback=merge,
-        help="Merge input files and single-runner output files into one inputs file, iteration by iteration "
+        merge,
+        "Merge input files and single-runner output files into one inputs file, iteration by iteration "
         "(e.g. to feed a subgraph with the tensors a full run produced: use it with --load-inputs).",
-    ))
+    )
+
+
+def make_to_input_command() -> click.Command:
+    """Polygraphy's ``data to-input``: the same merge under Polygraphy's name, so its scripts run unchanged."""
+    return _files_command(
+        "to-input",
+        to_input,
+        "Combine input files (--save-inputs) and single-runner output files (--save-outputs) into one inputs file, "
+        "iteration by iteration: 'parity data merge' under Polygraphy's name, writing Polygraphy's JSON unless -o ends in .npz.",
+    )
 
 
 def concat(paths: tuple[str, ...], output: str) -> int:
@@ -53,7 +67,30 @@ def concat(paths: tuple[str, ...], output: str) -> int:
     return 0
 
 
-def merge(paths: tuple[str, ...], output: str) -> int:
+def to_input(paths: tuple[str, ...], output: str) -> int:
+    """Polygraphy's ``to-input`` always writes its JSON (its scripts read -o with ``load_json``): so does this,
+    whatever the suffix, unless -o ends in ``.npz`` (Parity's archive, as ``data merge`` writes it)."""
+    return merge(paths, output, json_format=not output.lower().endswith(".npz"))
+
+
+def _save_json_inputs(feeds: list[dict], output: str) -> None:
+    from parity.results.files import check_output_path
+    from parity.results.polygraphy import JsonWriter
+    from parity.util.fs import atomic_write
+
+    check_output_path(output)
+    with atomic_write(output) as handle:
+        writer = JsonWriter(handle, output, "inputs")
+        try:
+            for feed in feeds:
+                writer.add_inputs(feed)
+            writer.finish()
+        except BaseException:
+            writer.discard()
+            raise
+
+
+def merge(paths: tuple[str, ...], output: str, json_format: bool = False) -> int:
     from parity.results.files import file_kind, load_inputs, load_results, save_inputs
 
     refuse_overwrite({"the input file": paths}, **{"-o": output})  # before reading anything
@@ -75,6 +112,6 @@ def merge(paths: tuple[str, ...], output: str) -> int:
         for source in sources:
             feed.update(source[index])  # later files win on name clashes, as listed
         feeds.append(feed)
-    save_inputs(feeds, output)
+    (_save_json_inputs if json_format else save_inputs)(feeds, output)
     echo(f"wrote {output}: {len(feeds)} iteration(s), tensors: {names_preview(feeds[0]) if feeds else '-'}")
     return 0
