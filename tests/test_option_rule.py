@@ -66,6 +66,7 @@ ALWAYS = {
     "--partitioning": "sanitize (refused without --fold-constants)", "--no-per-pass-shape-inference": "sanitize (refused without --fold-constants)",
     "--no-onnxruntime-shape-inference": "sanitize's shape inference", "--force-fallback-shape-inference": "sanitize/extract's shapes",
     "--set-unbounded-dds-upper-bound": "sanitize",
+    "--exclude-list": "weight-strip", "--seed": "weight-reconstruct's random weights (elsewhere --seed belongs to the generated inputs)",
 }  # fmt: skip
 
 # Commands whose backend-specific options are the command itself (no backend flag to choose): every option of
