@@ -211,10 +211,13 @@ def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the edited model.")
 @click.option("--op", required=True, help="Op type of the new node (a custom op needs --domain).")
 @click.option("--inputs", cls=GreedyOption, metavar="TENSOR", help="Tensors the new node reads.")
-@click.option("--outputs", cls=GreedyOption, metavar="TENSOR", help="Existing tensors the new node produces (their old producers are removed if unused).")
+@click.option(
+    "--outputs", cls=GreedyOption, metavar="TENSOR",
+    help="Existing tensors the new node produces (old producers are removed if unused); one also in --inputs puts the node on that tensor.",
+)  # fmt: skip
 @click.option("--name", default=None, help="Name of the new node [OP_inserted].")
 @click.option("--attrs", cls=GreedyOption, metavar="NAME=VALUE", help="Attributes as Python literals: alpha=0.5 axes=[0,1] mode=linear.")
-@click.option("--domain", default=None, help="Op domain of the new node (added to the opset imports at version 1).")
+@click.option("--domain", default=None, help="Op domain of the new node (added to the opset imports at version 1) [an op ONNX lacks: custom].")
 @external_data_options()
 @verbosity_options
 def insert_cmd(
@@ -224,6 +227,10 @@ def insert_cmd(
 
     \b
       parity surgeon insert model.onnx --op MyGelu --domain my.ops --inputs h --outputs g -o custom.onnx
+      parity surgeon insert model.onnx --op MyPlugin --inputs h --outputs h --attrs alpha=0.5 -o plugged.onnx
+    A tensor in both --inputs and --outputs gets the node inserted on it: its readers read the node's output
+    (h_polygraphy_surgeon_insert_output; a graph output keeps its name). --attrs values are Python literals:
+    0 int, 0.0 float, '0' or name str, [1,2] lists.
     """
     # here, not at the top: the command's --help imports this module and never needs these
     from parity_surgeon import graph as g
@@ -231,8 +238,11 @@ def insert_cmd(
 
     parsed = parse_attrs(attrs)
     before, base, external, sources = _open_lazy(model, output, params)
-    result = insert_node(before, op, list(inputs), list(outputs), name, parsed, domain)
+    notes: list[str] = []
+    result = insert_node(before, op, list(inputs), list(outputs), name, parsed, domain, notes=notes)
     saved = g.save(result, output, model, base_dir=base, external=external, source_data=sources)
+    for note in notes:
+        echo(f"parity: note: {note}", err=True)
     echo(f"nodes: {len(before.graph.node)} -> {len(result.graph.node)} (inserted {name or op + '_inserted'} ({op}))")
     echo(_wrote(saved))
     return 0

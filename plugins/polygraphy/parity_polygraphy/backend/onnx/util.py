@@ -59,6 +59,14 @@ def numpy_dtype(dtype: Any) -> Any:
     return np.dtype(dtype)
 
 
+def get_dtype(tensor: Any) -> Any:
+    """The ``DataType`` of a TensorProto or a ValueInfoProto (None where the value info has no type)."""
+    import onnx
+
+    elem = tensor.data_type if isinstance(tensor, onnx.TensorProto) else tensor.type.tensor_type.elem_type
+    return DataType.from_dtype(elem, source_module="onnx") if elem else None
+
+
 def _metadata(values: Any) -> Any:
     import onnx
 
