@@ -56,6 +56,7 @@ def parity_describe_commands(register):
     register("surgeon prune", "parity_surgeon.weights_cli:prune_cmd", "Prune weights to 2:4 structured sparsity (for functional tests).")
     register("surgeon weight-strip", "parity_surgeon.weights_cli:weight_strip_cmd", "Write the model with its weights stripped (TensorRT refit).")
     register("surgeon weight-reconstruct", "parity_surgeon.weights_cli:weight_reconstruct_cmd", "Fill stripped weights with random values.")
+    register("inspect sparsity", "parity_surgeon.sparsity_cli:sparsity_cmd", "Which weights follow the 2:4 structured sparsity pattern.")
     register("check lint", "parity_surgeon.cli:lint_cmd", "ONNX checker plus common model problems, one line each.")
     register("debug localize", "parity_surgeon.cli:make_localize_cmd", "Find the first divergent node, in bounded memory.")
 
