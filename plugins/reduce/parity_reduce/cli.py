@@ -141,6 +141,10 @@ def add_commands(cli: click.Group) -> None:
             metavar="PATH",
             help="Per-iteration expected outputs (Parity's results format, for --load-outputs), written when the check names it.",
         ),
+        click.Option(["--no-shape-inference"], is_flag=True, help="Skip ONNX shape inference: cut tensors get their types from the reference (onnxruntime) run only."),
+        click.Option(
+            ["--force-fallback-shape-inference"], is_flag=True, help="I/O get the static shapes of an onnxruntime run, not ONNX shape inference's; exit 3 if it fails."
+        ),
         click.Option(["--repro"], metavar="DIR", help="Repro bundle folder [<output>_repro]."),
         click.Option(["--no-repro"], is_flag=True, help="Do not write the repro bundle."),
         report_option("parity_reduce/schemas/reduce-report.schema.json"),
@@ -160,6 +164,15 @@ def add_commands(cli: click.Group) -> None:
         *report_file_options("1 for each node kept fp32, 0 for the other candidates"),
         click.Option(["--mode"], default="dichotomic", show_default=True, help=f"Search strategy: {', '.join(_modes('precision'))}."),
         click.Option(["--precision", "-p"], type=click.Choice(["float16", "bfloat16"]), default="float16", show_default=True, help="The lower precision."),
+        click.Option(
+            ["--direction", "--dir"],
+            type=click.Choice(["forward", "reverse"]),
+            help="Polygraphy's search: keep the first (forward) or last (reverse) k nodes fp32 and find the smallest k, "
+            "with --mode bisect (the default then) or linear. Without it, any set of nodes.",
+        ),
+        click.Option(["--fp16"], is_flag=True, help="Polygraphy's flag: float16 as the lower precision (the default; -p float16)."),
+        click.Option(["--int8"], is_flag=True, hidden=True),  # Polygraphy's builder flags: refused with the reason
+        click.Option(["--tf32"], is_flag=True, hidden=True),
         click.Option(
             ["--clamp-out-of-range"],
             is_flag=True,
@@ -296,6 +309,9 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
                 f"--reference-model needs a --check that reads {params['iter_inputs']} and compares with {params['iter_expected']} (--iter-inputs, --iter-expected), "
                 f"e.g. --check parity run {params['iter_artifact']} --onnxrt --load-inputs {params['iter_inputs']} --load-outputs {params['iter_expected']} --atol ..."
             )
+    if params.get("no_shape_inference") and params.get("force_fallback_shape_inference"):
+        raise UsageError("--no-shape-inference and --force-fallback-shape-inference exclude each other")
+    shape_inference = "none" if params.get("no_shape_inference") else "fallback" if params.get("force_fallback_shape_inference") else "onnx"
     mode = _auto_mode(params["mode"], iter_inputs)
     session = session_from_options(params, label="reduce", fingerprint=_fingerprint(model, ext_dir))
     fields = {"name": "parity-reduce-report", "command": "debug reduce", "model": model, "started": started}
@@ -319,6 +335,7 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
             external=external,
             reference_model=reference_model,
             iter_expected=iter_expected,
+            shape_inference=shape_inference,
         )
         _refuse_data_overwrite(reducer.data_files, external, **{"-o": output, "--min-good": params.get("min_good")})
         total = len(reducer.index)
@@ -418,6 +435,22 @@ def _html_data(title: str, verdict: str, facts: list, **sections: Any) -> dict[s
     return {"title": title, "passed": None, "verdict": verdict, "command": command_line(), "facts": facts, **sections}
 
 
+def _precision_flags(params: dict[str, Any]) -> None:
+    """Polygraphy's precision flags: --fp16 is -p float16; --int8 and --tf32 (TensorRT builder flags, with
+    per-layer precision TensorRT 11 no longer has) are refused; --direction picks Polygraphy's search (bisect by default)."""
+    for flag in ("int8", "tf32"):
+        if params.get(flag):
+            raise UsageError(
+                f"--{flag}: debug precision writes precision into the ONNX model (TensorRT 11 is strongly typed, without per-layer "
+                f"precision flags); search float16 or bfloat16 with -p, and give {'Q/DQ nodes' if flag == 'int8' else 'builder flags'} to the --check's build"
+            )
+    if params.get("fp16") and params["precision"] != "float16":
+        raise UsageError(f"--fp16 contradicts -p {params['precision']}")
+    source = click.get_current_context().get_parameter_source("mode")
+    if params.get("direction") and source is not click.core.ParameterSource.COMMANDLINE:
+        params["mode"] = "bisect"  # Polygraphy's default mode with its --direction
+
+
 def precision_command(model: str, output: str, report: str | None = None, **params: Any) -> int:
     from parity_reduce.precision import PrecisionSearch
 
@@ -445,6 +478,7 @@ def precision_command(model: str, output: str, report: str | None = None, **para
         save_report_html=params.get("save_report_html"),
         save_model_explorer=params.get("save_model_explorer"),
     )
+    _precision_flags(params)
     if params.get("mode") not in _modes("precision"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")
     if params.get("save_inputs"):  # the data options make the inputs the check reads, as in debug reduce
@@ -462,6 +496,7 @@ def precision_command(model: str, output: str, report: str | None = None, **para
             low=params["precision"],
             keep_out_of_range=not params.get("clamp_out_of_range"),
             external_data_dir=ext_dir,
+            direction=params.get("direction"),
         )
         _refuse_data_overwrite(search.data_files, external, **{"-o": output})
         result = search.run()

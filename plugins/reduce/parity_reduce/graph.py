@@ -35,7 +35,9 @@ def _constant_value(node: onnx.NodeProto) -> np.ndarray | None:
     return None
 
 
-def prepare(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int | str]] | None = None, copy: bool = True) -> onnx.ModelProto:
+def prepare(
+    model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int | str]] | None = None, copy: bool = True, infer_shapes: bool = True
+) -> onnx.ModelProto:
     """The model ready for reduction: input shapes overridden (freezing dynamic dims), Constant nodes turned
     into initializers (they are not worth a check), nodes in topological order, shapes inferred.
 
@@ -74,6 +76,8 @@ def prepare(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int | st
     del graph.node[:]
     graph.node.extend(ordered)
     del graph.value_info[:]
+    if not infer_shapes:  # --no-shape-inference / --force-fallback-shape-inference: types from the reference run only
+        return model
     try:
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception:  # shape inference is a help, not a requirement (custom ops)

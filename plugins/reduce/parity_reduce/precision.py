@@ -46,6 +46,7 @@ from parity_reduce.reducer import Search, data_dir_of, load_model, work_near
 from parity_reduce.strategies import DEFAULT_MODE
 
 LOW = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
+DIRECTIONS = ("forward", "reverse")  # Polygraphy's --direction: fp32 spans from the inputs, or from the outputs
 
 
 class AlwaysFails(ParityError):
@@ -171,9 +172,12 @@ class PrecisionSearch:
         check_original: bool = True,
         external_data_dir: str | Path | None = None,
         work_dir: str | Path | None = None,
+        direction: str | None = None,
     ) -> None:
         if (predicate is None) == (session is None):
             raise UsageError("give PrecisionSearch either a predicate or a DebugSession")
+        if direction is not None and (direction not in DIRECTIONS or mode not in ("bisect", "linear")):
+            raise UsageError(f"--direction {direction}: expected forward or reverse, with --mode bisect or linear (got --mode {mode})")
         if low not in LOW:
             raise UsageError(f"--precision: expected one of {', '.join(LOW)}, got '{low}'")
         # A Python predicate says "passes"; the session's verdict is "bad", so invert it there.
@@ -191,6 +195,7 @@ class PrecisionSearch:
         self.mode = mode
         self.low = low
         self.check_original = check_original
+        self.direction = direction
 
     @property
     def data_dir(self) -> Path:
@@ -206,6 +211,27 @@ class PrecisionSearch:
     def _last_note(self) -> str:
         last = self.session.last_outcome
         return last.note if last is not None and last.note else "unresolved"
+
+    def _span(self, full: list[int], k: int) -> list[int]:
+        """The first k candidates (forward) or the last k (reverse), in the converter's (topological) order."""
+        return full[:k] if self.direction == "forward" else full[len(full) - k :]
+
+    def _run_span(self, full: list[int], oracle: Any) -> list[int]:
+        """Polygraphy's search: the smallest k such that the first (last) k nodes in fp32 pass, by binary search
+        over k (bisect: assumes more fp32 nodes never hurt) or k = 1, 2, ... (linear). Known: k = 0 fails, all pass."""
+        if self.mode == "linear":
+            for k in range(1, len(full)):
+                if oracle(self._span(full, k)):
+                    return self._span(full, k)
+            return full
+        bad, good = 0, len(full)
+        while good - bad > 1:
+            mid = (bad + good) // 2
+            if oracle(self._span(full, mid)):
+                good = mid
+            else:
+                bad = mid
+        return self._span(full, good)
 
     def strategy(self) -> Any:
         return get_registry().strategy(self.mode).factory({})  # this plugin's modes are registered like any other
@@ -232,7 +258,7 @@ class PrecisionSearch:
                 raise ParityError(f"the check of the model with every node in fp32 is unresolved ({self._last_note()}): precision cannot be searched")
             raise AlwaysFails("the check fails even with every node in fp32: precision is not the cause")
         oracle.expect(None)  # until the strategy says how many checks it needs
-        keep = frozenset(strategy.minimize(full, oracle))
+        keep = frozenset(self._run_span(full, oracle) if self.direction else strategy.minimize(full, oracle))
         if oracle.verdict(keep) is None:
             oracle(keep)
         verified = oracle.verdict(keep) == "good"  # only a checked, passing set is a result

@@ -40,6 +40,7 @@ from parity.api import (
     ExitCode,
     ExternalData,
     Iteration,
+    ModelError,
     Oracle,
     OriginalNotFailing,
     ParityError,
@@ -61,6 +62,9 @@ from parity_reduce.external import CandidateFiles, clone_file
 from parity_reduce.graph import GraphIndex, Reference, against_reference, prepare, run_reference, unfeedable
 from parity_reduce.strategies import REDUCE_DEFAULT_MODE
 
+# where cut tensors get their types: ONNX shape inference, then the reference run (default); the reference run
+# only (Polygraphy's --no-shape-inference); the reference run only, and it must succeed (--force-fallback-shape-inference)
+SHAPE_INFERENCE = ("onnx", "none", "fallback")
 SAVE_AT_ONCE = 256 << 20  # bytes of weights: an improvement this small is written to save_best as soon as found
 
 
@@ -280,6 +284,7 @@ class Reducer:
         external: ExternalData | None = None,
         reference_model: str | Path | onnx.ModelProto | None = None,
         iter_expected: str | None = None,
+        shape_inference: str = "onnx",
     ) -> None:
         if (predicate is None) == (session is None):
             raise UsageError("give the Reducer either a predicate or a DebugSession")
@@ -290,10 +295,20 @@ class Reducer:
         self.warn = warn or print_warning
         self.base_dir = data_dir_of(model, external_data_dir)
         # a model loaded here is ours to edit; a caller's ModelProto is copied (only its graph, when lazy)
-        self.model = prepare(load_model(model, external_data_dir), input_shapes, copy=isinstance(model, onnx.ModelProto))
+        if shape_inference not in SHAPE_INFERENCE:
+            raise UsageError(f"shape inference: expected one of {', '.join(SHAPE_INFERENCE)}, got '{shape_inference}'")
+        infer = shape_inference == "onnx"
+        self.model = prepare(load_model(model, external_data_dir), input_shapes, copy=isinstance(model, onnx.ModelProto), infer_shapes=infer)
         self.data_files = onnx_external.data_files(self.model, self.base_dir)  # the input's weights: never written
         self.index = GraphIndex(self.model)
         self.reference = make_reference(self.model, inputs, self.warn, self.base_dir) if reference else None
+        if shape_inference == "fallback" and self.reference is None:  # Polygraphy's fallback: shapes from an onnxruntime run
+            raise ModelError("--force-fallback-shape-inference: the reference run with onnxruntime failed, so no tensor shapes are known")
+        if shape_inference == "fallback":  # as Polygraphy: the model's inputs and outputs get the shapes the run saw
+            for info in [*self.model.graph.input, *self.model.graph.output]:
+                if self.reference.has(info.name):
+                    info.CopyFrom(self.index.tensor_info(info.name, self.reference))
+            self.index = GraphIndex(self.model)
         # what a candidate's outputs are compared with: the reference model's values (--reference-model), else the
         # model's own (the repro bundle's expected.npz)
         self.expected: Reference | None = self.reference

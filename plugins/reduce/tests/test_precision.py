@@ -56,3 +56,31 @@ def test_check_that_fails_in_fp32_is_reported(tmp_path):
     code, _, err = invoke("debug", "precision", "model.onnx", "-o", "m.onnx", "--check", "false")
     assert code == 1
     assert "even with every node in fp32" in err
+
+
+def test_direction_keeps_the_smallest_prefix_or_suffix_fp32():
+    """Polygraphy's --direction: the first (forward) or last (reverse) k candidates fp32, the smallest k that passes,
+    by bisect or linear; both modes agree, and the answer is exactly the span that reaches the planted nodes."""
+    model = fp16_sensitive()
+    names = MixedPrecision(model, keep_out_of_range=False).names
+
+    def passes(candidate):
+        return set(PLANTED) <= _fp32_nodes(candidate)
+
+    first, last = min(names.index(n) for n in PLANTED), max(names.index(n) for n in PLANTED)
+    expected = {"forward": names[: last + 1], "reverse": names[first:]}
+    for direction, span in expected.items():
+        for mode in ("bisect", "linear"):
+            result = PrecisionSearch(model, passes, mode=mode, direction=direction, keep_out_of_range=False).run()
+            assert sorted(result.fp32_nodes) == sorted(span), (direction, mode)
+            assert passes(result.model)
+
+
+def test_cli_direction_and_polygraphy_flags(tmp_path):
+    onnx.save(fp16_sensitive(), "model.onnx")
+    ok = invoke("debug", "precision", "model.onnx", "-o", "m.onnx", "--dir", "reverse", "--fp16", "--save-nodes", "n.json", "--check", "true")
+    assert ok.exit_code == 0, ok.stderr
+    assert json.loads((tmp_path / "n.json").read_text())["fp32_nodes"] == []  # the fp16 model passes: nothing to keep
+    for args in (["--int8"], ["--tf32"], ["--direction", "forward", "--mode", "ddmin"], ["--fp16", "-p", "bfloat16"]):
+        code, _, err = invoke("debug", "precision", "model.onnx", "-o", "m2.onnx", *args, "--check", "true")
+        assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, (args, err)

@@ -305,3 +305,32 @@ def test_parallel_dichotomic_search_finds_the_same_culprits():
     session = DebugSession(PredicateCheck(lambda it: has("n20", "n150")(it.payload)), executor=ThreadExecutor(3))
     parallel = Reducer(chain(200), session=session).run()
     assert parallel.nodes == serial.nodes == ["n20", "n150"]
+
+
+def dynamic_chain() -> onnx.ModelProto:
+    """x[n,4] -> Relu -> Neg -> Relu -> y[n,4]: ONNX shape inference keeps the symbolic dim n."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="r1"), helper.make_node("Neg", ["a"], ["b"], name="neg"), helper.make_node("Relu", ["b"], ["y"], name="r2")]
+    graph = helper.make_graph(
+        nodes, "dyn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 4])]
+    )
+    return helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_shape_inference_flags_take_effect(files):
+    """Polygraphy's --no-shape-inference (types from the reference run only) and --force-fallback-shape-inference
+    (shapes frozen to what an onnxruntime run saw)."""
+    model = dynamic_chain()
+    assert Reducer(model, has("neg")).model.graph.value_info  # default: ONNX shape inference fills value_info
+    assert not Reducer(model, has("neg"), shape_inference="none").model.graph.value_info
+    onnx.save(model, "dyn.onnx")
+    dims = {}
+    for name, flags in (("default", []), ("fallback", ["--force-fallback-shape-inference"]), ("none", ["--no-shape-inference"])):
+        result = invoke("debug", "reduce", "dyn.onnx", "-o", f"{name}.onnx", "--no-repro", "--no-reduce-outputs", *flags, "--check", "false")
+        assert result.exit_code == 0, result.stderr
+        reduced = onnx.load(f"{name}.onnx")
+        onnx.checker.check_model(reduced, full_check=True)
+        dims[name] = [d.dim_value or d.dim_param for d in reduced.graph.output[0].type.tensor_type.shape.dim]
+    assert dims["default"] == dims["none"] == ["n", 4]
+    assert all(isinstance(d, int) for d in dims["fallback"])  # frozen to the run's shape
+    both = invoke("debug", "reduce", "dyn.onnx", "-o", "r.onnx", "--no-shape-inference", "--force-fallback-shape-inference", "--check", "false")
+    assert both.exit_code == 2 and "exclude each other" in both.stderr and "Traceback" not in both.stderr
