@@ -176,28 +176,37 @@ def _parse_bounds(items: tuple[str, ...]) -> dict[str, int]:
     "--inputs", cls=GreedyOption, metavar="NAME:SHAPE:DTYPE",
     help="Subgraph inputs; shape and dtype may be auto: x:auto:auto, x:[1,64]:float32 (default: the model's inputs the subgraph reads).",
 )  # fmt: skip
-@click.option("--outputs", cls=GreedyOption, metavar="NAME:DTYPE", help="Subgraph outputs; dtype may be auto: y:auto or y.")
+@click.option("--outputs", cls=GreedyOption, metavar="NAME:DTYPE", help="Subgraph outputs; dtype may be auto: y:auto or y (default: the model's outputs).")
+@click.option(
+    "--force-fallback-shape-inference", is_flag=True,
+    help="Boundary shapes and dtypes from one onnxruntime run, over the model's own (dynamic dims become static).",
+)  # fmt: skip
 @external_data_options()
 @verbosity_options
-def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple[str, ...], **params: Any) -> int:
+def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple[str, ...], force_fallback_shape_inference: bool, **params: Any) -> int:
     """Extract the subgraph of MODEL that computes --outputs from --inputs.
 
     \b
       parity surgeon extract model.onnx --inputs x:auto:auto --outputs relu_out:auto -o sub.onnx
-    Shapes and dtypes written auto come from shape inference, or from running the model once when
-    inference cannot tell. Of a model with external data only the kept nodes' weights are copied into the
-    output (inside it, or in its data file with --save-external-data)."""
+    Shapes and dtypes written auto come from the model, else from shape inference, else from running the
+    model once on generated inputs (dynamic dims 1; noted). Of a model with external data only the kept
+    nodes' weights are copied into the output (inside it, or in its data file with --save-external-data)."""
     # here, not at the top: the command's --help imports this module and never needs these
+    from parity.api import SETTINGS
     from parity_surgeon import graph as g
     from parity_surgeon.extractor import extract, parse_input_spec, parse_output_spec
 
-    if not outputs:
-        _check_model(model, output)
-        raise UsageError("--outputs: name at least one output tensor, e.g. --outputs y:auto")
     in_specs, out_specs = [parse_input_spec(t) for t in inputs], [parse_output_spec(t) for t in outputs]
     proto, base, external, sources = _open_lazy(model, output, params)
-    result = extract(proto, in_specs, out_specs, base_dir=base)
+    notes: list[str] = []
+    events: list[str] = []
+    result = extract(proto, in_specs, out_specs, base_dir=base, force_fallback=force_fallback_shape_inference, notes=notes, events=events)
     saved = g.save(result, output, model, "the subgraph", base_dir=base, external=external, source_data=sources)
+    for note in notes:
+        echo(f"parity: note: {note}", err=True)
+    if SETTINGS["verbose"]:
+        for event in events:
+            echo(event)
     echo(f"subgraph: {len(result.graph.node)} node(s), inputs {[i.name for i in result.graph.input]}, outputs {[o.name for o in result.graph.output]}")
     echo(_wrote(saved))
     return 0

@@ -85,9 +85,19 @@ def extract(
     outputs: Sequence[TensorSpec | str],
     feed: Mapping[str, Any] | None = None,
     base_dir: str | Path | None = None,
+    *,
+    force_fallback: bool = False,
+    notes: list[str] | None = None,
+    events: list[str] | None = None,
 ) -> Any:
     """Return the subgraph of ``model`` computing ``outputs`` from ``inputs`` (a new ModelProto); with no
-    ``inputs``, from the model's own inputs (those the subgraph reads), as Polygraphy does.
+    ``inputs``, from the model's own inputs (those the subgraph reads), and with no ``outputs``, to the model's
+    own outputs, as Polygraphy does.
+
+    Shapes and dtypes not given come from the model's own type information; where it has none, from ONNX
+    shape inference (``events`` gets "Shape inference completed successfully"), and where that cannot tell,
+    from one onnxruntime run (``feed``, or generated inputs with dynamic dims 1, noted in ``notes``).
+    ``force_fallback``: every boundary tensor's shape and dtype from that run, over what the model says.
 
     ``base_dir``: the folder of ``model``'s external data when it was loaded lazily; the kept weights stay
     references into it."""
@@ -98,18 +108,35 @@ def extract(
     if own_inputs:
         weights = {i.name for i in original.graph.initializer}
         inputs = [vi.name for vi in original.graph.input if vi.name not in weights]
+    if not outputs:
+        outputs = [vi.name for vi in original.graph.output]
     ins = [s if isinstance(s, TensorSpec) else TensorSpec(s) for s in inputs]
     outs = [s if isinstance(s, TensorSpec) else TensorSpec(s) for s in outputs]
     if not outs:
         raise UsageError("--outputs: name at least one output tensor")
-    inferred, _ = g.infer_shapes(original)
-    types = g.value_types(inferred)
     known = set(g.tensor_order(original)) | {vi.name for vi in original.graph.input} | {i.name for i in original.graph.initializer}
     for spec, option in [*((s, "--inputs") for s in ins), *((s, "--outputs") for s in outs)]:
         if spec.name not in known:
             raise UsageError(f"{option}: the model has no tensor '{spec.name}'{did_you_mean(spec.name, known)}")
-    missing = [s.name for s in [*ins, *outs] if not _resolved(s, types)]
-    observed = observe(original, missing, feed, base_dir) if missing else {}
+    inferred, types = original, g.value_types(original)
+    if not force_fallback and any(not _resolved(s, types, output) for group, output in ((ins, False), (outs, True)) for s in group):
+        inferred, status = g.infer_shapes(original)
+        types = g.value_types(inferred)
+        if events is not None and status == "ok":
+            events.append("Shape inference completed successfully")
+    wanted = [s.name for s in [*ins, *outs]] if force_fallback else [s.name for s in [*ins, *outs] if not _resolved(s, types, s in outs)]
+
+    def run(names: Sequence[str]) -> dict[str, Any]:
+        graph_inputs = {vi.name for vi in original.graph.input}
+        run_feed = dict(feed) if feed is not None else fallback_feed(original, notes)
+        seen = observe(original, [n for n in dict.fromkeys(names) if n not in graph_inputs], run_feed, base_dir, with_feed=True)
+        return {n: seen[n] for n in names if n in seen}
+
+    observed = run(wanted) if wanted else {}
+    if force_fallback:  # what the run saw wins over the model's own shapes and dtypes
+        import onnx
+
+        types = {**types, **{n: (onnx.helper.np_dtype_to_tensor_dtype(a.dtype), tuple(a.shape)) for n, a in observed.items()}}
     graph = gs.import_onnx(inferred)
     tensors = graph.tensors()
     graph.inputs = [_boundary(tensors[s.name], s, types, observed, gs, is_input=True) for s in ins]
@@ -119,12 +146,21 @@ def extract(
     result = gs.export_onnx(graph, do_type_check=False)
     del result.graph.value_info[:]  # stale shapes from the full graph; re-infer on the cut
     result, _ = g.infer_shapes(g.keep_header(result, original))
+    unshaped = [vi for vi in result.graph.output if not vi.type.tensor_type.HasField("shape")]
+    if unshaped:  # onnx.checker's full check wants them: what inference on the cut could not tell, a run tells
+        seen = {**observed, **run([vi.name for vi in unshaped if vi.name not in observed])}
+        for vi in unshaped:
+            if vi.name in seen:
+                vi.type.tensor_type.shape.SetInParent()
+                for d in seen[vi.name].shape:
+                    vi.type.tensor_type.shape.dim.add().dim_value = d
     return result
 
 
-def _resolved(spec: TensorSpec, types: Mapping[str, tuple]) -> bool:
+def _resolved(spec: TensorSpec, types: Mapping[str, tuple], output: bool = False) -> bool:
+    """Whether ``spec``'s dtype and shape are known (an output's shape comes from inference on the cut)."""
     elem, shape = types.get(spec.name, (0, None))
-    return (spec.dtype is not None or bool(elem)) and (spec.shape is not None or shape is not None)
+    return (spec.dtype is not None or bool(elem)) and (output or spec.shape is not None or shape is not None)
 
 
 def _boundary(tensor: Any, spec: TensorSpec, types: Mapping[str, tuple], observed: Mapping[str, Any], gs: Any, is_input: bool) -> Any:
