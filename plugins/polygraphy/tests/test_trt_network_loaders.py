@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "trt" / "tests"))  # trt_model lives with parity-trt's tests
-from parity_polygraphy import constants  # noqa: E402
+from parity_polygraphy import constants, cuda  # noqa: E402
 from parity_polygraphy.backend.trt import (  # noqa: E402
     Calibrator,
     CreateConfig,
@@ -161,3 +161,19 @@ def test_calibrator_feeds_batches_and_writes_the_cache(trt_backend, network_load
     # a second calibrator reads the cache rather than asking for data
     again = Calibrator([], cache=str(cache))
     assert again.read_calibration_cache() == cache.read_bytes()
+
+
+def test_trt_runner_takes_and_returns_device_memory(trt_backend, network_loader):
+    """DeviceArray/DeviceView inputs are read from device memory; copy_outputs_to_host=False gives DeviceViews."""
+    data = np.array([[-1, 2, -3], [4, -5, 6]], dtype=np.float32)
+    expected = -np.maximum(data, 0)
+    with TrtRunner(engine_from_network(network_loader)) as runner, cuda.DeviceArray(data.shape, np.float32) as arr:
+        arr.copy_from(data)
+        for value in (arr, arr.view()):
+            np.testing.assert_array_equal(runner.infer({"x": value})["y"], expected)
+        out = runner.infer({"x": data}, copy_outputs_to_host=False)["y"]
+        assert isinstance(out, cuda.DeviceView) and out.shape == (2, 3)
+        np.testing.assert_array_equal(out.numpy(), expected)
+        assert runner.context is runner.context  # the context inferences run on
+        with pytest.raises(PolygraphyException, match="return_raw_buffers"):
+            runner.infer({"x": data}, return_raw_buffers=True)

@@ -108,8 +108,9 @@ def test_options_it_cannot_honour_are_refused(trt, option):
     assert not runner.is_active
 
 
-def test_device_outputs_are_refused_and_bad_engine_bytes_are_polygraphy_errors(trt):
-    with TrtRunner(EngineFromNetwork(NetworkFromOnnxBytes(_model_bytes()))) as runner, pytest.raises(PolygraphyException, match="host only"):
-        runner.infer({"x": np.ones((2, 3), dtype=np.float32)}, copy_outputs_to_host=False)
+def test_raw_buffers_are_refused_and_bad_engine_bytes_are_polygraphy_errors(trt):
+    # (copy_outputs_to_host=False gives DeviceViews now: test_trt_network_loaders.py tests it)
+    with TrtRunner(EngineFromNetwork(NetworkFromOnnxBytes(_model_bytes()))) as runner, pytest.raises(PolygraphyException, match="return_raw_buffers"):
+        runner.infer({"x": np.ones((2, 3), dtype=np.float32)}, return_raw_buffers=True)
     with pytest.raises(PolygraphyException, match="could not deserialize"):
         EngineFromBytes(b"not an engine")()

@@ -59,7 +59,12 @@ class TrtRunner(BaseRunner):
 
     Refused rather than ignored (``PolygraphyException`` on activation): ``allocation_strategy`` other than
     ``"static"``, weight streaming (``weight_streaming_budget`` other than -2, ``weight_streaming_percent`` other than
-    100) and a user ``debug_listener``: parity_trt's runner has none of them."""
+    100) and a user ``debug_listener``: parity_trt's runner has none of them; ``return_raw_buffers`` in ``infer``.
+
+    Inputs may be NumPy arrays, torch tensors or ``cuda.DeviceView``/``DeviceArray`` (copied to the host for
+    parity_trt's runner; a shape tensor must be on the host). ``infer(..., copy_outputs_to_host=False)`` returns
+    DeviceViews of device buffers the runner owns (valid until the next inference or deactivation): the outputs
+    are copied there from the host, so it costs a copy rather than saving one."""
 
     def __init__(
         self,
@@ -79,6 +84,7 @@ class TrtRunner(BaseRunner):
         self.weight_streaming_percent = weight_streaming_percent
         self.debug_listener = debug_listener
         self._runner: Any = None
+        self._device_outputs: dict[str, cuda.DeviceArray] = {}  # copy_outputs_to_host=False: outputs' device copies
 
     def _refuse_unsupported(self) -> None:
         unsupported = []
@@ -122,11 +128,41 @@ class TrtRunner(BaseRunner):
             meta.add(name, dtype=tensor.dtype, shape=list(tensor.shape))  # dynamic dims are None
         return meta
 
+    @property
+    def context(self) -> Any:
+        """The execution context inferences run on: the one given to the runner, else the one of the selected
+        profile (profile 0 until one is selected or chosen by shape)."""
+        if not self.is_active:
+            raise PolygraphyException(f"{self.name:35} | Must be activated prior to accessing the context")
+        inner = self._runner
+        if inner.given_context is not None:
+            return inner.given_context
+        return inner._context(inner.profile or 0)  # made on first use, as the runner's inferences would
+
+    def _host_input(self, name: str, value: Any) -> Any:
+        """A feed value as the host array parity_trt's runner takes: device memory (a cuda.DeviceView or a CUDA
+        torch tensor) is copied to the host; a shape tensor's values must already be on the host (TensorRT reads them there)."""
+        if isinstance(value, cuda.DeviceView):
+            if name in self._runner.shape_io:
+                raise PolygraphyException(f"Input tensor: {name} is a shape tensor, so it must reside in host memory, not in a DeviceView")
+            return value.numpy()
+        return value.detach().cpu().numpy() if _is_torch(value) else value
+
+    def _device_output(self, name: str, value: np.ndarray) -> cuda.DeviceView:
+        """An output copied into the runner's device buffer for it (reused by later inferences, freed on
+        deactivation), as a DeviceView: what ``copy_outputs_to_host=False`` returns."""
+        buffer = self._device_outputs.get(name)
+        if buffer is None:
+            buffer = self._device_outputs[name] = cuda.DeviceArray(dtype=value.dtype)
+        buffer.dtype = value.dtype
+        buffer.resize(value.shape).copy_from(np.ascontiguousarray(value))
+        return buffer.view()
+
     def infer_impl(self, feed_dict: Mapping[str, Any], copy_outputs_to_host: bool | None = None, return_raw_buffers: bool | None = None) -> OrderedDict[str, Any]:
-        if copy_outputs_to_host is False or return_raw_buffers:
-            raise PolygraphyException(f"{self.name}: TrtRunner returns outputs on the host only (copy_outputs_to_host=False and return_raw_buffers are not supported)")
+        if return_raw_buffers:
+            raise PolygraphyException(f"{self.name}: TrtRunner does not support return_raw_buffers (outputs come back shaped)")
         use_torch = any(_is_torch(value) for value in feed_dict.values())
-        feed = {name: value.detach().cpu().numpy() if _is_torch(value) else value for name, value in feed_dict.items()}
+        feed = {name: self._host_input(name, value) for name, value in feed_dict.items()}
         start = time.perf_counter()
         try:
             outputs = OrderedDict(self._runner.infer_impl(feed))
@@ -137,8 +173,15 @@ class TrtRunner(BaseRunner):
             import torch
 
             outputs = OrderedDict((name, torch.from_numpy(value)) for name, value in outputs.items())
+            if copy_outputs_to_host is False:  # on the GPU, as Polygraphy gives them (torch raises without CUDA)
+                outputs = OrderedDict((name, value.cuda()) for name, value in outputs.items())
+        elif copy_outputs_to_host is False:
+            outputs = OrderedDict((name, self._device_output(name, value)) for name, value in outputs.items())
         return outputs
 
     def deactivate_impl(self) -> None:
+        for buffer in self._device_outputs.values():
+            buffer.free()
+        self._device_outputs.clear()
         runner, self._runner = self._runner, None
         runner.deactivate()
