@@ -67,6 +67,7 @@ ALWAYS = {
     "--no-onnxruntime-shape-inference": "sanitize's shape inference", "--force-fallback-shape-inference": "sanitize/extract's shapes",
     "--set-unbounded-dds-upper-bound": "sanitize",
     "--exclude-list": "weight-strip", "--seed": "weight-reconstruct's random weights (elsewhere --seed belongs to the generated inputs)",
+    "--fp-to-fp16": "surgeon prune/weight-strip/weight-reconstruct convert the model (convert: the onnx converter's)",
 }  # fmt: skip
 
 # Commands whose backend-specific options are the command itself (no backend flag to choose): every option of

@@ -17,9 +17,27 @@ def _open(model: str, output: str, params: dict[str, Any]) -> tuple[Any, Any, An
     # here, not at the top: the commands' --help imports this module and never needs these
     from parity_surgeon.cli import _open_lazy
 
-    opened = _open_lazy(model, output, params)
-    _complete_output_shapes(opened[0])
-    return opened
+    proto, base, external, sources = _open_lazy(model, output, params)
+    if params.get("fp_to_fp16"):  # Polygraphy's --fp-to-fp16 of its model loading: float32 to float16 first
+        proto = _to_fp16(proto, base)
+    _complete_output_shapes(proto)
+    return proto, base, external, sources
+
+
+def _to_fp16(proto: Any, base: Any) -> Any:
+    """``--fp-to-fp16``: the model with float32 tensors and weights in float16, inputs and outputs kept float32."""
+    # here, not at the top: the commands' --help imports this module and never needs the converter
+    from parity_surgeon.fp16 import Fp16Converter
+
+    converted, report = Fp16Converter(proto, keep_io_types=True, base_dir=base).build()
+    for line in report.lines():
+        echo(line, err=True)
+    return converted
+
+
+_FP16 = click.option(
+    "--fp-to-fp16", is_flag=True, help="Convert float32 tensors and weights to float16 first (inputs and outputs stay float32), as parity convert --fp-to-fp16."
+)
 
 
 def _complete_output_shapes(proto: Any) -> None:
@@ -66,6 +84,7 @@ def _done(report: Any, saved: Any) -> int:
 @click.command("prune", cls=ParityCommand, short_help="Prune weights to 2:4 structured sparsity (for functional tests).")
 @click.argument("model")
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the pruned model.")
+@_FP16
 @external_data_options()
 @verbosity_options
 def prune_cmd(model: str, output: str, **params: Any) -> int:
@@ -151,6 +170,7 @@ def _raw_size(tensor: Any) -> int:
 @click.argument("model")
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the weightless model.")
 @click.option("--exclude-list", type=click.Path(), default=None, help="Text file naming initializers to keep, one a line.")
+@_FP16
 @external_data_options()
 @verbosity_options
 def weight_strip_cmd(model: str, output: str, exclude_list: str | None, **params: Any) -> int:
@@ -194,6 +214,7 @@ def weight_strip_cmd(model: str, output: str, exclude_list: str | None, **params
 @click.argument("model")
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the reconstructed model.")
 @click.option("--seed", type=int, default=None, help="Seed of the random values (the same weights each run); default: fresh ones.")
+@_FP16
 @external_data_options()
 @verbosity_options
 def weight_reconstruct_cmd(model: str, output: str, seed: int | None, **params: Any) -> int:
@@ -209,6 +230,7 @@ def weight_reconstruct_cmd(model: str, output: str, seed: int | None, **params: 
     from parity_surgeon import graph as g
     from parity_surgeon import weights
 
+    fp_to_fp16 = params.pop("fp_to_fp16", False)  # after the weights are back: a stripped weight has nothing to convert
     proto, base, external, sources = _open(model, output, params)
     if not any(weights.is_stripped(t) for t in proto.graph.initializer):
         raise UsageError(f"{model}: no weight is marked {weights.WEIGHTLESS}: not a weight-stripped model (make one with parity surgeon weight-strip)")
@@ -216,5 +238,7 @@ def weight_reconstruct_cmd(model: str, output: str, seed: int | None, **params: 
         result, report = weights.reconstruct_weights(proto, seed)
     except ValueError as exc:
         raise ModelError(f"{model}: {exc}") from None
+    if fp_to_fp16:
+        result = _to_fp16(result, base)
     saved = g.save(result, output, model, "the reconstructed model", base_dir=base, external=external, source_data=sources)
     return _done(report, saved)

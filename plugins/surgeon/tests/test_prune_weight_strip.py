@@ -268,3 +268,21 @@ def test_external_data_is_read_and_written_like_other_surgeon_commands(parity_in
     stripped = onnx.load(str(out2))
     assert all(not t.external_data for t in stripped.graph.initializer if t.doc_string)
     assert numpy_helper.to_array(next(t for t in stripped.graph.initializer if t.name == "small_table")).shape == (10, 4)
+
+
+def test_fp_to_fp16_converts_before_pruning_and_after_reconstructing(parity_invoke, tmp_path):
+    src = _net(tmp_path / "net.onnx")
+    pruned = tmp_path / "pruned16.onnx"
+    _ok(parity_invoke, "prune", src, pruned, "--fp-to-fp16")
+    model = onnx.load(str(pruned))
+    inits = {t.name: t for t in model.graph.initializer}
+    assert inits["w"].data_type == TensorProto.FLOAT16 and model.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT
+    assert sparsity.sparse_weights(model) >= {"w", "g", "k", "t"}  # float16 weights pruned
+    stripped = tmp_path / "weightless.onnx"  # a float32 model's: reconstruct converts once its weights are back
+    _ok(parity_invoke, "prune", src, tmp_path / "pruned.onnx")
+    _ok(parity_invoke, "weight-strip", tmp_path / "pruned.onnx", stripped)
+    out = tmp_path / "proxy16.onnx"
+    _ok(parity_invoke, "weight-reconstruct", stripped, out, "--fp-to-fp16", "--seed", "0")
+    result = onnx.load(str(out))
+    assert {t.name for t in result.graph.initializer if t.data_type == TensorProto.FLOAT16} >= {"w", "g", "k", "t", "bias"}
+    assert sparsity.sparse_weights(result) >= {"w", "g", "k", "t"}
