@@ -58,6 +58,7 @@ ALWAYS = {
     "--ignore-external-data": "inspect/lint read the structure only", "--show-values": "inspect data", "--all": "plugins/inspect",
     "--histogram": "inspect data", "--num-items": "inspect data (refused without --show-values)",
     "--line-width": "inspect data (refused without --show-values)", "--display-as": "inspect model (refused for a model that is not ONNX)",
+    "--list-unbounded-dds": "inspect model (refused for a model that is not ONNX)", "--shape-inference": "inspect model (refused without --list-unbounded-dds)",
     "--hook": "plugins", "--requirements": "plugins", "--dir": "diff-tactics", "--good": "diff-tactics",
     "--bad": "diff-tactics", "--top": "diff-tactics", "--no-onnxruntime": "lint", "--inputs": "surgeon's tensors", "--outputs": "surgeon's tensors",
     "--op": "insert", "--name": "insert", "--attrs": "insert", "--domain": "insert", "--fold-constants": "sanitize", "--cleanup": "sanitize",

@@ -33,6 +33,14 @@ def make_model_command() -> click.Command:
             ["--display-as"], type=click.Choice(["onnx", "trt"]), default=None,
             help="An ONNX model as ONNX (default) or as TensorRT's parser reads it (trt: needs parity-trt).",
         ),
+        click.Option(
+            ["--list-unbounded-dds"], is_flag=True,
+            help="ONNX: also list the tensors that give a Range/Pad/Resize/Tile/Expand output an unbounded data-dependent shape.",
+        ),
+        click.Option(
+            ["--shape-inference"], is_flag=True,
+            help="With --list-unbounded-dds: run ONNX shape inference first (tensors without shape info count as data-dependent).",
+        ),
         click.Option(["--json", "as_json"], is_flag=True, help="Print inputs, outputs and model facts as JSON (schema: parity/schemas/model.schema.json)."),
     ]
     # ONNX models' external data (Polygraphy's flags): inspect reads no weight byte, so the data files may be absent
@@ -77,7 +85,14 @@ _EXTERNAL = {"external_data_dir": "--external-data-dir", "ignore_external_data":
 
 
 def inspect_model(
-    model: str, show: tuple[str, ...], model_type: str | None, as_json: bool = False, display_as: str | None = None, **options: object
+    model: str,
+    show: tuple[str, ...],
+    model_type: str | None,
+    as_json: bool = False,
+    display_as: str | None = None,
+    list_unbounded_dds: bool = False,
+    shape_inference: bool = False,
+    **options: object,
 ) -> int:
     from parity.cli.run import detect_model_kind
 
@@ -85,6 +100,10 @@ def inspect_model(
     check_model_path(model)
     kind = detect_model_kind(model, registry, model_type)
     _check_external_options(kind, options)
+    if shape_inference and not list_unbounded_dds:
+        raise UsageError("--shape-inference applies to --list-unbounded-dds (inspect model shows no intermediate shapes)")
+    if list_unbounded_dds and (kind != "onnx" or as_json):
+        raise UsageError("--list-unbounded-dds applies to an ONNX model, without --json")
     kind = _display_kind(kind, display_as, as_json, registry.model_kinds)
     if as_json and kind is not None:
         echo(json.dumps(model_json(model, kind, registry.model_kinds[kind], options), indent=1))
@@ -95,7 +114,53 @@ def inspect_model(
     # describe(path, show) is the original contract; options came later: old plugins must keep working
     args = (model, set(show), options) if _takes_positional(describe, 3) else (model, set(show))
     echo(describe(*args))  # type: ignore[misc]
+    if list_unbounded_dds:
+        found = unbounded_dds_tensors(model, shape_inference)
+        listed = ", ".join(f"{name} (input {index} of {op} '{node}')" for name, op, index, node in found)
+        echo(f"Found tensors with unbounded DDS: {listed}" if found else "No tensors with unbounded DDS found.")
     return 0
+
+
+# op -> the inputs that, when computed at run time, give its output a data-dependent size with no upper bound
+_DDS_INPUTS = {"Range": (1,), "Pad": (1,), "Resize": (3,), "Tile": (1,), "Expand": (1,)}
+
+
+def unbounded_dds_tensors(model: str, shape_inference: bool = False) -> list[tuple[str, str, int, str]]:
+    """``(tensor, op, input index, node name)`` for each run-time tensor that sets the size of a Range, Pad, Resize,
+    Tile or Expand output whose shape brings a new dynamic dimension (or has no shape information): TensorRT needs
+    an upper bound on it (a Min before it gives one). The main graph, in node order."""
+    from parity.onnx_models import load  # here, not at the top: `inspect model --help` never needs the ONNX helpers
+
+    proto = load(model, load_external_data=False, ignore_external_data=True)
+    if shape_inference:
+        import onnx  # here, not at the top: only --shape-inference needs it
+
+        proto = onnx.shape_inference.infer_shapes(proto)
+    graph = proto.graph
+    shapes = {v.name: v.type.tensor_type.shape for v in (*graph.input, *graph.value_info, *graph.output) if v.type.tensor_type.HasField("shape")}
+    seen = {d.dim_param for v in graph.input if v.name in shapes for d in shapes[v.name].dim if d.dim_param}
+    constants = {t.name for t in graph.initializer}
+    producer: dict[str, str] = {}
+    found: list[tuple[str, str, int, str]] = []
+    for node in graph.node:
+        if node.op_type == "Constant":
+            constants.update(node.output)
+        new_dim = False
+        for out in node.output:
+            if out not in shapes:
+                new_dim = True  # no shape information: it may be data-dependent
+                continue
+            for dim in shapes[out].dim:
+                if dim.dim_param and dim.dim_param not in seen:
+                    seen.add(dim.dim_param)
+                    new_dim = True
+        for index in _DDS_INPUTS.get(node.op_type, ()) if new_dim else ():
+            name = node.input[index] if index < len(node.input) else ""
+            # a graph input, a constant or a Min's output (the bound) is not the cause
+            if name and name not in constants and producer.get(name, "Min") != "Min" and name not in {f[0] for f in found}:
+                found.append((name, node.op_type, index, node.name))
+        producer.update({out: node.op_type for out in node.output})
+    return found
 
 
 # --display-as X: the model kind that describes an ONNX model as X

@@ -28,7 +28,7 @@ def _describe_engine(path: str, show: Any = (), options: Any = None) -> str:
 
 
 def _read_onnx_inputs(path: str) -> Any:
-    from parity.api import onnx_models
+    from parity.api import onnx_models  # here, not at the top: discovery imports this module and never needs them
 
     return onnx_models.read_inputs(path)
 
