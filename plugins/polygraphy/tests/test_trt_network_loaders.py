@@ -177,3 +177,17 @@ def test_trt_runner_takes_and_returns_device_memory(trt_backend, network_loader)
         assert runner.context is runner.context  # the context inferences run on
         with pytest.raises(PolygraphyException, match="return_raw_buffers"):
             runner.infer({"x": data}, return_raw_buffers=True)
+
+
+def test_engine_from_network_with_a_runtime_and_a_file_like_timing_cache(trt_backend, network_loader, tmp_path):
+    from parity_polygraphy.backend.trt import EngineFromNetwork, get_trt_logger
+
+    runtime = trt_backend.Runtime(get_trt_logger())
+    with open(tmp_path / "timing.cache", "w+b") as cache:
+        engine = EngineFromNetwork(network_loader, save_timing_cache=cache, runtime=runtime)()
+        assert isinstance(engine, trt_backend.ICudaEngine)
+        size = cache.seek(0, 2)
+        assert size > 0  # the build's timing cache was written into the open file
+        EngineFromNetwork(network_loader, save_timing_cache=cache)()
+        assert cache.seek(0, 2) >= size  # merged with what was there, not appended twice or lost
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["timing.cache"]  # no temporary files left
