@@ -260,6 +260,29 @@ class Reference:
         return [{n: s[n] for n in names} for s in self.samples]
 
 
+def cast_float_feeds(model: onnx.ModelProto, feeds: Sequence[Mapping[str, np.ndarray]]) -> tuple[list[dict[str, np.ndarray]], list[str]]:
+    """The feeds with each float input cast to the float type the model declares, as ``parity run`` does (saved
+    inputs are often float64 or float32 for an fp16 model), and the casts made ("'Y0' float64 -> float32")."""
+    declared = {}
+    for vi in model.graph.input:
+        elem = vi.type.tensor_type.elem_type
+        if elem:
+            declared[vi.name] = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem))
+    casts: dict[str, str] = {}
+    out = []
+    for feed in feeds:
+        cast = {}
+        for name, value in feed.items():
+            array = np.asarray(value)
+            want = declared.get(name)
+            if want is not None and array.dtype != want and np.issubdtype(array.dtype, np.floating) and np.issubdtype(want, np.floating):
+                casts[name] = f"'{name}' {array.dtype.name} -> {want.name}"
+                array = array.astype(want)
+            cast[name] = array
+        out.append(cast)
+    return out, list(casts.values())
+
+
 def run_reference(model: onnx.ModelProto, feeds: Sequence[Mapping[str, np.ndarray]], base_dir: str | Path | None = None) -> Reference:
     """Run ``model`` with onnxruntime on every sample, returning every node output (and the inputs).
 

@@ -59,7 +59,7 @@ from parity.api import (
 )
 from parity.api import warn as print_warning
 from parity_reduce.external import CandidateFiles, clone_file
-from parity_reduce.graph import GraphIndex, Reference, against_reference, prepare, run_reference, unfeedable
+from parity_reduce.graph import GraphIndex, Reference, against_reference, cast_float_feeds, prepare, run_reference, unfeedable
 from parity_reduce.strategies import REDUCE_DEFAULT_MODE
 
 # where cut tensors get their types: ONNX shape inference, then the reference run (default); the reference run
@@ -146,6 +146,9 @@ def make_reference(
     """Run the prepared model once per sample; ``None`` (with a warning) when onnxruntime cannot."""
     if inputs is None:
         inputs = list(DataLoader(onnx_models.graph_inputs(model)))
+    inputs, casts = cast_float_feeds(model, inputs)
+    if casts:
+        warn(f"casting inputs to the float types the model expects, as parity run does: {', '.join(casts)}")
     try:
         return run_reference(model, inputs, base_dir)
     except ParityError:

@@ -334,3 +334,15 @@ def test_shape_inference_flags_take_effect(files):
     assert all(isinstance(d, int) for d in dims["fallback"])  # frozen to the run's shape
     both = invoke("debug", "reduce", "dyn.onnx", "-o", "r.onnx", "--no-shape-inference", "--force-fallback-shape-inference", "--check", "false")
     assert both.exit_code == 2 and "exclude each other" in both.stderr and "Traceback" not in both.stderr
+
+
+def test_float64_inputs_are_cast_for_the_reference_run():
+    """Saved inputs are often float64 (Polygraphy's JSON from Python floats): as parity run does, the reference run
+    casts them to the model's float type (it failed before: no reference, cut tensors without values)."""
+    model = dynamic_chain()
+    warnings = []
+    feeds = [{"x": np.array([[-1.0, 2.0, -3.0, 4.0]], dtype=np.float64)}]
+    reducer = Reducer(model, has("neg"), inputs=feeds, warn=warnings.append)
+    assert reducer.reference is not None and not any("reference run" in w for w in warnings)
+    assert any("'x' float64 -> float32" in w for w in warnings)
+    assert reducer.reference.values("b")[0].dtype == np.float32 and reducer.reference.values("b")[0].tolist() == [[-0.0, -2.0, -0.0, -4.0]]
