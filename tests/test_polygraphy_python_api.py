@@ -1,6 +1,8 @@
-"""Polygraphy's Python API under Parity's modules (issue 15): ``CompareFunc`` factories, ``func.extend``,
+"""The core's pieces behind Polygraphy-style scripting (issue 15): ``CompareFunc`` factories, ``func.extend``,
 ``BytesFromPath``/``bytes_from_path``, ``load_json``/``save_json`` (against the real Polygraphy 0.53.6) and
-``G_LOGGER``, each driven as a Polygraphy script drives it, on real onnxruntime sessions."""
+``G_LOGGER``, each driven as a script drives it, on real onnxruntime sessions. Only ``Comparator``, ``CompareFunc``
+and ``RunResults`` are names of ``parity`` itself; the rest are core modules that plugins reach through
+``parity.api`` and Polygraphy scripts through ``parity_polygraphy`` (issue 28's one import rule)."""
 
 from __future__ import annotations
 
@@ -8,16 +10,18 @@ import io
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import parity
-from parity import G_LOGGER, BytesFromPath, Comparator, CompareFunc, RunResults, bytes_from_path, func, load_json, save_json
+from parity import Comparator, CompareFunc, RunResults, func
+from parity.backend.common import BytesFromPath, bytes_from_path
 from parity.console import SETTINGS
 from parity.errors import ParityError, UsageError
+from parity.logger import G_LOGGER
 from parity.results import IterationResult
+from parity.results.polygraphy import load_json, save_json
 from parity.testing import relu_add
 
 polygraphy_json = pytest.importorskip("polygraphy.json")
@@ -215,12 +219,21 @@ def test_g_logger_critical_raises_and_sits_on_logging(capsys):
 
 
 def test_importing_the_logger_leaves_cli_settings_alone():
-    code = "from parity.console import SETTINGS\nSETTINGS['verbose'] = True\nfrom parity import G_LOGGER\nprint(SETTINGS['verbose'])"
+    code = "from parity.console import SETTINGS\nSETTINGS['verbose'] = True\nfrom parity.logger import G_LOGGER\nprint(SETTINGS['verbose'])"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "True", proc.stderr
 
 
-def test_polygraphy_names_resolve_from_parity():
-    for name in ("CompareFunc", "func", "BytesFromPath", "bytes_from_path", "load_json", "save_json", "G_LOGGER"):
-        assert getattr(parity, name) is not None
-    assert Path(func.__file__).name == "func.py"
+def test_polygraphys_utility_names_live_in_parity_polygraphy_not_in_parity():
+    """Issue 28's one rule: Parity's namespace holds Parity's API; Polygraphy's names are parity_polygraphy's."""
+    for name in ("G_LOGGER", "Logger", "BytesFromPath", "bytes_from_path", "load_json", "save_json", "to_json"):
+        assert name not in parity.__all__
+        with pytest.raises(AttributeError):
+            getattr(parity, name)
+    import parity_polygraphy.backend.common
+    import parity_polygraphy.json
+    import parity_polygraphy.logger
+
+    assert parity_polygraphy.logger.G_LOGGER is not None and callable(parity_polygraphy.backend.common.BytesFromPath)
+    assert callable(parity_polygraphy.json.load_json) and callable(parity_polygraphy.json.save_json)
+    assert "CompareFunc" in parity.__all__  # Parity's own factory of compare functions stays

@@ -42,17 +42,11 @@ _LAZY = {
     "run_comparison": "parity.run_engine",
     "RunReporter": "parity.reporting",
     "QuietReporter": "parity.reporting",
-    # Polygraphy's Python API under its names (docs/python-api.md maps its modules to Parity's)
+    # the comparison functions run_comparison and Comparator take, one factory per registered metric
     "CompareFunc": "parity.compare.funcs",
-    "func": "parity.func",
-    "BytesFromPath": "parity.backend.common",
-    "bytes_from_path": "parity.backend.common",
-    "load_json": "parity.results.polygraphy",
-    "save_json": "parity.results.polygraphy",
-    "to_json": "parity.results.polygraphy",
-    "G_LOGGER": "parity.logger",
-    "Logger": "parity.logger",
 }
+# Polygraphy's own names (G_LOGGER, func, BytesFromPath, load_json, ...) live in the parity-polygraphy package
+# (`parity_polygraphy`, docs/python-api.md's one import rule), not in Parity's namespace.
 
 __all__ = ["hookimpl", "__version__", *_LAZY]
 __getattr__ = lazy_attributes(__name__, _LAZY)

@@ -80,12 +80,14 @@ _EXPORTS: dict[str, str] = {
     "save_results": "parity.results.files",
     "load_results": "parity.results.files",
     "check_output_path": "parity.results.files",
+    "load_json": "parity.results.polygraphy",
     # declaring options (commands' click building blocks are parity.commands'), and output
     "GreedyOption": "parity.cli.parsing",
     "SETTINGS": "parity.console",
     "echo": "parity.console",
     "command_line": "parity.console",
     "json_default": "parity.reporting",
+    "logger": "parity.logger",
     # options -> data loader and compare functions, as `parity run` builds them
     "make_data_loader": "parity.from_options",
     "make_compare_funcs": "parity.from_options",
@@ -151,7 +153,7 @@ _EXPORTS: dict[str, str] = {
 
 
 if TYPE_CHECKING:  # what readers and type checkers see; at run time each name loads on first use (below)
-    from parity import onnx_external, onnx_models
+    from parity import logger, onnx_external, onnx_models
     from parity.backend.base import BaseLoader, BaseRunner, invoke_if_callable
     from parity.backend.common import BytesFromPath
     from parity.cli.parsing import GreedyOption
@@ -180,6 +182,7 @@ if TYPE_CHECKING:  # what readers and type checkers see; at run time each name l
     from parity.reporting import DebugReporter, FinishedRun, RunReporter, RunWatcher, json_default
     from parity.results.files import check_output_path, load_inputs, load_results, save_inputs, save_results
     from parity.results.model import IterationResult, RunResults
+    from parity.results.polygraphy import load_json
     from parity.util.fs import (
         atomic_write,
         check_model_path,

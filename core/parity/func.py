@@ -1,4 +1,5 @@
-"""Helpers for composing loaders (Polygraphy's ``polygraphy.func``; import it as ``from parity import func``).
+"""Helpers for composing loaders (Polygraphy's ``polygraphy.func``: plugins take ``extend`` from ``parity.api``,
+Polygraphy scripts ``parity_polygraphy.func``).
 
 ``extend`` adds your code to any loader, lazy or not, of any backend::
 

@@ -1,4 +1,5 @@
-"""``G_LOGGER``: Polygraphy's logger object for Python scripts (``from parity import G_LOGGER``), on Python's logging.
+"""``G_LOGGER``: the Python API's log level and log lines (``parity.api.logger``; a Polygraphy script's
+``parity_polygraphy.logger.G_LOGGER`` steers it), on Python's logging.
 
 It logs through the ``parity`` logger of :mod:`logging`, which has one handler writing ``[I] message`` lines to
 stderr (remove ``G_LOGGER.handler`` from ``logging.getLogger("parity")`` to route records through your own

@@ -11,7 +11,7 @@ import pytest
 from parity_polygraphy.exception import PolygraphyException, PolygraphyInternalException
 from parity_polygraphy.logger import G_LOGGER, Logger, LogMode, SeverityTrie
 
-import parity
+from parity import api as parity_api
 
 
 def here() -> int:
@@ -154,14 +154,14 @@ def test_log_exception_logs_foreign_errors_once_and_reraises(capsys):
 
 
 def test_the_global_logger_steers_parity_and_restores_it():
-    before, ours = parity.G_LOGGER.severity, G_LOGGER.module_severity
+    before, ours = parity_api.logger.G_LOGGER.severity, G_LOGGER.module_severity
     try:
         G_LOGGER.module_severity = G_LOGGER.INFO
         with G_LOGGER.verbosity(G_LOGGER.VERBOSE):
-            assert parity.G_LOGGER.severity == parity.G_LOGGER.VERBOSE
+            assert parity_api.logger.G_LOGGER.severity == parity_api.logger.G_LOGGER.VERBOSE
         with G_LOGGER.verbosity(G_LOGGER.ERROR):
-            assert parity.G_LOGGER.severity == parity.G_LOGGER.ERROR
-        assert parity.G_LOGGER.severity == parity.G_LOGGER.INFO
+            assert parity_api.logger.G_LOGGER.severity == parity_api.logger.G_LOGGER.ERROR
+        assert parity_api.logger.G_LOGGER.severity == parity_api.logger.G_LOGGER.INFO
     finally:
         G_LOGGER.module_severity = ours
-        parity.G_LOGGER.severity = before
+        parity_api.logger.G_LOGGER.severity = before

@@ -150,7 +150,7 @@ def test_onnx_like_from_network_is_refused(trt_backend, network_loader):
 
 def test_calibrator_feeds_batches_and_writes_the_cache(trt_backend, network_loader, tmp_path):
     if not hasattr(trt_backend, "IInt8EntropyCalibrator2"):
-        with pytest.raises(PolygraphyException, match="has no INT8 calibrators"):
+        with pytest.raises(PolygraphyException, match="Calibrator is not available on TensorRT .*int8 calibration was removed"):
             Calibrator(DataLoader(iterations=2))
         return
     cache = tmp_path / "calibration.cache"

@@ -8,6 +8,9 @@ A plugin that uses the TensorRT plugin imports from here, never from its other m
   for every plugin.
 - ``has(trt, name)``: whether this TensorRT has a dotted name (``"IAlgorithmSelector"``,
   ``"BuilderFlag.EDITABLE_TIMING_CACHE"``): probe capabilities, not version numbers.
+- ``unavailable(trt, name, feature)``: the one-line ``UsageError`` for a feature whose TensorRT name (``name``,
+  dotted as for ``has``) this TensorRT lacks, saying which releases have it and what to do instead (TensorRT 11's
+  strong typing for the precision flags), the same words as the CLI's.
 - ``Gate``: the TensorRT releases a name exists in (``Gate(since="10.8")``, ``Gate(until="11.0")``).
 - ``guard(what, default)``: decorator for a callback method TensorRT calls (algorithm selector, ...): keeps the
   exception TensorRT would swallow and re-raises it after the build as one line.
@@ -36,7 +39,7 @@ from typing import TYPE_CHECKING
 from parity.api import lazy_attributes
 from parity_trt._trt import import_trt
 from parity_trt.callbacks import guard
-from parity_trt.versions import Gate, has
+from parity_trt.versions import Gate, has, unavailable
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for readers and type checkers
     from parity_trt import conformance, cuda
@@ -48,6 +51,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for readers and type 
 __all__ = [
     "EngineBytesFromNetwork", "EngineFromBytes", "EngineFromNetwork", "Gate", "TrtRunner",
     "build_options", "check_options", "conformance", "convert", "cuda", "get_runtime", "guard", "has", "import_trt",
+    "unavailable",
 ]  # fmt: skip
 
 # Resolved on each use, not cached here: options and factory import click, engine imports numpy, conformance is

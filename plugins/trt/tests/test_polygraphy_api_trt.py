@@ -296,7 +296,7 @@ def test_save_engine_and_load_it_back(trt, static_model, tmp_path):
 def test_g_logger_verbosity_reaches_tensorrts_log(trt, capsys, monkeypatch):
     from parity_trt._trt import get_logger
 
-    from parity import G_LOGGER
+    from parity.logger import G_LOGGER
 
     monkeypatch.delenv("PARITY_TRT_LOG", raising=False)
     get_logger.cache_clear()

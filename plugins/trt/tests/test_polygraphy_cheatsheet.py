@@ -1,5 +1,5 @@
 """Polygraphy's Python cheatsheet (../shared/seeds/004_*.txt, issue 15): each of its 11 scripts runs with only the
-module names changed (docs/python-api.md's mapping). The ONNX Runtime parts run for real; the TensorRT parts run
+one import rule applied (docs/python-api.md: ``polygraphy`` -> ``parity_polygraphy`` in imports, issue 28). The ONNX Runtime parts run for real; the TensorRT parts run
 against the behavioural model of TensorRT (trt_model: NOT TensorRT) of every modelled version, and against the
 real TensorRT where it imports (skipped elsewhere). The four snippets of the immediately evaluated API's section
 run too, on a real model in place of ``/path/to/model.onnx``.
@@ -24,17 +24,13 @@ ROOT = Path(__file__).resolve().parents[3]
 SEEDS = ROOT.parent / "shared" / "seeds"  # the documents Parity was made from, beside the checkout (not copied in)
 CHEATSHEET = next(iter(sorted(SEEDS.glob("004_*.txt"))), None)
 
-# The mapping docs/python-api.md documents: the two backends' modules, then every other polygraphy module.
-MAPPING = [
-    (r"\bpolygraphy\.backend\.trt\b", "parity_trt"),
-    (r"\bpolygraphy\.backend\.onnxrt\b", "parity_onnxrt"),
-    (r"\bpolygraphy(?:\.[A-Za-z_][A-Za-z_0-9]*)*\b", "parity"),
-]
+# docs/python-api.md's one import rule: the word polygraphy becomes parity_polygraphy in imports, nothing else
+MAPPING = [(r"^(\s*(?:from|import)\s+)polygraphy\b", r"\1parity_polygraphy")]
 
 
 def mapped(source: str) -> str:
     for pattern, replacement in MAPPING:
-        source = re.sub(pattern, replacement, source)
+        source = re.sub(pattern, replacement, source, flags=re.MULTILINE)
     return source
 
 
@@ -96,7 +92,7 @@ def test_the_cheatsheet_has_its_eleven_scripts():
     if CHEATSHEET is None:
         pytest.skip("the seed documents are not beside this checkout")
     assert len(scripts()) == 11 and len(snippets()) == 4
-    assert all("polygraphy" not in mapped(source) for _, source in scripts())
+    assert all(not re.search(r"^\s*(from|import)\s+polygraphy\b", mapped(source), re.MULTILINE) for _, source in scripts())
 
 
 # TensorRT 11 removed the weak-typing precision flags (BuilderFlag.FP16, INT8, ...: ../shared/trt-api's 10.16 -> 11.0
@@ -151,7 +147,7 @@ def test_immediate_api_snippets_run_on_a_real_model(index, trt_backend, workdir)
         body = "\n".join(fine) + f"\ntry:\n    {throws}\nexcept TypeError as exc:\n    print('raised:', exc)\nelse:\n    raise SystemExit('did not raise')\n"
     else:
         body = "\n".join(lines)
-    result = run_script("from parity_trt import *\n" + body, workdir)
+    result = run_script("from parity_polygraphy.backend.trt import *\n" + body, workdir)
     if strongly_typed(trt_backend) and PRECISION_ASKED.search(snippet):
         assert result.returncode != 0 and REFUSED_ON_11.search(result.stderr), result.stderr[-3000:]
         return

@@ -2,7 +2,7 @@
 :class:`Decoder` that types register with (``@Encoder.register(MyType)``), writing and reading Polygraphy's own
 format (``{"...": ..., "polygraphy_class": "MyType"}``; arrays as base64 ``.npy`` bytes, never pickled).
 
-Arrays from files are read by Parity's reader of Polygraphy's JSON (``parity.load_json``), which also reads the
+Arrays from files are read by Parity's reader of Polygraphy's JSON (``parity.api.load_json``), which also reads the
 formats of earlier Polygraphy versions (latin-1 text, NPZ archives) and refuses pickles.
 """
 
@@ -19,8 +19,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import IO, Any
 
-import parity
 from parity.api import ParityError
+from parity.api import load_json as _load_polygraphy_json
 from parity_polygraphy.constants import LEGACY_TYPE_MARKER, TAB, TYPE_MARKER
 from parity_polygraphy.logger import G_LOGGER
 from parity_polygraphy.util import load_file, save_file
@@ -132,7 +132,7 @@ def _encode_ndarray(array: Any) -> dict[str, Any]:
 def _decode_ndarray(dct: dict[str, Any]) -> Any:
     # Parity's reader of Polygraphy's arrays: base64 .npy, latin-1 text and NPZ archives of older versions; no pickles
     try:
-        return parity.load_json(io.StringIO(json.dumps({**dct, TYPE_MARKER: "ndarray"})), description="a JSON array")
+        return _load_polygraphy_json(io.StringIO(json.dumps({**dct, TYPE_MARKER: "ndarray"})), description="a JSON array")
     except ParityError as exc:
         G_LOGGER.critical(str(exc))
 

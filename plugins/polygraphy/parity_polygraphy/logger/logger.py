@@ -2,7 +2,7 @@
 ``{path: severity}``), callbacks told of each change, a log file, line information, indentation, and Python's
 :mod:`logging` as an optional sink.
 
-The global ``G_LOGGER`` also steers Parity: changing its severity sets Parity's own logger (``parity.G_LOGGER``)
+The global ``G_LOGGER`` also steers Parity: changing its severity sets Parity's own logger (``parity.api.logger.G_LOGGER``)
 to the matching level, so ``G_LOGGER.severity = G_LOGGER.VERBOSE`` shows the backends' logs as Polygraphy's does.
 """
 
@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-import parity
+from parity import api as parity_api
 from parity_polygraphy import config
 from parity_polygraphy.exception import PolygraphyException, PolygraphyInternalException
 
@@ -356,7 +356,7 @@ def _colored() -> Any:
     return colored
 
 
-# Polygraphy's severities -> Parity's (parity.G_LOGGER), so the global logger steers Parity's backends' logs too
+# Polygraphy's severities -> Parity's (parity.api.logger.G_LOGGER), so the global logger steers Parity's backends' logs too
 _PARITY_LEVELS = ((Logger.ULTRA_VERBOSE, "ULTRA_VERBOSE"), (Logger.SUPER_VERBOSE, "SUPER_VERBOSE"), (Logger.EXTRA_VERBOSE, "EXTRA_VERBOSE"),
                   (Logger.VERBOSE, "VERBOSE"), (Logger.INFO, "INFO"), (Logger.START, "START"), (Logger.FINISH, "FINISH"),
                   (Logger.WARNING, "WARNING"), (Logger.ERROR, "ERROR"), (Logger.CRITICAL, "CRITICAL"))
@@ -365,7 +365,8 @@ _PARITY_LEVELS = ((Logger.ULTRA_VERBOSE, "ULTRA_VERBOSE"), (Logger.SUPER_VERBOSE
 def _steer_parity(trie: SeverityTrie) -> None:
     severity = trie.get()
     name = next((name for level, name in reversed(_PARITY_LEVELS) if severity >= level), "ULTRA_VERBOSE")
-    parity.G_LOGGER.severity = getattr(parity.G_LOGGER, name)
+    parity_logger = parity_api.logger.G_LOGGER
+    parity_logger.severity = getattr(parity_logger, name)
 
 
 G_LOGGER = Logger()

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from parity_trt.api import import_trt
+from parity_trt.api import import_trt, unavailable
 
 from parity_polygraphy import cuda
 from parity_polygraphy.backend.base.util import check_inputs
@@ -66,7 +66,7 @@ def Calibrator(  # noqa: N802 - Polygraphy's name: a function that returns a cal
     trt = import_trt()
     base = getattr(trt, "IInt8EntropyCalibrator2", None) if BaseClass is None else BaseClass
     if base is None:
-        raise PolygraphyException(f"Calibrator: TensorRT {trt.__version__} has no INT8 calibrators (use explicit quantization: Q/DQ nodes)")
+        raise PolygraphyException(str(unavailable(trt, "IInt8EntropyCalibrator2", "Calibrator")))  # the CLI's words: removed in 11
 
     class CalibratorClass(base):  # type: ignore[misc, valid-type]
         def __init__(self) -> None:

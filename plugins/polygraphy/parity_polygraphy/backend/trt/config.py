@@ -15,7 +15,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from parity_trt.api import import_trt
+from parity_trt.api import import_trt, unavailable
 
 from parity_polygraphy.backend._funcify import twin
 from parity_polygraphy.backend.base import BaseLoader
@@ -50,7 +50,11 @@ _ATTR_ARGS = (
 _PRECISION_CONSTRAINTS = {"obey": "OBEY_PRECISION_CONSTRAINTS", "prefer": "PREFER_PRECISION_CONSTRAINTS"}
 
 
-def _unavailable(what: str, trt: Any) -> None:
+def _unavailable(what: str, trt: Any, trt_name: str | None = None) -> None:
+    """Refuse ``what``: for a known TensorRT name, with the releases that have it and what to do instead (the
+    CLI's words, from parity_trt: TensorRT 11's strong typing for the precision flags)."""
+    if trt_name is not None:
+        G_LOGGER.critical(str(unavailable(trt, trt_name, what)))
     G_LOGGER.critical(f"{what} is not available on TensorRT version {trt.__version__}.")
 
 
@@ -64,18 +68,18 @@ class _Setter:
     def __init__(self, trt: Any, config: Any) -> None:
         self.trt, self.config = trt, config
 
-    def run(self, what: str, func: Callable[[], Any]) -> Any:
+    def run(self, what: str, func: Callable[[], Any], trt_name: str | None = None) -> Any:
         try:
             return func()
         except AttributeError:
-            _unavailable(what, self.trt)
+            _unavailable(what, self.trt, trt_name)
 
     def flag(self, name: str, on: bool = True) -> None:
         def apply() -> None:
             flag = getattr(self.trt.BuilderFlag, name)
             (self.config.set_flag if on else self.config.clear_flag)(flag)
 
-        self.run(name.lower(), apply)
+        self.run(name.lower(), apply, f"BuilderFlag.{name}")
 
     def attr(self, name: str, value: Any) -> None:
         self.run(name, lambda: setattr(self.config, name, value))
