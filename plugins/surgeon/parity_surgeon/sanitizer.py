@@ -110,7 +110,7 @@ def sanitize(
         return m
 
     if outputs:
-        onnx_models.mark_outputs(work, list(outputs))
+        onnx_models.mark_outputs(work, _expand_patterns(work, list(outputs)))
     if override_input_shapes:
         work = _override_shapes(work, dict(override_input_shapes), report)
     if force_fallback:
@@ -134,6 +134,26 @@ def sanitize(
     after_ops = _count_ops(work)
     report.removed_ops = {op: n - after_ops.get(op, 0) for op, n in before_ops.items() if n > after_ops.get(op, 0)}
     return g.keep_header(work, original), report
+
+
+def _expand_patterns(model: Any, names: list[str]) -> list[str]:
+    """``--outputs`` names with fnmatch wildcards (``conv_*``), as Polygraphy's: each pattern that is not a
+    tensor's own name becomes the tensors it matches, in graph order; one that matches none is refused."""
+    import fnmatch
+
+    if onnx_models.wants_all(names):
+        return names
+    produced = list(dict.fromkeys([t for node in model.graph.node for t in node.output if t] + [vi.name for vi in model.graph.input]))
+    out: list[str] = []
+    for name in names:
+        if name in produced or not any(c in name for c in "*?["):
+            out.append(name)
+            continue
+        hits = fnmatch.filter(produced, name)
+        if not hits:
+            raise UsageError(f"--outputs: no tensor matches '{name}'")
+        out += hits
+    return list(dict.fromkeys(out))
 
 
 def _symbolic_blocker(model: Any) -> str | None:

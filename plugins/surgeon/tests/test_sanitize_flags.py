@@ -87,6 +87,15 @@ def test_outputs_mark_all_and_cleanup(parity_invoke, tmp_path):
     assert [n.op_type for n in model.graph.node] == ["Identity"] and [o.name for o in model.graph.output] == ["a"]
     code, _, err = parity_invoke("surgeon", "sanitize", src, "-o", tmp_path / "bad.onnx", "--outputs", "nope")
     assert code == 2 and "nope" in err and err.count("\n") == 1
+    code, _, err = parity_invoke("surgeon", "sanitize", src, "-o", tmp_path / "bad.onnx", "--outputs", "z*")
+    assert code == 2 and "no tensor matches 'z*'" in err and not (tmp_path / "bad.onnx").exists()
+
+
+def test_outputs_take_wildcards(parity_invoke, tmp_path):
+    src, out = _chain(tmp_path / "c.onnx"), tmp_path / "o.onnx"
+    code, _, err = parity_invoke("surgeon", "sanitize", src, "-o", out, "--outputs", "[ab]", "y")
+    assert code == 0, err
+    assert [o.name for o in onnx.load(str(out)).graph.output] == ["a", "b", "y"]
 
 
 def test_force_fallback_shape_inference_fixes_dynamic_dims(parity_invoke, tmp_path):
