@@ -4,9 +4,8 @@ modelled version, then the real TensorRT where it imports (skipped otherwise).""
 
 from __future__ import annotations
 
-import re
-
 import io
+import re
 import sys
 from pathlib import Path
 
