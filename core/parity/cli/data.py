@@ -7,7 +7,7 @@ import click
 from parity.cli.common import echo, verbosity_options
 from parity.cli.parsing import ParityCommand
 from parity.errors import UsageError
-from parity.util.fs import refuse_overwrite
+from parity.util.fs import atomic_write, refuse_overwrite
 from parity.util.text import names_preview
 
 
@@ -76,7 +76,6 @@ def to_input(paths: tuple[str, ...], output: str) -> int:
 def _save_json_inputs(feeds: list[dict], output: str) -> None:
     from parity.results.files import check_output_path
     from parity.results.polygraphy import JsonWriter
-    from parity.util.fs import atomic_write
 
     check_output_path(output)
     with atomic_write(output) as handle:
