@@ -204,8 +204,17 @@ def run_pytest(args: argparse.Namespace, files: list[str], pytest_args: list[str
         work = (args.keep / ("polygraphy" if baseline else "parity_polygraphy")) if args.keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         tests = extract(work, args.mirror, args.commit, baseline)
-        if not baseline:
+        # tests/helper.py runs <tests>/../bin/polygraphy where script_runner is not used (a --check command, say)
+        repo_bin = tests.parent / "bin" / "polygraphy"
+        repo_bin.parent.mkdir(exist_ok=True)
+        if baseline:  # Polygraphy's own wrapper, from the same commit
+            wrapper = ["git", "-C", str(args.mirror), "show", f"{args.commit}:tools/Polygraphy/bin/polygraphy"]
+            repo_bin.write_bytes(subprocess.run(wrapper, check=True, capture_output=True).stdout)
+            repo_bin.chmod(0o755)
+        else:
             env = command_shim(env, work / "bin")
+            repo_bin.write_text((work / "bin" / "polygraphy").read_text())
+            repo_bin.chmod(0o755)
         missing = [f for f in files if not (tests / f).is_file()]
         if missing:
             raise FileNotFoundError(f"not in {TESTS} at {args.commit}: {', '.join(missing)}")
