@@ -49,6 +49,8 @@ ALWAYS = {
     "--max-checks": "reduce", "--max-time": "reduce", "--no-reduce-inputs": "reduce", "--no-reduce-outputs": "reduce", "--cut-tensors": "reduce",
     "--iter-expected": "reduce with --reference-model (the command refuses it without one)",
     "--iter-inputs": "reduce", "--repro": "reduce", "--no-repro": "reduce", "--save-nodes": "precision", "--precision": "precision",
+    "--direction": "precision's search (Polygraphy's prefix/suffix)", "--fp16": "precision: -p float16 (run/convert: TensorRT's, tagged)",
+    "--int8": "precision refuses it in one line (run/convert: TensorRT's, tagged)", "--tf32": "precision refuses it in one line (run/convert: TensorRT's, tagged)",
     "--clamp-out-of-range": "precision (in convert: the onnx converter's, tagged)", "--reference-model": "localize", "--memory-budget": "localize",
     "--isolate": "localize", "--all-tensors": "localize", "--extract-to": "localize",
     "--onnx-outputs": "localize marks these tensors itself (run: tagged, read by the backends that declare it)",

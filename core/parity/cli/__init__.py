@@ -36,8 +36,9 @@ CORE_COMMANDS = (
     ("data concat", "parity.cli.data:make_concat_command", "Append the iterations of several input files, or of several output files (runner by runner), into one file."),
     ("data merge", "parity.cli.data:make_merge_command", "Merge input files and single-runner output files into one inputs file, iteration by iteration "
      "(e.g. to feed a subgraph with the tensors a full run produced: use it with --load-inputs)."),
-    ("data to-input", "parity.cli.data:make_to_input_command", "Combine input files (--save-inputs) and single-runner output files (--save-outputs) into one inputs file, "
-     "iteration by iteration: 'parity data merge' under Polygraphy's name, writing Polygraphy's JSON unless -o ends in .npz."),
+    ("data to-input", "parity.cli.data:make_to_input_command", "Combine input files (--save-inputs) and single-runner output files "
+     "(--save-outputs) into one inputs file, iteration by iteration: 'parity data merge' under Polygraphy's name, writing "
+     "Polygraphy's JSON unless -o ends in .npz."),
     ("debug repeat", "parity.cli.debug:make_repeat_command", "Run a check repeatedly; sort artifacts."),
 )  # fmt: skip
 

@@ -15,6 +15,7 @@ every other weight (an LLM's MatMul weights) is never read. Any other value grap
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -139,8 +140,6 @@ def sanitize(
 def _expand_patterns(model: Any, names: list[str]) -> list[str]:
     """``--outputs`` names with fnmatch wildcards (``conv_*``), as Polygraphy's: each pattern that is not a
     tensor's own name becomes the tensors it matches, in graph order; one that matches none is refused."""
-    import fnmatch
-
     if onnx_models.wants_all(names):
         return names
     produced = list(dict.fromkeys([t for node in model.graph.node for t in node.output if t] + [vi.name for vi in model.graph.input]))
