@@ -30,8 +30,9 @@ def make_model_command() -> click.Command:
         GreedyOption(["--show"], type=click.Choice(["layers", "attrs", "weights"]), help="Also show layers, their attributes, weights."),
         click.Option(["--model-type"], default=None, help="Model kind when the suffix does not tell."),
         click.Option(
-            ["--display-as"], type=click.Choice(["onnx", "trt"]), default=None,
-            help="An ONNX model as ONNX (default) or as TensorRT's parser reads it (trt: needs parity-trt).",
+            ["--display-as"], metavar="NAME", default=None,
+            help="An ONNX model as ONNX (default) or as a backend reads it: NAME is a plugin's NAME-network model kind "
+            "(with the TensorRT plugin, Polygraphy's choice: as TensorRT's ONNX parser builds the network).",
         ),
         click.Option(
             ["--list-unbounded-dds"], is_flag=True,
@@ -163,21 +164,22 @@ def unbounded_dds_tensors(model: str, shape_inference: bool = False) -> list[tup
     return found
 
 
-# --display-as X: the model kind that describes an ONNX model as X
-_DISPLAY_KINDS = {"onnx": "onnx", "trt": "trt-network"}
-
-
 def _display_kind(kind: str | None, display_as: str | None, as_json: bool, kinds: Mapping[str, ModelKind]) -> str | None:
-    """The model kind that describes the model: ``--display-as trt`` reads an ONNX model through TensorRT's parser."""
+    """The model kind that describes the model: ``--display-as X`` reads an ONNX model through the model kind
+    ``X-network`` a plugin registers (the TensorRT plugin's reads it through TensorRT's parser, as Polygraphy's
+    ``--display-as`` does)."""
     if display_as is None or display_as == kind:
         return kind
     if kind != "onnx":
         raise UsageError(f"--display-as {display_as} shows an ONNX model another way; {kind or 'this model'} is not ONNX")
     if as_json:
         raise UsageError(f"--display-as {display_as} and --json: --json describes the ONNX model itself")
-    if _DISPLAY_KINDS[display_as] not in kinds:
-        raise UsageError(f"--display-as {display_as} needs the TensorRT plugin (pip install parity-trt)")
-    return _DISPLAY_KINDS[display_as]
+    network = f"{display_as}-network"  # a plugin that reads ONNX models its own way registers this model kind
+    if network not in kinds:
+        shown = sorted(["onnx", *(k.removesuffix("-network") for k in kinds if k.endswith("-network"))])
+        raise UsageError(f"--display-as {display_as}: no installed plugin reads ONNX models as '{display_as}' (model kind '{network}'); "
+                         f"available: {', '.join(shown)} ('parity plugins' lists what is installed)")
+    return network
 
 
 def _check_external_options(kind: str | None, options: dict[str, object]) -> None:

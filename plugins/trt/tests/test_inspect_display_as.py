@@ -44,3 +44,10 @@ def test_display_as_is_refused_where_it_cannot_apply(tmp_path):
     script.write_text("def load_network():\n    raise SystemExit(1)\n")
     shown = invoke("inspect", "model", script, "--display-as", "trt")
     assert shown.exit_code == 2 and "trt-network-script is not ONNX" in shown.stderr
+
+
+def test_display_as_a_view_no_plugin_registers_is_refused_naming_those_that_exist(tmp_path):
+    model = relu_add(tmp_path / "model.onnx", (2, 3))
+    shown = invoke("inspect", "model", model, "--display-as", "nosuch")
+    assert shown.exit_code == 2 and shown.stdout == ""
+    assert "no installed plugin reads ONNX models as 'nosuch'" in shown.stderr and "available: onnx, trt" in shown.stderr
