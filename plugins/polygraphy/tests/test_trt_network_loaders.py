@@ -36,14 +36,9 @@ from parity_polygraphy.backend.trt import (  # noqa: E402
 )
 from parity_polygraphy.comparator import DataLoader  # noqa: E402
 from parity_polygraphy.exception import PolygraphyException  # noqa: E402
-from trt_model.install import backends, install, uninstall  # noqa: E402
+from trt_model import fixtures  # noqa: E402
 
-
-@pytest.fixture(params=backends())
-def trt_backend(request, monkeypatch):
-    """``tensorrt``: each modelled version, then the real TensorRT (skipped where it does not import)."""
-    yield install(monkeypatch, request.param)
-    uninstall()
+trt_backend = fixtures.trt_backend  # each modelled TensorRT version, then the real one
 
 
 def _relu_neg() -> onnx.ModelProto:

@@ -28,13 +28,12 @@ from parity_polygraphy.backend.trt import (  # noqa: E402
 from parity_polygraphy.backend.trt.util import get_all_tensors  # noqa: E402
 from parity_polygraphy.comparator import Comparator, CompareFunc  # noqa: E402
 from parity_polygraphy.exception import PolygraphyException  # noqa: E402
-from trt_model.install import backends, install, uninstall  # noqa: E402
+from trt_model.fixtures import trt_backend  # noqa: E402, F401 - each modelled TensorRT version, then the real one
 
 
-@pytest.fixture(params=backends())
-def trt(request, monkeypatch):
-    yield install(monkeypatch, request.param)
-    uninstall()
+@pytest.fixture
+def trt(trt_backend):  # noqa: F811 - the fixture, by name
+    return trt_backend
 
 
 def _model_bytes(op: str = "Relu", shape=(2, 3)) -> bytes:
