@@ -59,6 +59,12 @@ def parity_describe_commands(register):
     register("inspect sparsity", "parity_surgeon.sparsity_cli:sparsity_cmd", "Which weights follow the 2:4 structured sparsity pattern.")
     register("check lint", "parity_surgeon.cli:lint_cmd", "ONNX checker plus common model problems, one line each.")
     register("debug localize", "parity_surgeon.cli:make_localize_cmd", "Find the first divergent node, in bounded memory.")
+    register("plugin", None, "Find subgraphs a TensorRT plugin could replace, and replace them.")
+    register("template", None, "Write Python scripts to start from (onnx-graphsurgeon, TensorRT network and config).")
+    register("plugin list", "parity_surgeon.plugin_tools:list_cmd", "Count the subgraphs each plugin's pattern matches.")
+    register("plugin match", "parity_surgeon.plugin_tools:match_cmd", "Write the subgraphs plugins could replace to a config file.")
+    register("plugin replace", "parity_surgeon.plugin_tools:replace_cmd", "Replace the subgraphs of a plugin config with plugin nodes.")
+    register("template onnx-gs", "parity_surgeon.templates:onnx_gs_cmd", "Write a script that edits an ONNX model with onnx-graphsurgeon.")
 
 
 @hookimpl
