@@ -247,11 +247,13 @@ def _public_classes(namespace: dict[str, Any]) -> dict[str, type]:
 def _registry() -> dict[str, type]:
     """Every modelled class by TensorRT name: this module's, then network.py's, engine.py's, tactics.py's and
     calibration.py's (a module's ``CLASSES`` dict where it has one)."""
-    from trt_model import calibration, engine, network, tactics
+    from trt_model import calibration, capability, engine, network, tactics
 
     classes = _public_classes(globals())
     for name, member in {**tactics.CONFIG_MEMBERS, **calibration.CONFIG_MEMBERS}.items():
         setattr(IBuilderConfig, name, member)
+    for name, member in capability.PARSER_MEMBERS.items():  # the parser's capability queries
+        setattr(network.OnnxParser, name, member)
     for module in (network, engine, tactics, calibration):
         classes.update(getattr(module, "CLASSES", None) or _public_classes(vars(module)))
     classes.pop("Program", None)
