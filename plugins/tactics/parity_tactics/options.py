@@ -16,13 +16,13 @@ MECHANISMS = ("auto", "timing-cache", "algorithm-selector")
 def tactic_options() -> list[click.Option]:
     return [
         click.Option(
-            ["--save-tactics"],
+            ["--save-tactics", "--save-tactic-replay", "save_tactics"],
             type=click.Path(dir_okay=False),
             default=None,
             help="Record the tactics TensorRT chooses to this replay JSON (per layer on 10.x, per timing-cache key on 10.8+/11).",
         ),
         click.Option(
-            ["--load-tactics"],
+            ["--load-tactics", "--load-tactic-replay", "load_tactics"],
             type=click.Path(dir_okay=False),
             default=None,
             help="Make TensorRT use the tactics of this replay JSON (Parity or Polygraphy format).",

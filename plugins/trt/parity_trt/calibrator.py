@@ -119,13 +119,18 @@ _UNSET: Any = object()  # no data given (``None`` is data too: calibrate from th
 CalibrationData = Iterable[Mapping[str, np.ndarray]] | Callable[[Mapping[str, tuple[np.dtype, tuple[int, ...]]]], Iterable[Mapping[str, np.ndarray]]] | None
 
 
-def Calibrator(data: CalibrationData = _UNSET, cache: Any = None, *, data_loader: CalibrationData = _UNSET) -> Any:  # noqa: N802 - a class factory
+BASE_CLASSES = ("IInt8EntropyCalibrator2", "IInt8EntropyCalibrator", "IInt8MinMaxCalibrator", "IInt8LegacyCalibrator")
+
+
+def Calibrator(data: CalibrationData = _UNSET, cache: Any = None, *, data_loader: CalibrationData = _UNSET,  # noqa: N802 - a class factory
+               base_class: str = "IInt8EntropyCalibrator2", quantile: float | None = None, regression_cutoff: float | None = None) -> Any:
     """An int8 entropy calibrator. ``data``: feeds, or a function of the network's ``{input: (dtype, shape)}``
     (the calibration profile's OPT shape for dynamic inputs) returning feeds, called when calibration starts;
     ``None`` with a ``cache`` that TensorRT accepts. ``cache``: a path or a binary file object.
 
     ``data_loader=`` is Polygraphy's name for ``data`` (``Calibrator(data_loader=feeds(), cache="x.cache")``); give one
-    of the two."""
+    of the two. ``base_class``: the TensorRT calibrator it subclasses (``--calibration-base-class``, one of
+    ``BASE_CLASSES``); ``quantile``/``regression_cutoff``: IInt8LegacyCalibrator's (TensorRT's defaults 0.5 and 1.0)."""
     if data is not _UNSET and data_loader is not _UNSET:
         raise TypeError("Calibrator() takes data or data_loader (the same argument), not both")
     if data is _UNSET and data_loader is _UNSET:
@@ -134,10 +139,14 @@ def Calibrator(data: CalibrationData = _UNSET, cache: Any = None, *, data_loader
     data = data_loader if data is _UNSET else data
     trt = import_trt()
     versions.require(trt, "IInt8EntropyCalibrator2", "--int8 calibration")
+    names = {n.lower(): n for n in BASE_CLASSES}
+    if base_class.lower() not in names:
+        raise UsageError(f"--calibration-base-class: '{base_class}' is not a TensorRT calibrator; choices: {', '.join(BASE_CLASSES)}")
+    base = versions.require(trt, names[base_class.lower()], "--calibration-base-class")
 
-    class EntropyCalibrator(trt.IInt8EntropyCalibrator2):
+    class EntropyCalibrator(base):  # type: ignore[valid-type,misc]
         def __init__(self) -> None:
-            trt.IInt8EntropyCalibrator2.__init__(self)
+            base.__init__(self)
             self._data = data
             self._iterator: Any = None
             self._cache = str(cache) if isinstance(cache, Path) else cache
@@ -280,4 +289,24 @@ def Calibrator(data: CalibrationData = _UNSET, cache: Any = None, *, data_loader
         def __exit__(self, *exc: object) -> None:
             self._free()
 
-    return EntropyCalibrator()
+    if base is not trt.IInt8LegacyCalibrator:
+        return EntropyCalibrator()
+
+    class LegacyCalibrator(EntropyCalibrator):
+        # IInt8LegacyCalibrator's parameters (NvInfer.h@v10.7.0 IInt8LegacyCalibrator: getQuantile, getRegressionCutoff,
+        # and its histogram cache, kept in memory only)
+        def get_quantile(self) -> float:
+            return 0.5 if quantile is None else float(quantile)
+
+        def get_regression_cutoff(self) -> float:
+            return 1.0 if regression_cutoff is None else float(regression_cutoff)
+
+        def read_histogram_cache(self, length: int) -> bytes | None:
+            return self._histogram
+
+        def write_histogram_cache(self, data: Any, length: int) -> None:
+            self._histogram = memoryview(data).tobytes()
+
+    calibrator = LegacyCalibrator()
+    calibrator._histogram = None
+    return calibrator

@@ -21,7 +21,7 @@ from parity_trt import versions
 from parity_trt._trt import import_trt
 from parity_trt.callbacks import guard
 from parity_trt.network import network_inputs
-from parity_trt.options import CONSTRAINTS, PRECISION_FLAGS, Profile, complete_profile
+from parity_trt.options import CONSTRAINTS, ENUM_OPTIONS, FLAG_OPTIONS, PRECISION_FLAGS, Profile, complete_profile
 
 BUILD_HOOK = "parity_trt_build_extension"
 _FACTORIES: list[Callable[[Mapping[str, Any]], Any]] = []
@@ -114,6 +114,24 @@ class CreateConfig(BaseLoader):
         profiling_verbosity: str | None = "detailed",
         progress: bool | None = None,
         postprocess: Sequence[Any] = (),
+        tactic_sources: Iterable[str] | None = None,
+        use_dla: bool = False,
+        allow_gpu_fallback: bool = False,
+        max_aux_streams: int | None = None,
+        quantization_flags: Iterable[str] | None = None,
+        hardware_compatibility_level: str | None = None,
+        runtime_platform: str | None = None,
+        tiling_optimization_level: str | None = None,
+        engine_capability: str | None = None,
+        sparse_weights: bool = False,
+        version_compatible: bool = False,
+        exclude_lean_runtime: bool = False,
+        restricted: bool = False,
+        refittable: bool = False,
+        strip_plan: bool = False,
+        direct_io: bool = False,
+        disable_compilation_cache: bool = False,
+        weight_streaming: bool = False,
     ) -> None:
         self.profiles = list(profiles)
         self.precisions = {"fp16": fp16, "bf16": bf16, "int8": int8, "fp8": fp8}
@@ -129,6 +147,18 @@ class CreateConfig(BaseLoader):
         self.profiling_verbosity = profiling_verbosity
         self.progress = progress_wanted() if progress is None else progress
         self.postprocess = list(postprocess)
+        # Polygraphy's CreateConfig names; None: TensorRT's default
+        self.tactic_sources = None if tactic_sources is None else list(tactic_sources)
+        self.use_dla, self.allow_gpu_fallback = use_dla, allow_gpu_fallback
+        self.max_aux_streams = max_aux_streams
+        self.quantization_flags = None if quantization_flags is None else list(quantization_flags)
+        self.enums = {"hardware_compatibility_level": hardware_compatibility_level, "runtime_platform": runtime_platform,
+                      "tiling_optimization_level": tiling_optimization_level, "engine_capability": engine_capability}
+        self.builder_flags = {
+            "sparse_weights": sparse_weights, "version_compatible": version_compatible, "exclude_lean_runtime": exclude_lean_runtime,
+            "trt_safety_restricted": restricted, "refittable": refittable, "strip_plan": strip_plan, "direct_io": direct_io,
+            "disable_compilation_cache": disable_compilation_cache, "weight_streaming": weight_streaming,
+        }
 
     def __call__(self, builder: Any, network: Any) -> Any:
         trt = import_trt()
@@ -146,6 +176,7 @@ class CreateConfig(BaseLoader):
             config.set_preview_feature(versions.enum_member(trt, "PreviewFeature", feature, "--preview-features"), True)
         for flag in self.flags:
             config.set_flag(versions.enum_member(trt, "BuilderFlag", flag, "--trt-flags"))
+        self._polygraphy_options(trt, builder, config)
         self._timing_cache(trt, config)
         self._profiles(builder, network, config)
         if self.progress:
@@ -157,6 +188,48 @@ class CreateConfig(BaseLoader):
                 func(builder, network, config)
         self._check_calibrator_used(trt, config)
         return config
+
+    def _polygraphy_options(self, trt: Any, builder: Any, config: Any) -> None:
+        """The builder options Polygraphy's CreateConfig sets, with the same TensorRT calls (backend/trt/config.py)."""
+        for option, wanted in self.builder_flags.items():
+            if wanted:
+                config.set_flag(versions.require(trt, FLAG_OPTIONS[option], f"--{option.replace('_', '-')}"))
+        for option, value in self.enums.items():
+            if value is not None:
+                enum, attribute = ENUM_OPTIONS[option]
+                setattr(config, attribute, versions.enum_member(trt, enum, value, f"--{option.replace('_', '-')}"))
+        if self.max_aux_streams is not None:
+            config.max_aux_streams = self.max_aux_streams
+        if self.tactic_sources is not None:
+            # a bit mask of 1 << TacticSource (IBuilderConfig::setTacticSources, NvInfer.h@v10.7.0); none given: 0
+            bits = 0
+            for name in self.tactic_sources:
+                bits |= 1 << int(versions.enum_member(trt, "TacticSource", name, "--tactic-sources"))
+            if not config.set_tactic_sources(bits):
+                raise UsageError(f"TensorRT {trt.__version__} refused --tactic-sources {' '.join(self.tactic_sources) or '(none)'}")
+        if self.quantization_flags is not None:
+            # every flag named is set and every other one cleared, as Polygraphy does
+            enum = versions.require(trt, "QuantizationFlag", "--quantization-flags")
+            wanted = {versions.enum_member(trt, "QuantizationFlag", name, "--quantization-flags") for name in self.quantization_flags}
+            for flag in enum.__members__.values():
+                (config.set_quantization_flag if flag in wanted else config.clear_quantization_flag)(flag)
+        if self.use_dla:
+            self._dla(trt, builder, config)
+
+    def _dla(self, trt: Any, builder: Any, config: Any) -> None:
+        # Polygraphy's CreateConfig: DLA core 0 as the default device, PREFER_PRECISION_CONSTRAINTS (TensorRT 10), and
+        # GPU_FALLBACK, or else DIRECT_IO (reformatting runs on the GPU)
+        if builder.num_DLA_cores == 0 and not self.allow_gpu_fallback:
+            raise UsageError("--use-dla: this machine has no DLA core; add --allow-gpu-fallback to run on the GPU instead")
+        config.default_device_type = trt.DeviceType.DLA
+        config.DLA_core = 0
+        prefer = versions.lookup(trt, CONSTRAINTS["prefer"])  # gone in TensorRT 11
+        if prefer is not None:
+            config.set_flag(prefer)
+        if self.allow_gpu_fallback:
+            config.set_flag(trt.BuilderFlag.GPU_FALLBACK)
+        elif versions.major(trt) < 11:
+            config.set_flag(trt.BuilderFlag.DIRECT_IO)
 
     def _check_calibrator_used(self, trt: Any, config: Any) -> None:
         # TensorRT ignores a calibrator unless BuilderFlag.INT8 is set: the build would quietly make no int8 engine
@@ -215,6 +288,26 @@ class CreateConfig(BaseLoader):
             from parity_trt.calibrator import expect_calibration_shapes
 
             expect_calibration_shapes(self.calibrator, {n: s[1] for n, s in full.shapes.items() if n not in shape_inputs})
+
+
+class ConfigFromScript(BaseLoader):
+    """``--trt-config-script``: ``func(builder, network)`` makes the whole ``IBuilderConfig`` (Polygraphy's
+    ``load_config``); build extensions (e.g. tactic record/replay) still act on it."""
+
+    def __init__(self, func: Callable[[Any, Any], Any], postprocess: Sequence[Any] = ()) -> None:
+        self.func = func
+        self.postprocess = list(postprocess)
+
+    def __call__(self, builder: Any, network: Any) -> Any:
+        trt = import_trt()
+        config = self.func(builder, network)
+        if not isinstance(config, trt.IBuilderConfig):
+            raise UsageError(f"--trt-config-script: the function must return a TensorRT IBuilderConfig; got {type(config).__name__}")
+        for ext in self.postprocess:
+            func = _postprocess_of(ext)
+            if func is not None:
+                func(builder, network, config)
+        return config
 
 
 def save_timing_cache(config: Any, path: str) -> None:

@@ -41,6 +41,8 @@ RECEIVERS = {
     "timing_cache": "ITimingCache",
     "registry": "IPluginRegistry",
     "serialized": "IHostMemory",
+    "runtime": "Runtime",
+    "attention_input": "IAttentionInputLayer",
 }
 NAME_FUNCTIONS = {"require", "has", "lookup", "trt_name", "unavailable"}
 MODULE_ALIASES = {"trt", "tensorrt"}

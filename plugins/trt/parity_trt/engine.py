@@ -115,16 +115,58 @@ def _network_inputs(network: Any) -> dict[str, tuple[Any, tuple[int, ...]]]:
     return inputs
 
 
-class EngineFromBytes(BaseLoader):
-    """Deserialize an engine from bytes or a loader of bytes."""
+class LoadRuntime(BaseLoader):
+    """A ``trt.Runtime`` loaded from a shared library (``--load-runtime``), for version-compatible engines built
+    without their lean runtime (``--exclude-lean-runtime``): ``IRuntime::loadRuntime`` (Polygraphy's LoadRuntime)."""
 
-    def __init__(self, data: bytes | Callable[[], bytes], label: str = "the engine bytes") -> None:
+    def __init__(self, path: str) -> None:
+        self.path = str(path)
+
+    def __call__(self) -> Any:
+        from pathlib import Path
+
+        if not Path(self.path).is_file():
+            raise UsageError(f"--load-runtime: no such file '{self.path}'")
+        mark = get_logger().logged_errors
+        runtime = get_runtime().load_runtime(self.path)
+        if runtime is None:
+            raise ModelError(f"--load-runtime: TensorRT could not load a runtime from '{self.path}': {failure_reason(mark)}")
+        runtime.engine_host_code_allowed = True  # the loaded runtime serves version-compatible engines (Polygraphy sets it)
+        return runtime
+
+
+class EngineFromBytes(BaseLoader):
+    """Deserialize an engine from bytes or a loader of bytes.
+
+    ``runtime``: a ``trt.Runtime`` or a loader of one (``LoadRuntime``), default the process's one;
+    ``dla_workspace_allocation_strategy``: a ``DLAWorkspaceAllocationStrategy`` name set on it first (TensorRT 11.3+);
+    ``host_code_allowed``: let it run a version-compatible engine's embedded lean runtime (always with ``runtime``)."""
+
+    def __init__(self, data: bytes | Callable[[], bytes], label: str = "the engine bytes", runtime: Any = None,
+                 dla_workspace_allocation_strategy: str | None = None, host_code_allowed: bool = False) -> None:
         self.data = data
         self.label = label
+        self.runtime = runtime
+        self.dla_workspace_allocation_strategy = dla_workspace_allocation_strategy
+        self.host_code_allowed = host_code_allowed or runtime is not None
+
+    def _runtime(self) -> Any:
+        from parity_trt import versions
+
+        trt = import_trt()
+        runtime = get_runtime() if self.runtime is None else invoke_if_callable(self.runtime)[0]
+        if self.dla_workspace_allocation_strategy is not None:
+            versions.require(trt, "Runtime.dla_workspace_allocation_strategy", "--dla-workspace-allocation-strategy")
+            runtime.dla_workspace_allocation_strategy = versions.enum_member(
+                trt, "DLAWorkspaceAllocationStrategy", self.dla_workspace_allocation_strategy, "--dla-workspace-allocation-strategy")
+        if self.host_code_allowed:
+            # version-compatible engines carry their lean runtime as host code (Polygraphy's EngineFromBytes allows it)
+            runtime.engine_host_code_allowed = True
+        return runtime
 
     def __call__(self) -> Any:
         data, _ = invoke_if_callable(self.data)
-        runtime = get_runtime()
+        runtime = self._runtime()
         mark = get_logger().logged_errors
         engine = runtime.deserialize_cuda_engine(bytes(data))
         if engine is None:
@@ -138,8 +180,9 @@ class EngineFromBytes(BaseLoader):
 
 
 class EngineFromPath(EngineFromBytes):
-    def __init__(self, path: str) -> None:
-        super().__init__(BytesFromPath(path, what="engine file"), label=str(path))
+    def __init__(self, path: str, runtime: Any = None, dla_workspace_allocation_strategy: str | None = None) -> None:
+        super().__init__(BytesFromPath(path, what="engine file"), label=str(path), runtime=runtime,
+                         dla_workspace_allocation_strategy=dla_workspace_allocation_strategy)
 
 
 class EngineFromNetwork(BaseLoader):

@@ -45,6 +45,44 @@ def check_options(options: Mapping[str, Any]) -> None:
     outputs = opt.parse_outputs(_as_list(options.get("trt_outputs")))
     if outputs is None and options.get("trt_exclude_outputs"):
         raise UsageError("--trt-exclude-outputs only applies with --trt-outputs mark all")
+    opt.check_polygraphy_options(options)
+
+
+def _names(options: Mapping[str, Any], key: str) -> list[str] | None:
+    """A names option: ``None`` when not given; ``[]`` when given with no value (Polygraphy: disable them all)."""
+    values = _as_list(options.get(key))
+    if not values:
+        return None
+    return [n for v in values for n in v.replace(",", " ").split()]
+
+
+def parser_flags(options: Mapping[str, Any]) -> list[str] | None:
+    """``--onnx-flags`` with ``--enable-uint8-asymmetric-quantization-dla``, and NATIVE_INSTANCENORM added for
+    version- or hardware-compatible builds, which need it (Polygraphy's TrtOnnxFlagArgs does the same)."""
+    flags = _names(options, "onnx_flags")
+    lowered = [f.lower() for f in flags or []]
+    if options.get("enable_uint8_asymmetric_quantization_dla") and "enable_uint8_and_asymmetric_quantization_dla" not in lowered:
+        flags = [*(flags or []), "ENABLE_UINT8_AND_ASYMMETRIC_QUANTIZATION_DLA"]
+    if flags is not None and (options.get("version_compatible") or options.get("hardware_compatibility_level")) \
+            and "native_instancenorm" not in lowered:
+        warnings.warn("version or hardware compatibility needs the NATIVE_INSTANCENORM parser flag; added to --onnx-flags", stacklevel=2)
+        flags.append("NATIVE_INSTANCENORM")
+    if flags is not None and options.get("plugin_instancenorm") and "native_instancenorm" in [f.lower() for f in flags]:
+        raise UsageError("--plugin-instancenorm clears the NATIVE_INSTANCENORM parser flag that --onnx-flags sets; give one of them")
+    return flags
+
+
+def network_edits(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``ModifyNetwork`` keyword arguments of the layer, I/O type and format options."""
+    dtypes: Any = options.get("all_tensor_datatypes") or opt.parse_named(options.get("tensor_datatypes"), "--tensor-datatypes", "tensor:dtype")
+    formats: Any = _names(options, "all_tensor_formats") or opt.parse_formats(options.get("tensor_formats"))
+    return {
+        "outputs_by_type": _names(options, "trt_outputs_by_type") or (),
+        "layer_precisions": opt.parse_named(options.get("layer_precisions"), "--layer-precisions", "layer:dtype"),
+        "tensor_datatypes": dtypes or None,
+        "tensor_formats": formats or None,
+        "decomposable_attentions": bool(options.get("decomposable_attentions")),
+    }
 
 
 def network_loader(model: str, options: Mapping[str, Any]) -> Any:
@@ -55,14 +93,18 @@ def network_loader(model: str, options: Mapping[str, Any]) -> Any:
     func = options.get("trt_network_func")
     typed, plugins = bool(options.get("strongly_typed")), _as_list(options.get("trt_plugins"))
     data_dir = options.get("external_data_dir")
+    parser = {"flags": parser_flags(options), "plugin_instancenorm": bool(options.get("plugin_instancenorm"))}
     if func or model.endswith(".py"):
+        if parser["flags"] is not None or parser["plugin_instancenorm"]:
+            raise UsageError("--onnx-flags/--plugin-instancenorm set ONNX parser flags; a network script uses no parser")
         network: Any = NetworkFromScript(model if not func or ":" in model else f"{model}:{func}")
     elif data_dir and os.path.realpath(data_dir) != os.path.dirname(os.path.realpath(model)):
         # --external-data-dir: the parser finds external data beside the path it is given, so it gets the model's
         # bytes (the graph, small) with a path in the data folder
-        network = NetworkFromOnnxBytes(BytesFromPath(model), path=os.path.join(data_dir, os.path.basename(model)), strongly_typed=typed, plugins=plugins)
+        network = NetworkFromOnnxBytes(BytesFromPath(model), path=os.path.join(data_dir, os.path.basename(model)), strongly_typed=typed,
+                                       plugins=plugins, **parser)
     else:
-        network = NetworkFromOnnxPath(model, strongly_typed=typed, plugins=plugins)
+        network = NetworkFromOnnxPath(model, strongly_typed=typed, plugins=plugins, **parser)
     npps = options.get("trt_network_postprocess_script")
     post = [load_function(npps, "postprocess", "--trt-network-postprocess-script")] if npps else []
     return ModifyNetwork(
@@ -72,6 +114,7 @@ def network_loader(model: str, options: Mapping[str, Any]) -> Any:
         debug=[n for v in _as_list(options.get("mark_debug")) for n in v.split()],
         unfused=bool(options.get("mark_unfused_tensors_as_debug_tensors")),
         postprocess=post,
+        **network_edits(options),
     )
 
 
@@ -107,9 +150,11 @@ def calibration_data(options: Mapping[str, Any], model: str) -> Iterable[Mapping
 
 
 def config_loader(model: str, options: Mapping[str, Any], extensions: list[Any]) -> Any:
-    from parity_trt.config import CreateConfig
+    from parity_trt.config import ConfigFromScript, CreateConfig
     from parity_trt.script import load_function
 
+    if options.get("trt_config_script"):
+        return ConfigFromScript(load_function(options["trt_config_script"], "load_config", "--trt-config-script"), postprocess=extensions)
     calibrator = None
     if options.get("int8"):
         from parity_trt.calibrator import Calibrator
@@ -117,7 +162,9 @@ def config_loader(model: str, options: Mapping[str, Any], extensions: list[Any])
         data = calibration_data(options, model)
         if data is None and not options.get("calibration_cache"):
             data = synthetic_calibration_data(options)
-        calibrator = Calibrator(data, cache=options.get("calibration_cache"))
+        base = options.get("calibration_base_class")
+        legacy = {k: options[k] for k in ("quantile", "regression_cutoff") if options.get(k) is not None}
+        calibrator = Calibrator(data, cache=options.get("calibration_cache"), **({"base_class": base, **legacy} if base else {}))
     cpps = options.get("trt_config_postprocess_script")
     post = [*extensions]
     if cpps:
@@ -141,6 +188,17 @@ def config_loader(model: str, options: Mapping[str, Any], extensions: list[Any])
         profiling_verbosity=options.get("profiling_verbosity", "detailed"),
         progress=options.get("trt_progress"),
         postprocess=post,
+        tactic_sources=_names(options, "tactic_sources"),
+        use_dla=bool(options.get("use_dla")),
+        allow_gpu_fallback=bool(options.get("allow_gpu_fallback")),
+        max_aux_streams=options.get("max_aux_streams"),
+        quantization_flags=_names(options, "quantization_flags"),
+        hardware_compatibility_level=options.get("hardware_compatibility_level"),
+        runtime_platform=options.get("runtime_platform"),
+        tiling_optimization_level=options.get("tiling_optimization_level"),
+        engine_capability=options.get("engine_capability"),
+        restricted=bool(options.get("trt_safety_restricted")),
+        **{name: bool(options.get(name)) for name in opt.FLAG_OPTIONS if name != "trt_safety_restricted"},
     )
 
 
@@ -150,7 +208,7 @@ def engine_loader(model: str, options: Mapping[str, Any], kind: str | None = Non
     from parity_trt.engine import EngineBytesFromNetwork, EngineFromPath, SaveEngine
 
     if is_engine(model, kind):
-        return EngineFromPath(model)
+        return EngineFromPath(model, **runtime_kwargs(options))
     extensions = build_extensions(options)
     # CreateConfig runs their postprocess_config; EngineBytesFromNetwork runs the after_build of the extensions
     # its config holds, so they are not passed to it a second time (that ran after_build twice)
@@ -159,6 +217,21 @@ def engine_loader(model: str, options: Mapping[str, Any], kind: str | None = Non
     if options.get("save_engine"):
         engine = SaveEngine(engine, options["save_engine"])
     return engine
+
+
+def runtime_kwargs(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``EngineFromBytes`` keyword arguments of ``--load-runtime``, ``--dla-workspace-allocation-strategy`` and
+    ``--version-compatible`` (its engines run their embedded lean runtime: host code)."""
+    from parity_trt.engine import LoadRuntime
+
+    kwargs: dict[str, Any] = {}
+    if options.get("load_runtime"):
+        kwargs["runtime"] = LoadRuntime(options["load_runtime"])
+    if options.get("dla_workspace_allocation_strategy"):
+        kwargs["dla_workspace_allocation_strategy"] = options["dla_workspace_allocation_strategy"]
+    if options.get("version_compatible"):
+        kwargs["host_code_allowed"] = True
+    return kwargs
 
 
 def make_runner(request: RunnerRequest) -> Any:
@@ -172,8 +245,16 @@ def make_runner(request: RunnerRequest) -> Any:
     opt.validate_precisions(request.options, major(import_trt()))
     apply_log_level()
     loader = engine_loader(request.model, request.options, request.model_kind)
+    if not is_engine(request.model, request.model_kind) and runtime_kwargs(request.options):
+        from parity_trt.engine import EngineFromBytes
+
+        loader = EngineFromBytes(loader, "the engine just built", **runtime_kwargs(request.options))
     name = f"trt-runner-{request.index}" if request.index else None
-    return TrtRunner(loader, name=name, optimization_profile=request.options.get("trt_profile_index"))
+    budget = opt.parse_weight_streaming_budget(request.options.get("weight_streaming_budget"))
+    return TrtRunner(loader, name=name, optimization_profile=request.options.get("trt_profile_index"),
+                     allocation_strategy=request.options.get("allocation_strategy"),
+                     weight_streaming_budget=int(budget[1]) if budget and budget[0] == "bytes" else None,
+                     weight_streaming_percent=budget[1] if budget and budget[0] == "percent" else None)
 
 
 def convert(model: str, output: str, options: Mapping[str, Any], kind: str | None = None) -> str:

@@ -5,7 +5,7 @@ except :class:`CreateNetwork`, which returns ``(builder, network)`` like Polygra
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,16 +73,33 @@ def parser_errors(parser: Any) -> str:
     return "; ".join(lines) or "no details reported"
 
 
+def set_parser_flags(trt: Any, parser: Any, flags: Sequence[str] | None, plugin_instancenorm: bool = False) -> None:
+    """``--onnx-flags``: the parser's flags become exactly these (``parser.flags`` = a mask of ``1 << OnnxParserFlag``,
+    as Polygraphy's NetworkFromOnnxPath sets it); ``--plugin-instancenorm`` clears NATIVE_INSTANCENORM, which
+    TensorRT 10+ sets by default (NvOnnxParser.h, OnnxParserFlag)."""
+    if flags:
+        mask = 0
+        for name in flags:
+            mask |= 1 << int(versions.enum_member(trt, "OnnxParserFlag", name, "--onnx-flags"))
+        parser.flags = mask
+    if plugin_instancenorm:
+        parser.clear_flag(trt.OnnxParserFlag.NATIVE_INSTANCENORM)
+
+
 class _OnnxNetwork(BaseLoader):
-    def __init__(self, strongly_typed: bool = False, plugins: Sequence[str] = ()) -> None:
+    def __init__(self, strongly_typed: bool = False, plugins: Sequence[str] = (), flags: Sequence[str] | None = None,
+                 plugin_instancenorm: bool = False) -> None:
         self.strongly_typed = strongly_typed
         self.plugins = tuple(plugins)
+        self.flags = None if flags is None else list(flags)
+        self.plugin_instancenorm = plugin_instancenorm
 
     def _parse(self, parse: Callable[[Any], bool], label: str) -> tuple[Any, Any, Any]:
         trt = import_trt()
         load_plugin_libraries(self.plugins)
         builder, network = CreateNetwork(self.strongly_typed)()
         parser = trt.OnnxParser(network, get_logger())
+        set_parser_flags(trt, parser, self.flags, self.plugin_instancenorm)
         if not parse(parser):
             raise ModelError(f"TensorRT's ONNX parser failed on {label}: {parser_errors(parser)}")
         return builder, network, parser
@@ -91,8 +108,9 @@ class _OnnxNetwork(BaseLoader):
 class NetworkFromOnnxPath(_OnnxNetwork):
     """Parse an ONNX file (external data next to it is found by the parser)."""
 
-    def __init__(self, path: str, strongly_typed: bool = False, plugins: Sequence[str] = ()) -> None:
-        super().__init__(strongly_typed, plugins)
+    def __init__(self, path: str, strongly_typed: bool = False, plugins: Sequence[str] = (), flags: Sequence[str] | None = None,
+                 plugin_instancenorm: bool = False) -> None:
+        super().__init__(strongly_typed, plugins, flags, plugin_instancenorm)
         self.path = str(path)
 
     def __call__(self) -> tuple[Any, Any, Any]:
@@ -105,8 +123,8 @@ class NetworkFromOnnxBytes(_OnnxNetwork):
     """Parse a serialized ONNX model (bytes or a loader of bytes); ``path`` locates external data."""
 
     def __init__(self, model: bytes | Callable[[], bytes], path: str | None = None, strongly_typed: bool = False,
-                 plugins: Sequence[str] = ()) -> None:
-        super().__init__(strongly_typed, plugins)
+                 plugins: Sequence[str] = (), flags: Sequence[str] | None = None, plugin_instancenorm: bool = False) -> None:
+        super().__init__(strongly_typed, plugins, flags, plugin_instancenorm)
         self.model = model
         self.path = path
 
@@ -228,13 +246,22 @@ class ModifyNetwork(BaseLoader):
     """
 
     def __init__(self, network: Any, outputs: Sequence[str] | str | None = None, exclude: Sequence[str] = (),
-                 debug: Sequence[str] = (), unfused: bool = False, postprocess: Sequence[Callable[[Any], Any]] = ()) -> None:
+                 debug: Sequence[str] = (), unfused: bool = False, postprocess: Sequence[Callable[[Any], Any]] = (),
+                 outputs_by_type: Sequence[str] = (), layer_precisions: Mapping[str, str] | None = None,
+                 tensor_datatypes: Mapping[str, str] | str | None = None,
+                 tensor_formats: Mapping[str, Sequence[str]] | Sequence[str] | None = None,
+                 decomposable_attentions: bool = False) -> None:
         self.network_loader = network
         self.outputs = outputs
         self.exclude = tuple(exclude)
         self.debug = tuple(debug)
         self.unfused = unfused
         self.postprocess = tuple(postprocess)
+        self.outputs_by_type = tuple(outputs_by_type)
+        self.layer_precisions = dict(layer_precisions or {})
+        self.tensor_datatypes = tensor_datatypes
+        self.tensor_formats = tensor_formats
+        self.decomposable_attentions = decomposable_attentions
 
     def __call__(self) -> tuple[Any, Any, Any]:
         builder, network, parser = unpack(invoke_if_callable(self.network_loader)[0])
@@ -247,10 +274,112 @@ class ModifyNetwork(BaseLoader):
             mark_all_outputs(network, self.exclude)
         elif self.outputs:
             set_outputs(network, list(self.outputs))
+        if self.outputs_by_type:
+            mark_outputs_by_type(network, self.outputs_by_type)
         mark_debug(network, self.debug, self.unfused)
+        if self.layer_precisions:
+            set_layer_precisions(network, self.layer_precisions)
+        if self.tensor_datatypes:
+            set_io_datatypes(network, self.tensor_datatypes)
+        if self.tensor_formats:
+            set_io_formats(network, self.tensor_formats)
+        if self.decomposable_attentions:
+            set_decomposable_attentions(network)
         for func in self.postprocess:
             func(network)
         return builder, network, parser
+
+
+def mark_outputs_by_type(network: Any, layer_types: Sequence[str]) -> int:
+    """Mark every output of the layers of these ``LayerType`` names (case-insensitive) as a network output, as
+    Polygraphy's ``mark_by_layer_type``; an unknown name is refused with the close ones. Returns how many were marked."""
+    trt = import_trt()
+    kinds = {versions.enum_member(trt, "LayerType", name, "--trt-outputs-by-type") for name in layer_types}
+    count = 0
+    for index in range(network.num_layers):
+        layer = network.get_layer(index)
+        if layer.type not in kinds:
+            continue
+        for out in range(layer.num_outputs):
+            tensor = layer.get_output(out)
+            if tensor is not None and not tensor.is_network_output:
+                network.mark_output(tensor)
+                count += 1
+    if not count:
+        warnings.warn(f"--trt-outputs-by-type: the network has no layer of type {', '.join(layer_types)}", stacklevel=2)
+    return count
+
+
+def data_type(trt: Any, name: str, option: str) -> Any:
+    """A ``DataType`` from its alias (``float16``, ``int8``: ``trt.float16``...) or member name (``HALF``)."""
+    alias = getattr(trt, name.strip().lower(), None)
+    if isinstance(alias, trt.DataType):
+        return alias
+    return versions.enum_member(trt, "DataType", name, option)
+
+
+def _check_names(wanted: Sequence[str], known: Sequence[str], option: str, what: str) -> None:
+    missing = [n for n in wanted if n not in known]
+    if missing:
+        raise UsageError(f"{option}: the network has no {what} '{missing[0]}'{did_you_mean(missing[0], known)}")
+
+
+def set_layer_precisions(network: Any, precisions: Mapping[str, str]) -> None:
+    """``ILayer.precision`` for each named layer (Polygraphy's SetLayerPrecisions); TensorRT 10 only."""
+    trt = import_trt()
+    versions.require(trt, "ILayer.precision", "--layer-precisions")
+    layers = {network.get_layer(i).name: network.get_layer(i) for i in range(network.num_layers)}
+    _check_names(list(precisions), list(layers), "--layer-precisions", "layer")
+    for name, dtype in precisions.items():
+        layers[name].precision = data_type(trt, dtype, "--layer-precisions")
+
+
+def io_tensors(network: Any) -> dict[str, Any]:
+    """The network's input and output tensors, by name."""
+    found = {network.get_input(i).name: network.get_input(i) for i in range(network.num_inputs)}
+    found.update({network.get_output(i).name: network.get_output(i) for i in range(network.num_outputs)})
+    return found
+
+
+def set_io_datatypes(network: Any, datatypes: Mapping[str, str] | str) -> None:
+    """``ITensor.dtype`` of the named I/O tensors, or of every one for a single type (Polygraphy's SetTensorDatatypes)."""
+    trt = import_trt()
+    tensors = io_tensors(network)
+    wanted = dict.fromkeys(tensors, datatypes) if isinstance(datatypes, str) else dict(datatypes)
+    _check_names(list(wanted), list(tensors), "--tensor-datatypes", "input or output")
+    for name, dtype in wanted.items():
+        tensors[name].dtype = data_type(trt, dtype, "--tensor-datatypes")
+
+
+def set_io_formats(network: Any, formats: Mapping[str, Sequence[str]] | Sequence[str]) -> None:
+    """``ITensor.allowed_formats`` (a mask of ``1 << TensorFormat``) of the named I/O tensors, or of every one."""
+    trt = import_trt()
+    tensors = io_tensors(network)
+    wanted = dict(formats) if isinstance(formats, Mapping) else dict.fromkeys(tensors, list(formats))
+    _check_names(list(wanted), list(tensors), "--tensor-formats", "input or output")
+    for name, names in wanted.items():
+        mask = 0
+        for fmt in names:
+            mask |= 1 << int(versions.enum_member(trt, "TensorFormat", fmt, "--tensor-formats"))
+        tensors[name].allowed_formats = mask
+
+
+def set_decomposable_attentions(network: Any) -> int:
+    """Mark every attention decomposable (``IAttention.decomposable``, reached from its ATTENTION_INPUT layer as
+    Polygraphy's SetDecomposableAttentions does); TensorRT 10.16+. Returns how many were marked."""
+    trt = import_trt()
+    versions.require(trt, "IAttention.decomposable", "--decomposable-attentions")
+    count = 0
+    for index in range(network.num_layers):
+        layer = network.get_layer(index)
+        if layer.type == trt.LayerType.ATTENTION_INPUT:
+            attention_input = layer
+            attention_input.__class__ = trt.IAttentionInputLayer  # get_layer gives an ILayer; downcast as Polygraphy does
+            attention_input.attention.decomposable = True
+            count += 1
+    if not count:
+        warnings.warn("--decomposable-attentions: the network has no attention", stacklevel=2)
+    return count
 
 
 def network_from_onnx_path(path: str, strongly_typed: bool = False, plugins: Sequence[str] = ()) -> tuple[Any, Any, Any]:

@@ -299,7 +299,7 @@ def build_options() -> list[click.Option]:
             help="Int8 calibration cache: used if present and accepted, else written after a calibration that succeeds "
             "(never after one that fails). Needs --int8 (refused without it); TensorRT 10 only.",
         ),
-        _many("--pool-limit", help="Memory pool limit pool:size, e.g. workspace:1G (repeatable)."),
+        _many("--pool-limit", "--memory-pool-limit", "pool_limit", help="Memory pool limit pool:size, e.g. workspace:1G (repeatable)."),
         _opt("--builder-optimization-level", type=click.IntRange(0, 5), default=None, help="Builder optimisation level 0-5."),
         _opt("--load-timing-cache", type=click.Path(dir_okay=False), default=None, help="Timing cache to start from (missing file: empty)."),
         _opt("--save-timing-cache", type=click.Path(dir_okay=False), default=None, help="Write the timing cache here after the build."),
@@ -335,7 +335,177 @@ def build_options() -> list[click.Option]:
             help="Edit the builder config: file.py[:postprocess_config](builder, network, config).",
         ),
         _opt("--trt-progress/--no-trt-progress", default=None, help="Show a build progress bar (default: when stderr is a terminal)."),
+        *builder_flag_options(),
+        *network_edit_options(),
     ]
+
+
+# ---- Polygraphy's other builder, parser and network options ---------------------------------------------------
+# flag option -> the BuilderFlag it sets (config.set_flag), as Polygraphy's CreateConfig does
+FLAG_OPTIONS = {
+    "sparse_weights": trt_name("BuilderFlag.SPARSE_WEIGHTS"),
+    "version_compatible": trt_name("BuilderFlag.VERSION_COMPATIBLE"),
+    "exclude_lean_runtime": trt_name("BuilderFlag.EXCLUDE_LEAN_RUNTIME"),
+    "trt_safety_restricted": trt_name("BuilderFlag.SAFETY_SCOPE"),
+    "refittable": trt_name("BuilderFlag.REFIT"),
+    "strip_plan": trt_name("BuilderFlag.STRIP_PLAN"),
+    "direct_io": trt_name("BuilderFlag.DIRECT_IO"),
+    "disable_compilation_cache": trt_name("BuilderFlag.DISABLE_COMPILATION_CACHE"),
+    "weight_streaming": trt_name("BuilderFlag.WEIGHT_STREAMING"),
+}
+# option -> the TensorRT enum its value names (case-insensitive), set as an IBuilderConfig property
+ENUM_OPTIONS = {
+    "hardware_compatibility_level": ("HardwareCompatibilityLevel", "hardware_compatibility_level"),
+    "runtime_platform": ("RuntimePlatform", "runtime_platform"),
+    "tiling_optimization_level": ("TilingOptimizationLevel", "tiling_optimization_level"),
+    "engine_capability": ("EngineCapability", "engine_capability"),
+}
+# the options that configure the builder config: refused with --trt-config-script, whose function makes the config
+CONFIG_PARAMS = (
+    "fp16", "bf16", "int8", "fp8", "tf32", "precision_constraints", "calibration_cache", "pool_limit",
+    "builder_optimization_level", "load_timing_cache", "error_on_timing_cache_miss", "preview_features", "trt_flags",
+    "trt_config_postprocess_script", "tactic_sources", "use_dla", "allow_gpu_fallback", "max_aux_streams",
+    "quantization_flags", "calibration_base_class", "quantile", "regression_cutoff", *FLAG_OPTIONS, *ENUM_OPTIONS,
+)
+
+
+def _flag(name: str, help: str) -> click.Option:  # noqa: A002 - click's keyword
+    return _opt(name, is_flag=True, default=False, help=help)
+
+
+def builder_flag_options() -> list[click.Option]:
+    """Polygraphy's builder-config options that Parity's own names above do not cover."""
+    empty = {"is_flag": False, "flag_value": ""}  # given with no value: '' (Polygraphy: disable them all)
+    return [
+        _many("--tactic-sources", **empty,
+              help="Tactic sources to allow (TacticSource names, e.g. cublas cudnn); no value: none. Default: TensorRT's."),
+        _flag("--use-dla", "Build for DLA core 0 as the default device (DeviceType.DLA)."),
+        _flag("--allow-gpu-fallback", "With --use-dla: layers DLA cannot run fall back to the GPU (BuilderFlag.GPU_FALLBACK)."),
+        _flag("--sparse-weights", "Allow sparse-weight kernels (BuilderFlag.SPARSE_WEIGHTS)."),
+        _flag("--version-compatible", "Build an engine later TensorRT versions can run (BuilderFlag.VERSION_COMPATIBLE)."),
+        _flag("--exclude-lean-runtime", "With --version-compatible: leave the lean runtime out of the plan (load one with --load-runtime)."),
+        _flag("--trt-safety-restricted", "Check the network against the safety scope (BuilderFlag.SAFETY_SCOPE)."),
+        _flag("--refittable", "Build an engine whose weights can be refitted (BuilderFlag.REFIT)."),
+        _flag("--strip-plan", "Leave refittable weights out of the plan (BuilderFlag.STRIP_PLAN)."),
+        _flag("--direct-io", "No reformatting at I/O tensors with user formats (BuilderFlag.DIRECT_IO)."),
+        _flag("--disable-compilation-cache", "Do not cache JIT-compiled code (BuilderFlag.DISABLE_COMPILATION_CACHE)."),
+        _flag("--weight-streaming", "Build a weight-streamable engine (needs a strongly typed network; see --weight-streaming-budget)."),
+        _opt("--hardware-compatibility-level", default=None, help="HardwareCompatibilityLevel name, e.g. ampere_plus."),
+        _opt("--runtime-platform", default=None, help="RuntimePlatform name the engine runs on, e.g. same_as_build, windows_amd64."),
+        _opt("--tiling-optimization-level", default=None, help="TilingOptimizationLevel name: none, fast, moderate, full."),
+        _opt("--engine-capability", default=None, help="EngineCapability name: standard, safety, dla_standalone."),
+        _opt("--max-aux-streams", type=click.IntRange(min=0), default=None, help="Most auxiliary streams TensorRT may use."),
+        _many("--quantization-flags", **empty,
+              help="QuantizationFlag names to set (the others are cleared); no value: clear all (TensorRT 10 only)."),
+        _opt("--calibration-base-class", "--calib-base-cls", default=None,
+             help="Calibrator base class with --int8: IInt8EntropyCalibrator2 (default), IInt8MinMaxCalibrator, "
+             "IInt8EntropyCalibrator or IInt8LegacyCalibrator (TensorRT 10 only)."),
+        _opt("--quantile", type=float, default=None, help="IInt8LegacyCalibrator's quantile (needs --calibration-base-class IInt8LegacyCalibrator)."),
+        _opt("--regression-cutoff", type=float, default=None,
+             help="IInt8LegacyCalibrator's regression cutoff (needs --calibration-base-class IInt8LegacyCalibrator)."),
+        _opt("--trt-config-script", default=None,
+             help="Make the builder config with file.py[:load_config](builder, network) -> IBuilderConfig (no other config options)."),
+    ]
+
+
+def network_edit_options() -> list[click.Option]:
+    """Polygraphy's parser and network options: ONNX parser flags, per-layer precision, I/O types and formats."""
+    return [
+        _many("--onnx-flags", help="OnnxParserFlag names to set on the ONNX parser, e.g. native_instancenorm."),
+        _flag("--plugin-instancenorm", "Clear OnnxParserFlag.NATIVE_INSTANCENORM: InstanceNormalization runs as the plugin."),
+        _flag("--enable-uint8-asymmetric-quantization-dla",
+              "Set OnnxParserFlag.ENABLE_UINT8_AND_ASYMMETRIC_QUANTIZATION_DLA (Polygraphy's older spelling of --onnx-flags)."),
+        _many("--trt-outputs-by-type", help="Mark the outputs of every layer of these LayerType names, e.g. convolution activation."),
+        _many("--layer-precisions", help="Per-layer compute precision layer:dtype, e.g. conv1:float16; TensorRT keeps "
+              "it with --precision-constraints obey/prefer (TensorRT 10 only)."),
+        _flag("--decomposable-attentions", "Mark every attention as decomposable (IAttention.decomposable; TensorRT 10.16+)."),
+        _many("--tensor-datatypes", "--tensor-dtypes", "tensor_datatypes", help="Network I/O tensor types name:dtype, e.g. x:float16."),
+        _opt("--all-tensor-datatypes", "--all-tensor-dtypes", "all_tensor_datatypes", default=None,
+             help="One type for every network I/O tensor, e.g. float16 (wins over --tensor-datatypes)."),
+        _many("--tensor-formats", help="Allowed formats of network I/O tensors name:[fmt,...], e.g. x:[linear,chw4]."),
+        _many("--all-tensor-formats", help="Allowed formats of every network I/O tensor, e.g. linear chw4 (wins over --tensor-formats)."),
+    ]
+
+
+def runtime_options() -> list[click.Option]:
+    """How a built or loaded engine is deserialized (``parity run --trt`` and ``inspect model``)."""
+    return [
+        _opt("--load-runtime", type=click.Path(dir_okay=False), default=None,
+             help="Deserialize with the runtime in this shared library (for --version-compatible --exclude-lean-runtime engines)."),
+        _opt("--dla-workspace-allocation-strategy", default=None,
+             help="DLAWorkspaceAllocationStrategy name when deserializing: default, shared_static (TensorRT 11.3+)."),
+    ]
+
+
+def _items(values: Iterable[str] | str | None) -> list[str]:
+    """Names given space- or comma-separated, over one or more flags."""
+    return [v for value in split_values(values) for v in value.replace(",", " ").split()]
+
+
+def parse_named(values: Iterable[str] | str | None, option: str, what: str) -> dict[str, str]:
+    """``['conv1:float16', 'x:int8']`` -> ``{'conv1': 'float16', 'x': 'int8'}`` (the last ':' splits: names may hold ':')."""
+    out: dict[str, str] = {}
+    for value in split_values(values):
+        for item in value.split() if "[" not in value else [value]:
+            name, sep, kind = item.rpartition(":")
+            if not sep or not name or not kind:
+                raise UsageError(f"{option}: cannot read '{item}'; write {what}")
+            out[name] = kind
+    return out
+
+
+def parse_formats(values: Iterable[str] | str | None, option: str = "--tensor-formats") -> dict[str, list[str]]:
+    """``['x:[linear,chw4]']`` -> ``{'x': ['linear', 'chw4']}``."""
+    out: dict[str, list[str]] = {}
+    for value in split_values(values):
+        name, sep, rest = value.partition(":[")
+        if not sep or not name or not rest.endswith("]"):
+            raise UsageError(f"{option}: cannot read '{value}'; write name:[format,...], e.g. x:[linear,chw4]")
+        out[name] = [f for f in rest[:-1].replace(",", " ").split() if f]
+    return out
+
+
+def parse_weight_streaming_budget(value: str | None) -> tuple[str, float] | None:
+    """``'50%'`` -> ``('percent', 50.0)``; ``'1G'``, ``'-1'``, ``'-2'`` -> ``('bytes', n)``; ``None`` when not given."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip()
+    if text.endswith("%"):
+        try:
+            percent = float(text[:-1])
+        except ValueError:
+            percent = -1.0
+        if not 0 <= percent <= 100:
+            raise UsageError(f"--weight-streaming-budget: '{text}' is not a percentage from 0% to 100%")
+        return ("percent", percent)
+    if text in ("-1", "-2"):
+        return ("bytes", int(text))
+    return ("bytes", parse_size(text, "--weight-streaming-budget"))
+
+
+def check_polygraphy_options(options: Mapping[str, object]) -> None:
+    """Combinations Polygraphy refuses or that would have no effect (so are refused), checked before any work."""
+    def given(name: str) -> bool:
+        value = options.get(name)
+        return value not in (None, False, (), [], "")
+
+    if given("exclude_lean_runtime") and not given("version_compatible"):
+        raise UsageError("--exclude-lean-runtime needs --version-compatible")
+    if given("allow_gpu_fallback") and not given("use_dla"):
+        raise UsageError("--allow-gpu-fallback applies only with --use-dla")
+    for name in ("quantile", "regression_cutoff"):
+        if given(name) and str(options.get("calibration_base_class") or "").lower() != "iint8legacycalibrator":
+            raise UsageError(f"--{name.replace('_', '-')} applies only with --calibration-base-class IInt8LegacyCalibrator")
+    if given("calibration_base_class") and not given("int8"):
+        raise UsageError("--calibration-base-class needs --int8 (without it TensorRT does not calibrate)")
+    if given("trt_config_script"):
+        clash = [f"--{p.replace('_', '-')}" for p in CONFIG_PARAMS if p != "tf32" and given(p) or p == "tf32" and options.get(p) is not None]
+        if clash:
+            raise UsageError(f"--trt-config-script makes the whole builder config; {', '.join(clash)} would not apply: set it in the script")
+    parse_named(options.get("layer_precisions"), "--layer-precisions", "layer:dtype, e.g. conv1:float16")
+    parse_named(options.get("tensor_datatypes"), "--tensor-datatypes", "tensor:dtype, e.g. x:float16")
+    parse_formats(options.get("tensor_formats"))
+    parse_weight_streaming_budget(options.get("weight_streaming_budget"))  # type: ignore[arg-type]
 
 
 def runner_options() -> list[click.Option]:
@@ -344,6 +514,13 @@ def runner_options() -> list[click.Option]:
         *build_options(),
         _opt("--save-engine", type=click.Path(dir_okay=False), default=None, help="Save the built engine here."),
         _opt("--optimization-profile", "trt_profile_index", type=int, default=None, help="Profile index to run with (default: the first that fits)."),
+        _opt("--allocation-strategy", type=click.Choice(["static", "profile", "runtime"]), default=None,
+             help="Activation memory: static (the most any profile needs, TensorRT's default), profile (what the profile "
+             "in use needs) or runtime (what the current input shapes need)."),
+        _opt("--weight-streaming-budget", default=None,
+             help="GPU memory for the weights of a --weight-streaming engine: bytes (K/M/G suffixes), N%% of the "
+             "streamable weights, -1 (TensorRT decides) or -2 (no streaming)."),
+        *runtime_options(),
     ]
 
 
@@ -352,6 +529,8 @@ def validate_precisions(options: Mapping[str, object], trt_major: int) -> list[s
     asked = [p for p in PRECISIONS if options.get(p)]
     if options.get("precision_constraints") not in (None, "none"):
         asked.append(f"precision-constraints {options['precision_constraints']}")
+    if options.get("layer_precisions"):
+        asked.append("layer-precisions")
     if trt_major >= 11 and asked:
         flags = ", ".join(f"--{a}" for a in asked)
         raise UsageError(f"{flags}: not available on TensorRT {trt_major}.x. {STRONG_TYPING}")
@@ -368,6 +547,9 @@ def validate_precisions(options: Mapping[str, object], trt_major: int) -> list[s
             raise UsageError("--calibration-cache: TensorRT 11 has no int8 calibration; quantize with Q/DQ nodes instead")
         # without --int8 TensorRT never calibrates nor reads the cache: the engine would silently not be int8
         raise UsageError("--calibration-cache needs --int8 (without it TensorRT builds no int8 engine and ignores the cache)")
+    if options.get("weight_streaming") and trt_major < 11 and not options.get("strongly_typed"):
+        # TensorRT streams weights only of strongly typed networks (NvInfer.h@v10.7.0 BuilderFlag::kWEIGHT_STREAMING)
+        raise UsageError("--weight-streaming needs --strongly-typed on TensorRT 10")
     return [p for p in PRECISIONS if options.get(p)]
 
 

@@ -108,11 +108,18 @@ class TrtRunner(BaseRunner):
     prefix = "trt"
 
     def __init__(self, engine: Any | Callable[[], Any], name: str | None = None, optimization_profile: int | None = None,
-                 capture_debug: bool = True) -> None:
+                 capture_debug: bool = True, allocation_strategy: str | None = None,
+                 weight_streaming_budget: int | None = None, weight_streaming_percent: float | None = None) -> None:
         super().__init__(name)
         self.engine_source = engine
         self.optimization_profile = optimization_profile
         self.capture_debug = capture_debug
+        if allocation_strategy not in (None, "static", "profile", "runtime"):
+            raise UsageError(f"allocation_strategy must be static, profile or runtime; got {allocation_strategy!r}")
+        # Polygraphy's TrtRunner arguments: activation memory per engine (static), per profile or per input shapes
+        self.allocation_strategy = allocation_strategy
+        self.weight_streaming_budget = weight_streaming_budget
+        self.weight_streaming_percent = weight_streaming_percent
 
     # ---- lifecycle ------------------------------------------------------------------------------------
     def activate_impl(self) -> None:
@@ -127,6 +134,8 @@ class TrtRunner(BaseRunner):
             context = engine
             self.given_context, engine = context, context.engine
         self.engine = engine
+        self._set_weight_streaming_budget()
+        self.context_memory: cuda.DeviceArray | None = None  # with allocation_strategy profile/runtime
         self.stream = cuda.Stream()
         self.contexts: dict[int, Any] = {}
         self.profile = self.optimization_profile  # the profile every inference uses; None: chosen by shape
@@ -150,6 +159,25 @@ class TrtRunner(BaseRunner):
                 self.profile = self.given_context.active_optimization_profile
             else:
                 self._switch(self.given_context, self.profile)
+
+    def _set_weight_streaming_budget(self) -> None:
+        """``ICudaEngine.weight_streaming_budget_v2`` from the budget in bytes (-1: TensorRT's automatic budget, -2: all
+        weights on the GPU) or the percentage of streamable weights kept on the GPU, as Polygraphy's TrtRunner."""
+        if self.weight_streaming_budget is None and self.weight_streaming_percent is None:
+            return
+        trt = import_trt()
+        versions.require(trt, "ICudaEngine.weight_streaming_budget_v2", "--weight-streaming-budget")
+        streamable = self.engine.streamable_weights_size
+        if not streamable:
+            raise UsageError("--weight-streaming-budget: the engine streams no weights (build it with --weight-streaming)")
+        budget = self.weight_streaming_budget
+        if budget == -2:
+            budget = streamable
+        elif budget == -1:
+            budget = self.engine.get_weight_streaming_automatic_budget()
+        elif budget is None:
+            budget = int(streamable * float(self.weight_streaming_percent or 0) / 100)
+        self.engine.weight_streaming_budget_v2 = int(budget)
 
     def set_profile(self, index: int) -> None:
         """Run the following inferences with optimization profile ``index`` (Polygraphy's ``TrtRunner.set_profile``).
@@ -178,6 +206,8 @@ class TrtRunner(BaseRunner):
             buffer.free()
         for allocator in self.allocators.values():
             allocator.buffer.free()
+        if self.context_memory is not None:
+            self.context_memory.free()
         self.contexts.clear()
         self.given_context = None
         self.allocators.clear()
@@ -250,7 +280,10 @@ class TrtRunner(BaseRunner):
             return self.given_context
         if index in self.contexts:
             return self.contexts[index]
-        context = self.engine.create_execution_context()
+        if self.allocation_strategy in ("profile", "runtime"):  # the runner gives each context its activation memory
+            context = self.engine.create_execution_context(import_trt().ExecutionContextAllocationStrategy.USER_MANAGED)
+        else:
+            context = self.engine.create_execution_context()
         if context is None:
             raise BackendError("TensorRT could not create an execution context (out of GPU memory?)")
         if index or self.engine.num_optimization_profiles > 1:
@@ -302,6 +335,7 @@ class TrtRunner(BaseRunner):
             buffer = self.device.setdefault(name, cuda.DeviceArray()).resize((dtypes.device_nbytes(shape, self.dtypes[name]),), np.uint8)
             context.set_tensor_address(name, buffer.ptr)
         callbacks = [self.listener, *self.allocators.values()]
+        self._give_device_memory(context)
         mark = get_logger().logged_errors
         if not context.execute_async_v3(self.stream.ptr):
             raise_pending(*callbacks)  # a callback's exception explains the failure better than TensorRT's log
@@ -333,6 +367,21 @@ class TrtRunner(BaseRunner):
         for name, array in self.debug_tensors.items():
             outputs.setdefault(name, array)
         return outputs
+
+
+    def _give_device_memory(self, context: Any) -> None:
+        """``allocation_strategy`` profile: what the active profile needs; runtime: what these input shapes need."""
+        if self.allocation_strategy not in ("profile", "runtime") or self.given_context is not None:
+            return
+        versions.require(import_trt(), "IExecutionContext.set_device_memory", f"--allocation-strategy {self.allocation_strategy}")
+        if self.allocation_strategy == "profile":
+            size = self.engine.get_device_memory_size_for_profile_v2(context.active_optimization_profile)
+        else:
+            size = context.update_device_memory_size_for_shapes()
+        if self.context_memory is None:
+            self.context_memory = cuda.DeviceArray()
+        buffer = self.context_memory.resize((max(int(size), 1),), np.uint8)
+        context.set_device_memory(buffer.ptr, int(size))
 
 
 def _fits(shape: tuple[int, ...], lo: tuple[int, ...], hi: tuple[int, ...]) -> bool:

@@ -100,6 +100,29 @@ GATES: dict[str, Gate] = {
         since="10.16", why="capturing unfused tensors needs a newer TensorRT; use --mark-debug NAMES instead"
     ),
     "IExecutionContext.unfused_tensors_debug_state": Gate(since="10.16", why="capturing unfused tensors needs a newer TensorRT"),
+    # Polygraphy's builder/network/runtime options (--layer-precisions, --quantization-flags, ...)
+    "ILayer.precision": _WEAK,
+    "QuantizationFlag": _CALIB,
+    "IBuilderConfig.set_quantization_flag": _CALIB,
+    "IBuilderConfig.clear_quantization_flag": _CALIB,
+    "IInt8MinMaxCalibrator": _CALIB,
+    "IInt8EntropyCalibrator": _CALIB,
+    "IInt8LegacyCalibrator": _CALIB,
+    "RuntimePlatform": Gate(since="10.7"),
+    "TilingOptimizationLevel": Gate(since="10.8"),
+    # first seen in the 10.16 manifest (10.9-10.15 were not checked)
+    "IAttention.decomposable": Gate(since="10.16", why="decomposable attention needs a newer TensorRT"),
+    "LayerType.ATTENTION_INPUT": Gate(since="10.16"),
+    "IAttentionInputLayer": Gate(since="10.16"),
+    "IAttentionInputLayer.attention": Gate(since="10.16"),
+    # the _v2 memory and weight-streaming calls (Polygraphy uses them from 10.1 on)
+    "ICudaEngine.weight_streaming_budget_v2": Gate(since="10.1"),
+    "ICudaEngine.get_weight_streaming_automatic_budget": Gate(since="10.1"),
+    "ICudaEngine.get_device_memory_size_for_profile_v2": Gate(since="10.1"),
+    "IExecutionContext.set_device_memory": Gate(since="10.1"),
+    # Polygraphy: "Requires TensorRT 11.3 or later"; first seen in the 11.4 manifest
+    "Runtime.dla_workspace_allocation_strategy": Gate(since="11.3"),
+    "DLAWorkspaceAllocationStrategy": Gate(since="11.3"),
 }
 
 

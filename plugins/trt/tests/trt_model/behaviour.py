@@ -22,6 +22,10 @@ ENUM_VALUES = {"DataType": {"FLOAT": 0, "HALF": 1, "INT8": 2, "INT32": 3, "BOOL"
                             "INT64": 8, "INT4": 9, "FP4": 10, "E8M0": 11}}
 # ILogger::Severity: kINTERNAL_ERROR = 0 .. kVERBOSE = 4 (NvInferRuntime.h@v10.7.0, ILogger)
 ENUM_VALUES["ILogger.Severity"] = {"INTERNAL_ERROR": 0, "ERROR": 1, "WARNING": 2, "INFO": 3, "VERBOSE": 4}
+# OnnxParserFlag: kNATIVE_INSTANCENORM = 0 .. kADJUST_FOR_DLA = 4 (NvOnnxParser.h@v11.0 OnnxParserFlag; the manifests
+# list members alphabetically)
+ENUM_VALUES["OnnxParserFlag"] = {"NATIVE_INSTANCENORM": 0, "ENABLE_UINT8_AND_ASYMMETRIC_QUANTIZATION_DLA": 1,
+                                 "REPORT_CAPABILITY_DLA": 2, "ENABLE_PLUGIN_OVERRIDE": 3, "ADJUST_FOR_DLA": 4}
 # module-level DataType values (manifest kind enum_value:DataType); the member each names follows its spelling
 ENUM_ALIASES = {"float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16", "int8": "INT8", "int32": "INT32", "int64": "INT64",
                 "bool": "BOOL", "uint8": "UINT8", "fp8": "FP8", "int4": "INT4", "fp4": "FP4", "e8m0": "E8M0"}
@@ -152,6 +156,36 @@ class IBuilderConfig:
 
     def get_flag(self, flag: Any) -> bool:
         return flag.name in self._flags
+
+    # tactic sources: a bit mask of 1 << TacticSource; TensorRT's default enables every source of the version
+    # (NvInfer.h@v10.7.0 IBuilderConfig::setTacticSources/getTacticSources); returns bool (pyCore.cpp@v10.7.0)
+    def set_tactic_sources(self, tactic_sources: int) -> bool:
+        self._tactic_sources = int(tactic_sources)
+        return True
+
+    def get_tactic_sources(self) -> int:
+        default = 0
+        for member in self._trt.TacticSource.__members__.values():
+            default |= 1 << int(member)
+        return getattr(self, "_tactic_sources", default)
+
+    # quantization flags (TensorRT 10): each set or cleared; none set by default (NvInfer.h@v10.7.0 QuantizationFlag)
+    def set_quantization_flag(self, flag: Any) -> None:
+        self.__dict__.setdefault("_quantization", set()).add(flag.name)
+
+    def clear_quantization_flag(self, flag: Any) -> None:
+        self.__dict__.setdefault("_quantization", set()).discard(flag.name)
+
+    def get_quantization_flag(self, flag: Any) -> bool:
+        return flag.name in self.__dict__.get("_quantization", set())
+
+    # memory pool limits, by MemoryPoolType name (IBuilderConfig::setMemoryPoolLimit); an unset pool reads as the
+    # model's "device memory" (TensorRT's default for WORKSPACE is the device's total global memory)
+    def set_memory_pool_limit(self, pool: Any, pool_size: int) -> None:
+        self.__dict__.setdefault("_pools", {})[pool.name] = int(pool_size)
+
+    def get_memory_pool_limit(self, pool: Any) -> int:
+        return self.__dict__.get("_pools", {}).get(pool.name, 1 << 34)
 
     def add_optimization_profile(self, profile: Any) -> int:
         self._profiles.append(profile)

@@ -70,6 +70,7 @@ class Builder:
         self._logger = logger
 
     logger = property(lambda self: self._logger)
+    num_DLA_cores = property(lambda self: 0)  # noqa: N815 - the model's machine has no DLA (a GPU machine's has none)
 
     def create_network(self, flags: int = 0) -> Any:
         return self._trt.INetworkDefinition._new(flags)
@@ -90,6 +91,7 @@ class Builder:
             for message in errors:
                 self._error(message)
             return None
+        self._trt._last_build = (network, config)  # what the last build was given, for tests
         plan = _Plan(self._trt, network, config)
         ranges = None
         from trt_model import calibration
@@ -205,6 +207,9 @@ class _Plan:
             "verbosity": config.profiling_verbosity.name,
             "fp16": hasattr(trt.BuilderFlag, "FP16") and config.get_flag(trt.BuilderFlag.FP16),  # 11.x has no FP16 flag
             "ranges": ranges,
+            # bytes of weights a WEIGHT_STREAMING build can stream: the graph's initializers
+            "streamable": sum(len(t.raw_data) or 4 * len(t.float_data) for t in network._onnx.graph.initializer)
+            if config.get_flag(trt.BuilderFlag.WEIGHT_STREAMING) else 0,
         }
         return MAGIC + json.dumps(data).encode()
 
@@ -260,7 +265,21 @@ class Runtime:
         cuda_engine._detailed = data["verbosity"] == "DETAILED"
         cuda_engine._serialized, cuda_engine._name = raw, data["name"]
         cuda_engine._logger = self._logger
+        cuda_engine._streamable = data.get("streamable", 0)
+        cuda_engine._runtime = self
         return cuda_engine
+
+    def load_runtime(self, path: str) -> Any:
+        """Another runtime from a shared library (IRuntime::loadRuntime, NvInferRuntime.h@v10.7.0): the model takes any
+        existing file as one; None, after logging why, for a path that is no file."""
+        import os
+
+        if not os.path.isfile(path):
+            self._logger.log(self._trt.ILogger.Severity.ERROR, f"IRuntime::loadRuntime: Error Code 1: cannot load {path}")
+            return None
+        runtime = self._trt.Runtime(self._logger)
+        runtime._loaded_from = path
+        return runtime
 
 
 def _program(data: dict[str, Any]) -> Program:
@@ -413,6 +432,7 @@ class ICudaEngine:
         self._program, self._memory, self._detailed = program, memory, False
         self._logger: Any = None  # the runtime's, for enqueue errors
         self._serialized, self._name = None, "Unnamed Network 0"
+        self._streamable = 0  # weight bytes a WEIGHT_STREAMING build can stream
 
     name = property(lambda self: self._name)
     num_layers = property(lambda self: len(self._program.layers))
@@ -465,12 +485,25 @@ class ICudaEngine:
             raise RuntimeError("Binding index does not correspond to an input shape tensor.")
         return [list(v) for v in self._program.value_profiles[index][tensor]]
 
+    streamable_weights_size = property(lambda self: self._streamable)
+
+    def get_weight_streaming_automatic_budget(self) -> int:
+        return self._streamable  # the model's GPU holds every weight
+
+    def get_device_memory_size_for_profile_v2(self, profile_index: int) -> int:
+        return 0  # the model's engines need no scratch memory
+
     def create_execution_context(self, *args: Any, **kwargs: Any) -> Any:
         # every context starts with profile 0: profiles are shared between contexts from TensorRT 10 on
         # (NvInferRuntime.h@v10.7.0 IExecutionContext::getOptimizationProfile; PreviewFeature.PROFILE_SHARING_0806)
-        if args or kwargs:
-            raise NotImplementedError("not modelled: create_execution_context with an allocation strategy or runtime config")
-        return self._trt.IExecutionContext._new(self)
+        strategy = kwargs.get("strategy", args[0] if args else None)
+        if "runtime_config" in kwargs or (strategy is not None and not isinstance(strategy, self._trt.ExecutionContextAllocationStrategy)):
+            raise NotImplementedError("not modelled: create_execution_context with a runtime config")
+        context = self._trt.IExecutionContext._new(self)
+        # USER_MANAGED: "the user supplies" the activation memory with setDeviceMemory before enqueue
+        # (NvInferRuntime.h@v10.7.0 ExecutionContextAllocationStrategy::kUSER_MANAGED)
+        context._user_memory = strategy is not None and strategy.name == "USER_MANAGED"
+        return context
 
 
 class IExecutionContext:
@@ -484,6 +517,7 @@ class IExecutionContext:
         self._debug_states: dict[str, bool] = {}
         self._unfused_debug = False
         self._errors: list[str] = []
+        self._user_memory, self._device_memory = False, None
 
     # helpers for Programs (not TensorRT API)
     def _error(self, message: str) -> None:
@@ -575,7 +609,16 @@ class IExecutionContext:
         finally:
             memory.enqueueing = False
 
+    def set_device_memory(self, memory: int, size: int) -> None:
+        self._device_memory = (int(memory), int(size))
+
+    def update_device_memory_size_for_shapes(self) -> int:
+        return 0  # the model's engines need no scratch memory
+
     def _execute(self, stream: int) -> bool:
+        if self._user_memory and self._device_memory is None:
+            self._error("a USER_MANAGED context was given no device memory (setDeviceMemory)")
+            return False
         program, memory = self._engine._program, self._engine._memory
         for name, (mode, _, _, shape_io) in program.io.items():
             if mode == "INPUT" and shape_io:

@@ -371,8 +371,21 @@ class OnnxParser:
 
     def __init__(self, network: Any, logger: Any) -> None:
         self._network, self._logger, self._errors = network, logger, []
+        # NATIVE_INSTANCENORM is ON by default (NvOnnxParser.h@v11.0 OnnxParserFlag); flags are a mask of 1 << flag
+        self._flags = 1 << int(self._trt.OnnxParserFlag.NATIVE_INSTANCENORM)
+        network._parser = self  # the network keeps the parser that filled it, for tests
 
     num_errors = property(lambda self: len(self._errors))
+    flags = property(lambda self: self._flags, lambda self, value: setattr(self, "_flags", int(value)))  # pyOnnx.cpp:L193
+
+    def set_flag(self, flag: Any) -> None:
+        self._flags |= 1 << int(flag)
+
+    def clear_flag(self, flag: Any) -> None:
+        self._flags &= ~(1 << int(flag))
+
+    def get_flag(self, flag: Any) -> bool:
+        return bool(self._flags & (1 << int(flag)))
 
     def get_error(self, index: int) -> Any:
         return self._errors[index]
