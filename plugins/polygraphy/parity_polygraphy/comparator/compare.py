@@ -320,7 +320,10 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
         return 1.0
     if nx == 0 or ny == 0:
         return 0.0
-    return max(-1.0, min(1.0, float(np.dot(x, y)) / (nx * ny)))
+    cosine = float(np.dot(x, y)) / (nx * ny)
+    if math.isnan(cosine):  # NaN/Inf in an output: a NaN that fails, never clamped into a 1.0 that passes
+        return cosine
+    return max(-1.0, min(1.0, cosine))
 
 
 def _psnr(a: np.ndarray, b: np.ndarray) -> float:
