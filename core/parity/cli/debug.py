@@ -28,16 +28,22 @@ from parity.reporting import DebugReporter
 def debug_options(default_artifact: str = "parity_debug.onnx", jobs: bool = True) -> list[click.Parameter]:
     """``--check ... --fail-code ... --artifacts ...``: add them with ``params=[..., *debug_options()]``."""
     params: list[click.Parameter] = [
-        click.Option(
+        GreedyOption(
             ["--fail-code", "--fail-returncode"],
             "fail_code",
             type=int,
-            multiple=True,
             metavar="CODE",
-            help="Exit codes that mean bad (repeatable); other codes are good. Default: any non-zero code is bad.",
+            help="Exit codes that mean bad (one or more); other codes are good. Default: any non-zero code is bad.",
         ),
-        click.Option(["--ignore-fail-code"], type=int, multiple=True, metavar="CODE", help="Exit codes that mean good even if not 0 (repeatable)."),
-        GreedyOption(["--fail-regex"], metavar="REGEX", help="Bad iff the check's output matches one of these (with --fail-code: and the code matches)."),
+        GreedyOption(
+            ["--ignore-fail-code", "--ignore-fail-returncode"], "ignore_fail_code", type=int, metavar="CODE", help="Exit codes that mean good even if not 0 (one or more)"
+        ),
+        GreedyOption(
+            ["--fail-regex"],
+            metavar="REGEX",
+            help="Bad iff the check's output matches one of these (with --fail-code: and the code matches). One regex: the text it matched "
+            "must be the original's (reduce, precision); several: a match of any of them is the failure, as in Polygraphy.",
+        ),
         click.Option(
             ["--check-timeout"],
             type=click.FloatRange(min=0, min_open=True),
@@ -60,6 +66,18 @@ def debug_options(default_artifact: str = "parity_debug.onnx", jobs: bool = True
         click.Option(["--iteration-info", "--iter-info"], metavar="PATH", help="Write a JSON file the check can read: iteration number, candidate, sizes."),
         click.Option(["--state"], "state", metavar="PATH", help="State file for resuming an interrupted run [<iter-artifact>.state.json]."),
         click.Option(["--no-resume"], is_flag=True, help="Start over even if a state file from an interrupted run exists."),
+        click.Option(
+            ["--save-debug-replay"],
+            metavar="PATH",
+            help="Keep every verdict in this replay file (updated after each check; the state file is deleted when the run ends). "
+            "While a check runs, <name>_skip_current<ext> has it as unresolved: load that after a crash to skip the check.",
+        ),
+        click.Option(
+            ["--load-debug-replay"],
+            metavar="PATH",
+            help="Take the verdicts of a --save-debug-replay file (same command and model) instead of running those checks; "
+            "Polygraphy's replays load into debug repeat and build.",
+        ),
     ]
     if jobs:
         params.append(
@@ -72,7 +90,11 @@ def debug_options(default_artifact: str = "parity_debug.onnx", jobs: bool = True
             )
         )
         params += executor_options()
-    params.append(RemainderOption(["--check"], default=None, help="The check command: the rest of the line. Without it, you are asked at the terminal."))
+    params.append(
+        RemainderOption(
+            ["--check", "--check-inference"], "check", default=None, help="The check command: the rest of the line. Without it, you are asked at the terminal."
+        )
+    )
     return params
 
 
@@ -148,12 +170,15 @@ def make_check(params: Mapping[str, Any]) -> Callable:
     )
 
 
-def session_from_options(params: Mapping[str, Any], *, label: str, fingerprint: Mapping[str, Any], check: Callable | None = None) -> DebugSession:
+def session_from_options(
+    params: Mapping[str, Any], *, label: str, fingerprint: Mapping[str, Any], check: Callable | None = None, identity: Mapping[str, Any] | None = None
+) -> DebugSession:
     """A :class:`DebugSession` configured from the parsed :func:`debug_options`, showing its progress on stderr
-    (:class:`DebugProgress`; only warnings with ``--quiet``)."""
+    (:class:`DebugProgress`; only warnings with ``--quiet``). ``identity``: what the run searches, which a
+    --load-debug-replay file must match (default: ``fingerprint``)."""
     artifact = params.get("iter_artifact") or "parity_debug.onnx"
     state = params.get("state") or str(Path(artifact).with_name(Path(artifact).name + ".state.json"))
-    skip = {"no_resume", "state", "show_output", "hide_fail_output", *executor_param_names()}
+    skip = {"no_resume", "state", "show_output", "hide_fail_output", "save_debug_replay", "load_debug_replay", *executor_param_names()}
     options = {k: v for k, v in params.items() if k not in skip}
     check = check or make_check(params)
     return DebugSession(
@@ -169,6 +194,9 @@ def session_from_options(params: Mapping[str, Any], *, label: str, fingerprint: 
         executor=make_executor_from_options(params),
         reporter=DebugProgress(enabled=not SETTINGS["quiet"], label=label),
         label=label,
+        identity=fingerprint if identity is None else identity,
+        load_replay=params.get("load_debug_replay"),
+        save_replay=params.get("save_debug_replay"),
     )
 
 
@@ -231,6 +259,14 @@ Exit code 1 if any iteration was bad; 3 if none was bad but some were unresolved
 not find its input, or exited with a code --fail-code does not list); else 0."""
 
 
+def pass_rate_line(verdicts: list[str]) -> str:
+    """Polygraphy's summary of an iterating run, which scripts written for it read: ``Finished 5 iteration(s) |
+    Passed: 5/5 | Pass Rate: 100.0%`` (passed: good verdicts; the rate as Polygraphy prints the float)."""
+    total, passed = len(verdicts), verdicts.count(GOOD)
+    rate = float(passed) * 100 / float(total) if total else 0.0
+    return f"Finished {total} iteration(s) | Passed: {passed}/{total} | Pass Rate: {rate}%"
+
+
 def make_repeat_command() -> click.Command:
     params = [
         until_option(),
@@ -248,7 +284,7 @@ def repeat_command(until: str, report: str | None = None, **params: Any) -> int:
         from parity.results.files import check_output_path  # here: it imports numpy, which `debug repeat --help` does not need
 
         check_output_path(report, "--report")
-    session = session_from_options(params, label="repeat", fingerprint={"until": until, "check": params.get("check")})
+    session = session_from_options(params, label="repeat", fingerprint={"until": until, "check": params.get("check")}, identity={})
     fields: dict[str, Any] = {"name": "parity-repeat-report", "command": "debug repeat", "model": None, "started": started}
     try:
         verdicts = session.repeat_judged(lambda it: None, until)
@@ -259,6 +295,7 @@ def repeat_command(until: str, report: str | None = None, **params: Any) -> int:
     summary = session.finish()
     bad, unresolved = verdicts.count("bad"), verdicts.count("unresolved")
     echo(f"{summary.line()} | Pass rate: {100.0 * verdicts.count('good') / max(1, len(verdicts)):.1f}%")
+    echo(pass_rate_line(verdicts))
     code = ExitCode.PASSED
     if bad:
         code = ExitCode.MISMATCH

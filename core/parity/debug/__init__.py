@@ -24,7 +24,8 @@ from :mod:`parity.api`); this package is the engine, which prints nothing: it re
   terminal), ``--fail-code``, ``--ignore-fail-code``, ``--fail-regex``, ``--check-timeout`` (kills the
   check's process group), ``--show-output``/``--hide-fail-output``, ``--artifacts``/``--artifacts-dir``
   (sorted into ``good/`` and ``bad/``), ``--iter-artifact``, ``--no-remove-intermediate``,
-  ``--iteration-info``, ``--state``/``--no-resume`` and ``--jobs``. :func:`until_option` adds ``--until``.
+  ``--iteration-info``, ``--state``/``--no-resume``, ``--save-debug-replay``/``--load-debug-replay``
+  (:mod:`parity.debug.replay`; Polygraphy's replay files too) and ``--jobs``. :func:`until_option` adds ``--until``.
 * :class:`DebugSession` -- ``evaluate(key, make_artifact) -> bad``, ``evaluate_many`` (parallel with
   ``--jobs``), ``repeat(make_artifact, until)``, ``finish() -> Summary``. Verdicts are cached per key and
   persisted in a state file, so re-running an interrupted command resumes where it stopped.

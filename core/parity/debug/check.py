@@ -166,7 +166,8 @@ class Verdict:
 
     def same_failure(self, sig: tuple | None, reference: tuple | None) -> bool:
         """Is ``sig`` the original failure? With ``--fail-code`` any of those codes; else the same code;
-        with ``--fail-regex`` the same matched text; a timeout only if the original timed out."""
+        with one ``--fail-regex`` the same matched text, with several a match of any (the user named each one
+        the failure, as Polygraphy reads them); a timeout only if the original timed out."""
         if reference is None or sig is None:
             return True
         if sig[0] != reference[0]:
@@ -174,7 +175,8 @@ class Verdict:
         if sig[0] == "timeout":
             return True
         code_ok = sig[1] in self.fail_codes if self.fail_codes else sig[1] == reference[1]
-        return code_ok and sig[2] == reference[2]
+        text_ok = sig[2] is not None if len(self._compiled) > 1 else sig[2] == reference[2]
+        return code_ok and text_ok
 
     def is_bad(self, code: int, output: str) -> bool:
         if code in self.ignore_fail_codes:

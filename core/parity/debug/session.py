@@ -43,6 +43,7 @@ from typing import Any
 from parity.debug import procs
 from parity.debug.check import BAD, GOOD, UNRESOLVED, Iteration, Outcome, indent_output, slot_path
 from parity.debug.executor import Executor, SerialExecutor
+from parity.debug.replay import check_replay_target, read_replay, skip_current_path, write_replay
 from parity.errors import ExitCode, ParityError, UsageError
 from parity.onnx_external import copy_with_data
 from parity.reporting import DebugReporter, debug_reporter
@@ -98,6 +99,7 @@ class Summary:
     seconds: float = 0.0
     check_seconds: float = 0.0
     speculative: int = 0  # checks run ahead (--jobs) whose verdicts the search never used; not in the counts above
+    replayed: int = 0  # of ``resumed``: verdicts taken from --load-debug-replay
 
     @property
     def total(self) -> int:
@@ -106,7 +108,9 @@ class Summary:
     def line(self) -> str:
         ran = self.checks + self.speculative
         per = f" | {self.check_seconds / ran:.3f}s per check" if ran else ""
-        resumed = f" ({self.resumed} resumed from the state file)" if self.resumed else ""
+        from_state = self.resumed - self.replayed
+        resumed = f" ({from_state} resumed from the state file)" if from_state else ""
+        resumed += f" ({self.replayed} from the debug replay)" if self.replayed else ""
         ahead = f" (+{self.speculative} run ahead in parallel, unused)" if self.speculative else ""
         counts = f"bad: {self.bad}, good: {self.good}, unresolved: {self.unresolved}"
         return f"Finished {self.total} check(s){resumed}{ahead} | {counts} | {self.seconds:.2f}s{per}"
@@ -130,6 +134,9 @@ class DebugSession:
         executor: Executor | None = None,
         reporter: DebugReporter | None = None,
         label: str = "debug",
+        identity: Mapping[str, Any] | None = None,
+        load_replay: str | None = None,
+        save_replay: str | None = None,
     ) -> None:
         self.check = check
         self.iter_artifact = iter_artifact
@@ -167,6 +174,14 @@ class DebugSession:
         self._consumed_unresolved = 0
         if self.state_path:
             _refuse_foreign(self.state_path, "--state", _is_state_file)
+        # what the run searches (the model; not the check's options): a replay applies only to the same input
+        self.input_id = _digest({"label": label, **(identity if identity is not None else fingerprint or {})})
+        self.save_replay = save_replay
+        self._replayed: set[str] = set()  # keys whose verdict came from --load-debug-replay
+        if save_replay:
+            check_replay_target(save_replay)
+        if load_replay:
+            self._load_replay(load_replay)
         if self.state_path and resume:
             self._load_state()
         if self.iteration_info and not self._resuming:
@@ -190,14 +205,34 @@ class DebugSession:
             self.reporter.warn(f"ignoring state file {self.state_path}: it is from a different command, model or check")
             return
         self._resuming = True
-        self._recorded = {k: _decode(v) for k, v in state.get("verdicts", {}).items()}
+        self._recorded.update({k: _decode(v) for k, v in state.get("verdicts", {}).items()})
         self._next_index = int(state.get("next_index", len(self._recorded)))
         if state.get("reference"):
             self.reference = tuple(state["reference"])
         if self._recorded:
             self.reporter.note(f"resuming from {self.state_path}: {len(self._recorded)} verdict(s) recorded")
 
+    def _load_replay(self, path: str) -> None:
+        replay = read_replay(path, self.label, self.input_id)
+        self._recorded.update(replay.verdicts)
+        self._replayed = set(replay.verdicts)
+        self._next_index = max(self._next_index, len(replay.verdicts))  # new checks number on after the replayed ones
+        if replay.reference:
+            self.reference = replay.reference
+        self.reporter.note(f"loading iteration information from debug replay {path}: {len(replay.verdicts)} verdict(s)")
+
+    def _write_replay(self, in_flight: Sequence[str] = ()) -> None:
+        """--save-debug-replay: every verdict so far; with ``in_flight``, the _skip_current file (those unresolved)."""
+        if not self.save_replay:
+            return
+        verdicts = {**self._recorded, **self.verdicts}
+        if in_flight:
+            write_replay(skip_current_path(self.save_replay), self.label, self.input_id, {**verdicts, **dict.fromkeys(in_flight, UNRESOLVED)}, self.reference)
+        else:
+            write_replay(self.save_replay, self.label, self.input_id, verdicts, self.reference)
+
     def _save_state(self) -> None:
+        self._write_replay()
         if not self.state_path:
             return
         verdicts = {k: _encode(v) for k, v in {**self._recorded, **self.verdicts}.items()}
@@ -224,6 +259,9 @@ class DebugSession:
         if self.state_path:
             with contextlib.suppress(FileNotFoundError):
                 self.state_path.unlink()
+        if self.save_replay:  # the replay stays; its crash-skipping twin is for runs that did not end
+            with contextlib.suppress(FileNotFoundError):
+                skip_current_path(self.save_replay).unlink()
         return self.summary
 
     def close(self) -> None:
@@ -304,6 +342,7 @@ class DebugSession:
             self._pending.update(indices)
             if todo:
                 self._save_state()
+                self._write_replay(in_flight=list(indices))
         try:
             judged = self.executor.map(lambda slot, c: self._run(c, slot, parallel, indices[c.key]), todo)
         except BaseException:  # Ctrl-C / SIGTERM while other jobs run: kill their checks too
@@ -342,8 +381,18 @@ class DebugSession:
         done = self.summary
         ran = [r for r in self.consumed if not r["resumed"]]
         counts = {v: sum(r["verdict"] == v for r in self.consumed) for v in (BAD, GOOD, UNRESOLVED)}
+        replayed = sum(r["resumed"] and r["key"] in self._replayed for r in self.consumed)
         return Summary(
-            len(ran), len(self.consumed) - len(ran), done.cached, counts[BAD], counts[GOOD], counts[UNRESOLVED], done.seconds, done.check_seconds, len(self.speculative())
+            len(ran),
+            len(self.consumed) - len(ran),
+            done.cached,
+            counts[BAD],
+            counts[GOOD],
+            counts[UNRESOLVED],
+            done.seconds,
+            done.check_seconds,
+            len(self.speculative()),
+            replayed,
         )
 
     def used(self, key: str) -> bool:
@@ -385,7 +434,8 @@ class DebugSession:
             self.verdicts[cand.key] = verdict
             self.summary.resumed += 1
             self._count(verdict)
-            self.reporter.iteration(len(self.history), verdict, 0.0, cand.info, resumed=True)
+            replayed = cand.key in self._replayed
+            self.reporter.iteration(len(self.history), verdict, 0.0, cand.info, resumed=True, note="from the debug replay" if replayed else "")
             self._record(len(self.history), cand.key, verdict, None, cand.info, "")
             self.history.append((len(self.history), cand.key, verdict == BAD))
             return verdict

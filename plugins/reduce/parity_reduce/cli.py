@@ -102,14 +102,19 @@ def add_commands(cli: click.Group) -> None:
     reduce_params = [
         click.Argument(["model"]),
         click.Option(["-o", "--output"], required=True, metavar="PATH", help="Where to write the minimal failing model."),
-        click.Option(["--min-good"], metavar="PATH", help="Also write the largest passing model close to the result."),
+        click.Option(["--min-good", "--minimal-good"], "min_good", metavar="PATH", help="Also write the largest passing model close to the result."),
         click.Option(
             ["--mode"],
             default="auto",
             show_default=True,
             help=f"Search strategy: {', '.join(_modes('reduce'))}. auto: staged, or dichotomic when the check reads --iter-inputs.",
         ),  # fmt: skip
-        GreedyOption(["--model-input-shapes"], metavar="NAME:[D0,...]", help="Freeze input shapes first (dynamic dims), e.g. x:[1,3,224,224]."),
+        GreedyOption(
+            ["--model-input-shapes", "--model-inputs"],
+            "model_input_shapes",
+            metavar="NAME:[D0,...]",
+            help="Freeze input shapes first (dynamic dims), e.g. x:[1,3,224,224].",
+        ),
         click.Option(["--max-checks"], type=click.IntRange(min=1), metavar="N", help="Stop after N checks in all (the original's included) with the best model so far."),
         click.Option(["--max-time"], type=click.FloatRange(min=0, min_open=True), metavar="SECONDS", help="Start no check after SECONDS; keep the best model so far."),
         click.Option(["--no-reduce-inputs"], is_flag=True, help="Keep the model's inputs: only remove nodes from the end."),
