@@ -127,3 +127,7 @@ def parity_describe_commands(register):
     # parity_trt.cli is imported only when the command runs or shows its --help
     text = "Print the TensorRT network a script builds (``file.py``, function from --trt-network-func)."
     register("inspect trt-network", "parity_trt.cli:inspect_network_command", text)
+    register("inspect capability", "parity_trt.tools_cli:capability_cmd", "Which nodes of an ONNX model TensorRT's parser supports.")
+    register("template", None, "Write Python scripts to start from (onnx-graphsurgeon, TensorRT network and config).")
+    register("template trt-network", "parity_trt.tools_cli:trt_network_cmd", "Write a script that builds a TensorRT network.")
+    register("template trt-config", "parity_trt.tools_cli:trt_config_cmd", "Write a script that makes a TensorRT builder config.")

@@ -20,7 +20,7 @@ def _partition(parser: Any, model: Any, path: str | None) -> tuple[bool, list[tu
     import onnx
 
     parser.clear_errors()
-    supported = parser.parse(model, path)
+    supported = parser.parse(model, path) if path else parser.parse(model)
     try:
         count = len(onnx.load_from_string(memoryview(model).tobytes()).graph.node)
     except Exception:  # noqa: BLE001 - an unreadable model has no nodes to report (parse recorded why)

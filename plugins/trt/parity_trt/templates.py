@@ -1,0 +1,116 @@
+"""``parity template trt-network`` and ``trt-config``: Python scripts to start from, and what they call.
+
+A generated script holds the command's options as a literal dict and builds through the same loaders as
+``parity convert`` (so each option means what it means there), then leaves a marked place for your own
+TensorRT API calls:
+
+- trt-network: ``load_network()`` returns ``(builder, network)``, an empty network to fill in, or, given a model,
+  ``(builder, network, parser)`` with the model parsed and the network options applied;
+- trt-config: ``load_config(builder, network)`` returns the ``IBuilderConfig`` the build options make.
+
+Either script is what ``--trt-network-func`` / ``--trt-config-script`` load (``parity run script.py --trt``)."""
+
+from __future__ import annotations
+
+import os
+import pprint
+from collections.abc import Mapping
+from typing import Any
+
+# options of build_options() that shape the network (everything else is the builder config's); a name absent from
+# build_options() is simply not offered
+NETWORK_OPTIONS = frozenset({
+    "strongly_typed", "trt_plugins", "trt_outputs", "trt_exclude_outputs", "trt_outputs_by_type", "mark_debug",
+    "mark_unfused_tensors_as_debug_tensors", "trt_network_postprocess_script", "layer_precisions", "tensor_datatypes",
+    "all_tensor_datatypes", "tensor_formats", "all_tensor_formats", "onnx_flags", "plugin_instancenorm",
+    "enable_uint8_asymmetric_quantization_dla", "decomposable_attentions",
+})  # fmt: skip
+# neither side: what happens after a build (the script builds nothing) or picks another kind of model
+NEITHER = frozenset({"save_timing_cache", "trt_network_func", "save_engine", "trt_profile_index"})
+
+
+def load_network_with(model: str | None, options: Mapping[str, Any]) -> tuple[Any, ...]:
+    """``(builder, network, parser)`` for an ONNX ``model`` with the network ``options`` applied, or
+    ``(builder, network)``, an empty network (``strongly_typed`` honoured), without a model."""
+    from parity_trt import factory, network  # here: generated scripts call this; the CLI's --help never does
+
+    if model is None:
+        return network.CreateNetwork(strongly_typed=bool(options.get("strongly_typed")))()
+    factory.check_options(options)
+    return tuple(network.unpack(factory.network_loader(model, options)()))
+
+
+def load_config_with(model: str | None, options: Mapping[str, Any]) -> Any:
+    """A ``(builder, network) -> IBuilderConfig`` callable applying the build ``options`` (``model``: for int8
+    calibration data, optional)."""
+    from parity_trt import config, factory  # here: see load_network_with
+
+    factory.check_options(options)
+    return factory.config_loader(model or "", options, config.build_extensions(options))
+
+
+def _literal(options: Mapping[str, Any]) -> str:
+    kept = {k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(options.items()) if v not in (None, False, (), [])}
+    for key in ("external_data_dir", "load_timing_cache", "calibration_cache", "trt_network_postprocess_script",
+                "trt_config_postprocess_script", "data_loader_script"):  # fmt: skip
+        if isinstance(kept.get(key), str):
+            kept[key] = os.path.abspath(kept[key])
+    for key in ("trt_plugins", "load_inputs"):
+        if kept.get(key):
+            kept[key] = [os.path.abspath(p) for p in kept[key]]
+    return pprint.pformat(kept, indent=4, width=100)
+
+
+NETWORK_SCRIPT = '''\
+#!/usr/bin/env python3
+"""Creates a TensorRT network{what}. Written by: {command}
+Load it with: parity run THIS_FILE.py --trt (or --trt-network-func THIS_FILE.py:load_network)."""
+from parity_trt.templates import load_network_with
+
+MODEL = {model!r}
+# the network options of the command that wrote this script (as for parity convert)
+OPTIONS = {options}
+
+
+def load_network():
+    {unpack} = load_network_with(MODEL, OPTIONS)
+
+    # Set up or change the network here with TensorRT's network API, e.g.:
+    #   tensor = network.get_input(0)
+    #   layer = network.add_identity(tensor)
+    #   network.mark_output(layer.get_output(0))
+
+    return {unpack}
+'''
+
+CONFIG_SCRIPT = '''\
+#!/usr/bin/env python3
+"""Creates a TensorRT builder config. Written by: {command}
+Use it with: parity run model.onnx --trt --trt-config-script THIS_FILE.py (its load_config)."""
+from parity_trt.templates import load_config_with
+
+MODEL = {model!r}
+# the builder options of the command that wrote this script (as for parity convert)
+OPTIONS = {options}
+
+
+def load_config(builder, network):
+    config = load_config_with(MODEL, OPTIONS)(builder, network)
+
+    # Change the config here with TensorRT's API, e.g.:
+    #   config.set_flag(trt.BuilderFlag.FP16)   (after import tensorrt as trt)
+
+    return config
+'''
+
+
+def network_script(model: str | None, options: Mapping[str, Any], command: str) -> str:
+    return NETWORK_SCRIPT.format(
+        what=f" from {os.path.basename(model)}" if model else " with the network API",
+        command=command, model=os.path.abspath(model) if model else None, options=_literal(options),
+        unpack="builder, network, parser" if model else "builder, network",
+    )  # fmt: skip
+
+
+def config_script(model: str | None, options: Mapping[str, Any], command: str) -> str:
+    return CONFIG_SCRIPT.format(command=command, model=os.path.abspath(model) if model else None, options=_literal(options))

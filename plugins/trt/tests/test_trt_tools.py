@@ -1,0 +1,251 @@
+"""``parity inspect capability`` and ``parity template trt-network`` / ``trt-config``, run against the TensorRT
+model (NOT TensorRT) of each modelled version, then the real TensorRT where it imports."""
+
+from __future__ import annotations
+
+import importlib.util
+import runpy
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from parity.testing import invoke, relu_add
+
+HAVE_TRT = importlib.util.find_spec("tensorrt") is not None
+CUSTOM = "example.custom"
+
+
+def _partly_supported(path: Path, domain: str = CUSTOM, op: str = "Plug") -> Path:
+    """x -> Relu (0) -> Plug (1, unsupported) -> Add w (2) -> Plug2 (3, unsupported) -> Sigmoid (4) -> y."""
+    vi = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3])  # noqa: E731
+    weight = numpy_helper.from_array(np.full((2, 3), 0.5, np.float32), "w")
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node(op, ["a"], ["b"], name="plug", domain=domain),
+        helper.make_node("Add", ["b", "w"], ["c"], name="add"),
+        helper.make_node(op + "2", ["c"], ["d"], name="plug2", domain=domain),
+        helper.make_node("Sigmoid", ["d"], ["y"], name="sig"),
+    ]
+    graph = helper.make_graph(nodes, "partly", [vi("x")], [vi("y")], [weight], value_info=[vi("a"), vi("b"), vi("c"), vi("d")])
+    opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    model = helper.make_model(graph, ir_version=10, opset_imports=opsets)
+    onnx.save(model, str(path))
+    return path
+
+
+def _run(path: Path, feeds: dict) -> list:
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+# --- inspect capability -----------------------------------------------------------------------------
+
+
+def test_capability_fully_supported_writes_nothing(trt_backend, tmp_path):
+    model = relu_add(tmp_path / "model.onnx", (2, 3))
+    out = tmp_path / "dumps"
+    result = invoke("inspect", "capability", model, "--with-partitioning", "-o", out)
+    assert result.exit_code == 0, result
+    assert "fully supported" in result.stdout
+    assert not out.exists()
+    plain = invoke("inspect", "capability", model, "-o", out)
+    assert plain.exit_code == 0 and "fully supported" in plain.stdout and not out.exists()
+
+
+def test_capability_partitions_around_unsupported_nodes(trt_backend, tmp_path):
+    model = _partly_supported(tmp_path / "partly.onnx")
+    out = tmp_path / "parts"
+    result = invoke("inspect", "capability", model, "--with-partitioning", "-o", out)
+    assert result.exit_code == 0, result
+    assert sorted(p.name for p in out.iterdir()) == [
+        "results.txt",
+        "supported_subgraph-nodes-0-0.onnx", "supported_subgraph-nodes-2-2.onnx", "supported_subgraph-nodes-4-4.onnx",
+        "unsupported_subgraph-nodes-1-1.onnx", "unsupported_subgraph-nodes-3-3.onnx",
+    ]  # fmt: skip
+    assert "3 supported subgraph(s), 2 unsupported" in result.stdout
+    # each supported part is a model of its own: it computes what those nodes compute
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    (relu,) = _run(out / "supported_subgraph-nodes-0-0.onnx", {"x": x})
+    np.testing.assert_array_equal(relu, np.maximum(x, 0))
+    add = onnx.load(str(out / "supported_subgraph-nodes-2-2.onnx"))
+    assert [i.name for i in add.graph.input] == ["b"] and [o.name for o in add.graph.output] == ["c"]
+    (plus,) = _run(out / "supported_subgraph-nodes-2-2.onnx", {"b": x})
+    np.testing.assert_allclose(plus, x + 0.5)
+    unsupported = onnx.load(str(out / "unsupported_subgraph-nodes-1-1.onnx"))
+    assert [n.op_type for n in unsupported.graph.node] == ["Plug"]
+    onnx.checker.check_model(unsupported, full_check=True)
+    # the table: one row per operator and reason, with the node ranges
+    text = (out / "results.txt").read_text()
+    assert text.strip() in result.stdout
+    rows = [line for line in text.splitlines() if line.startswith("Plug")]
+    assert len(rows) == 2 and any(r.split("|")[3].strip() == "1-1" for r in rows) and any(r.split("|")[3].strip() == "3-3" for r in rows)
+    assert all("Plug" in r.split("|")[2] for r in rows)  # the parser's reason names the operator
+
+
+def test_capability_without_partitioning_lists_parser_errors(trt_backend, tmp_path):
+    model = _partly_supported(tmp_path / "partly.onnx")
+    out = tmp_path / "report"
+    result = invoke("inspect", "capability", model, "-o", out)
+    assert result.exit_code == 0, result
+    assert sorted(p.name for p in out.iterdir()) == ["results.txt"]
+    text = (out / "results.txt").read_text()
+    assert text.splitlines()[0].split("|")[0].strip() == "Operator"
+    # at least the node the parse failed on, with its name
+    assert "plug" in text and "Plug" in text
+
+
+def test_capability_model_failing_the_checker_is_cut_as_it_is(trt_backend, tmp_path):
+    # made-up op types in the default domain (as in Polygraphy's own test model): the parts are written unchecked
+    model = _partly_supported(tmp_path / "fake.onnx", domain="", op="FAKE")
+    out = tmp_path / "parts"
+    result = invoke("inspect", "capability", model, "--with-partitioning", "-o", out)
+    assert result.exit_code == 0, result
+    assert "fails the ONNX checker" in result.stderr
+    assert (out / "unsupported_subgraph-nodes-3-3.onnx").exists() and (out / "supported_subgraph-nodes-4-4.onnx").exists()
+
+
+def test_capability_save_external_data(trt_backend, tmp_path):
+    model = _partly_supported(tmp_path / "partly.onnx")
+    out = tmp_path / "parts"
+    result = invoke("inspect", "capability", model, "--with-partitioning", "-o", out, "--save-external-data", "--external-data-size-threshold", "0")
+    assert result.exit_code == 0, result
+    add = out / "supported_subgraph-nodes-2-2.onnx"
+    assert (out / "supported_subgraph-nodes-2-2.onnx.data").exists()
+    weight = onnx.load(str(add), load_external_data=False).graph.initializer[0]
+    assert weight.data_location == TensorProto.EXTERNAL
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--ignore-external-data"], "needs the weights"),
+        (["--no-onnxruntime-shape-inference"], "--shape-inference"),
+        (["--external-data-size-threshold", "10"], "--save-external-data"),
+    ],
+)
+def test_capability_refusals(trt_backend, tmp_path, flags, words):
+    model = _partly_supported(tmp_path / "partly.onnx")
+    result = invoke("inspect", "capability", model, "--with-partitioning", "-o", tmp_path / "o", *flags)
+    assert result.exit_code == 2 and words in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_capability_shape_inference_gives_cut_points_their_types(trt_backend, tmp_path):
+    model = _partly_supported(tmp_path / "partly.onnx")
+    proto = onnx.load(str(model))
+    del proto.graph.value_info[:]  # 'a' and 'c' then have no type until inference runs (b and d never get one)
+    proto.graph.value_info.extend([helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("b", "d")])
+    bare = tmp_path / "bare.onnx"
+    onnx.save(proto, str(bare))
+    for flags in ([], ["--shape-inference"], ["--shape-inference", "--no-onnxruntime-shape-inference"]):
+        out = tmp_path / f"o{len(flags)}"
+        result = invoke("inspect", "capability", bare, "--with-partitioning", "-o", out, *flags)
+        assert result.exit_code == 0, result
+        assert (out / "supported_subgraph-nodes-0-0.onnx").exists()
+
+
+@pytest.mark.skipif(HAVE_TRT, reason="checks the behaviour without TensorRT")
+@pytest.mark.parametrize("args", [["inspect", "capability", "{m}"], ["template", "trt-network", "{m}"], ["template", "trt-config", "-o", "{d}/c.py"]])
+def test_without_tensorrt_one_line(tmp_path, args):
+    model = relu_add(tmp_path / "model.onnx", (2, 3))
+    result = invoke(*(a.format(m=model, d=tmp_path) for a in args))
+    if args[1] == "trt-config":  # writing the script needs no TensorRT; running it does
+        assert result.exit_code == 0, result
+        return
+    assert result.exit_code == 3 and result.stderr.strip().startswith("parity: error: tensorrt is not installed")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+# --- template trt-network ---------------------------------------------------------------------------
+
+
+def test_template_trt_network_empty(trt_backend, tmp_path):
+    script = tmp_path / "net.py"
+    result = invoke("template", "trt-network", "-o", script)
+    assert result.exit_code == 0, result
+    builder, network = runpy.run_path(str(script))["load_network"]()
+    assert isinstance(builder, trt_backend.Builder) and isinstance(network, trt_backend.INetworkDefinition)
+    assert network.num_layers == 0
+
+
+def test_template_trt_network_from_model_applies_network_options(trt_backend, tmp_path):
+    model = relu_add(tmp_path / "model.onnx", (2, 3))
+    script = tmp_path / "net.py"
+    assert invoke("template", "trt-network", model, "-o", script).exit_code == 0
+    builder, network, parser = runpy.run_path(str(script))["load_network"]()
+    assert isinstance(parser, trt_backend.OnnxParser) and network.num_layers > 0 and network.num_outputs == 1
+    marked = tmp_path / "marked.py"
+    assert invoke("template", "trt-network", model, "--trt-outputs", "mark", "all", "-o", marked).exit_code == 0
+    _b, network2, _p = runpy.run_path(str(marked))["load_network"]()
+    assert network2.num_outputs > 1
+    # the script is what parity run --trt loads as a network script
+    shown = invoke("inspect", "model", script, "--model-type", "trt-network-script")
+    assert shown.exit_code == 0, shown
+    assert "TensorRT network" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--onnx-outputs", "y"], "--trt-outputs"),
+        (["--ckpt", "x"], "TensorFlow"),
+        (["--tf-outputs", "y"], "TensorFlow"),
+        (["--model-type", "engine"], "ONNX models only"),
+        (["--ignore-external-data"], "needs the weights"),
+    ],
+)
+def test_template_trt_network_refusals(trt_backend, tmp_path, flags, words):
+    model = relu_add(tmp_path / "model.onnx", (2, 3))
+    result = invoke("template", "trt-network", model, *flags, "-o", tmp_path / "n.py")
+    assert result.exit_code == 2 and words in result.stderr
+    assert not (tmp_path / "n.py").exists()
+
+
+def test_template_trt_network_options_need_a_model(trt_backend, tmp_path):
+    result = invoke("template", "trt-network", "--trt-outputs", "y")
+    assert result.exit_code == 2 and "give MODEL" in result.stderr
+
+
+# --- template trt-config ----------------------------------------------------------------------------
+
+
+def _config(trt, script: Path) -> object:
+    builder = trt.Builder(trt.Logger())
+    network = builder.create_network(0)
+    return runpy.run_path(str(script))["load_config"](builder, network)
+
+
+def test_template_trt_config_plain(trt_backend, tmp_path):
+    script = tmp_path / "config.py"
+    assert invoke("template", "trt-config", "-o", script).exit_code == 0
+    assert isinstance(_config(trt_backend, script), trt_backend.IBuilderConfig)
+
+
+def test_template_trt_config_applies_builder_options(trt_backend, tmp_path):
+    script = tmp_path / "config.py"
+    result = invoke("template", "trt-config", "--builder-optimization-level", "2", "--pool-limit", "workspace:1M", "-o", script)
+    assert result.exit_code == 0, result
+    config = _config(trt_backend, script)
+    assert config.builder_optimization_level == 2
+    assert config.get_memory_pool_limit(trt_backend.MemoryPoolType.WORKSPACE) == 1 << 20
+
+
+def test_template_trt_config_precision(trt_backend, tmp_path):
+    script = tmp_path / "config.py"
+    assert invoke("template", "trt-config", "--fp16", "-o", script).exit_code == 0
+    if not hasattr(trt_backend.BuilderFlag, "FP16"):  # TensorRT 11 is strongly typed: the script says so, in one line
+        with pytest.raises(Exception, match="fp16"):
+            _config(trt_backend, script)
+        return
+    assert _config(trt_backend, script).get_flag(trt_backend.BuilderFlag.FP16)
+
+
+def test_template_trt_config_refusals(tmp_path):
+    torch = invoke("template", "trt-config", "--data-loader-backend-module", "torch")
+    assert torch.exit_code == 2 and "numpy" in torch.stderr
+    bad = invoke("template", "trt-config", "--trt-min-shapes", "x:[1,3]")
+    assert bad.exit_code == 2
+    assert invoke("template", "trt-config", "--model-type", "engine").exit_code == 2
