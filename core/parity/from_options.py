@@ -165,7 +165,7 @@ def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any], regist
     if script and not Path(script).exists() and ":" in script:
         script = script.rsplit(":", 1)[0]  # FILE.py:FUNC
     reads, writes = plugin_files(params, registry, flags)
-    saves = [params.get(k) for k in ("save_inputs", "save_outputs", "report")] + list(writes.values())
+    saves = [params.get(k) for k in ("save_inputs", "save_outputs", "report", "save_onnx")] + list(writes.values())
     if model and any(saves) and Path(model).suffix.lower() == ".onnx" and Path(model).is_file():
         reads.update(_weight_files(model, params.get("external_data_dir")))
     refuse_overwrite(
@@ -180,6 +180,7 @@ def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any], regist
             flags.get("save_inputs", "--save-inputs"): params.get("save_inputs"),
             flags.get("save_outputs", "--save-outputs"): params.get("save_outputs"),
             flags.get("report", "--report"): params.get("report"),
+            flags.get("save_onnx", "--save-onnx"): params.get("save_onnx"),
         },
         **writes,
     )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, field, fields
+from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -168,6 +168,7 @@ def run(
     check_average: bool = False,
     on_compared: Callable[[int, PairComparison, IterationResult, IterationResult], None] | None = None,
     unmarked: Mapping[int, tuple[BaseRunner, str]] | None = None,
+    save_input_blob: str | Path | None = None,
 ) -> RunSummary:
     """Run ``runners`` on the data, compare each with the next, then the last with each golden run. Runners
     run one after the other, each released before the next loads (:meth:`Comparator.stream`).
@@ -186,7 +187,10 @@ def run(
     (``"--onnx-outputs mark all"``). Each twin runs after the runners, on the same inputs, one runner loaded at a time as
     the others (memory does not double: the cost is one more session and inference per marked runner); its
     outputs are neither compared, saved nor timed, only held against the marked runner's real outputs:
-    where they differ beyond the tolerance, ``summary.marking`` says so (:mod:`parity.compare.marking`)."""
+    where they differ beyond the tolerance, ``summary.marking`` says so (:mod:`parity.compare.marking`).
+
+    ``save_input_blob``: a folder where each iteration's inputs are written as raw bytes, Polygraphy's layout
+    (:class:`parity.run_modes.InputBlobWriter`)."""
     refuse_overwrite(None, save_inputs=save_inputs, save_outputs=save_outputs)  # one file cannot hold both
     funcs = resolve_compare_funcs(compare_func)
     if check_average:
@@ -213,6 +217,11 @@ def run(
         # inside the try: if the second file cannot be opened, the first one's temporary is removed
         inputs_out = _Streamer(save_inputs, "inputs")
         outputs_out = _Streamer(save_outputs, "outputs")
+        blobs = None
+        if save_input_blob is not None and runners:
+            from parity.run_modes import InputBlobWriter  # only with --save-input-blob
+
+            blobs = InputBlobWriter(save_input_blob)
         if not runners:
             summary.accuracy = Comparator.compare_accuracy(golden, funcs, fail_fast=fail_fast, check_average=check_average, on_compared=on_compared)
             summary.iterations = max((len(i) for _, i in golden), default=0)
@@ -232,6 +241,8 @@ def run(
             progress("iterations", index, total, "comparing")
             plain = {t.name: results.pop(t.name) for _, (t, _) in twins}
             inputs_out.add_inputs(feed)
+            if blobs is not None:
+                blobs.add(feed)
             for name, res in results.items():
                 outputs_out.add_outputs(name, res)
                 summary.runtimes.setdefault(name, []).append(res.runtime or 0.0)
@@ -346,10 +357,20 @@ class RunRequest:
     data_loader_script: str | None = None
     load_inputs: Sequence[str] = ()
     save_inputs: str | None = None
+    save_input_blob: str | None = None  # a folder: each input of each iteration as raw bytes (Polygraphy's layout)
+    # how each runner runs: untimed inferences first, a process of its own (parity.run_modes)
+    warm_up: int = 0
+    use_subprocess: bool = False
     # marked outputs (layerwise) and the check that marking left the model's own outputs alone
     onnx_outputs: Sequence[str] = ()
     onnx_exclude_outputs: Sequence[str] = ()
+    onnx_outputs_by_type: Sequence[str] = ()  # op types whose nodes' outputs are marked too (Polygraphy's spelling)
     marking_check: bool = True
+    # the ONNX model as the runners load it (outputs marked), written like Polygraphy's --save-onnx
+    save_onnx: str | None = None
+    save_external_data: str | None = None
+    external_data_size_threshold: str | int | None = None
+    no_save_all_tensors_to_one_file: bool = False
     # the comparison
     compare_func: Sequence[str] = ()
     fail_fast: bool = False
@@ -410,6 +431,9 @@ def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, regi
     if registry is None:
         registry = get_registry()
     reporter = run_reporter(reporter)
+    request = _check_run_modes(request)
+    if request.onnx_outputs_by_type:
+        request = _mark_by_type(request, registry, reporter.warning)
     model, chosen = request.model, list(request.runners)
     params = request.options()
     refuse_overwrite_inputs(model, params, registry, request.flags)
@@ -446,12 +470,22 @@ def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, regi
     names.check_model(model, kind, golden, marked, request.external_data_dir)
     if request.marking_check:
         _check_onnx_marks(request, model, kind)
+    if request.save_onnx:
+        _save_onnx(request, model, kind)
+    elif request.save_external_data is not None or request.external_data_size_threshold is not None or request.no_save_all_tensors_to_one_file:
+        raise UsageError(f"{_given_external(request)} applies to the model {request.flag('save_onnx')} writes: add {request.flag('save_onnx')} PATH")
     for watcher in watchers:
         watcher.check_model(model, kind)
     runner_options = [_runner_options(request, name, settings, registry) for name, settings in chosen]
     runners = make_runners(model, kind, chosen, runner_options, registry)  # validates backend options: usage errors come first
     check_requirements([name for name, _ in chosen], registry)  # a missing library before the inputs are examined
     twins = _unmarked_twins(request, kind, runner_options, registry) if request.marking_check else {}
+    if request.warm_up or request.use_subprocess:
+        from parity.run_modes import wrap_runners  # only with --warm-up or --use-subprocess
+
+        runners = wrap_runners(runners, request.warm_up, request.use_subprocess)
+        # a twin is neither timed nor compared: no warm-up; its own process with the others'
+        twins = {i: (wrap_runners([twin], 0, request.use_subprocess)[0], how) for i, (twin, how) in twins.items()}
     data = make_data_loader(params, model, kind, registry, reporter.warning) if model and chosen else None
     locator = None
     if request.validate and marked:
@@ -476,6 +510,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, regi
         check_average=request.check_average,
         on_compared=_each(compared) if compared else None,
         unmarked=twins,
+        save_input_blob=request.save_input_blob,
     )
     if not runners:
         for index in range(summary.iterations):
@@ -502,6 +537,99 @@ def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, regi
     for watcher in watchers:
         watcher.on_reported(finished)
     return RunOutcome(summary, int(code), layerwise, nonfinite)
+
+
+def _check_run_modes(request: RunRequest) -> RunRequest:
+    if request.warm_up < 0:
+        raise UsageError(f"{request.flag('warm_up')}: {request.warm_up} is negative; give the number of untimed runs (0 or more)")
+    if request.iterations < 0:
+        raise UsageError(f"{request.flag('iterations')}: {request.iterations} is negative")
+    return request
+
+
+def _mark_by_type(request: RunRequest, registry: Registry, warn: Callable[[str], None]) -> RunRequest:
+    """``--onnx-outputs-by-type OP ...``: the outputs of every node of those op types (case-insensitive) join
+    ``--onnx-outputs`` (Polygraphy's ``ModifyOutputs(mark_types=...)``). A type the model lacks is a warning with
+    the nearest ones; none found at all is refused (the option would do nothing)."""
+    import difflib  # 2 ms at start-up: only --onnx-outputs-by-type suggests op types
+
+    from parity import onnx_models  # here: only this option reads the graph so early
+
+    flag = request.flag("onnx_outputs_by_type")
+    model = request.model
+    if not model:
+        raise UsageError(f"{flag}: give the ONNX model whose nodes it marks")
+    kind = detect_model_kind(model, registry, request.model_type)
+    if kind != "onnx":
+        raise UsageError(f"{flag}: {model} is not an ONNX model")
+    if onnx_models.wants_all(request.onnx_outputs):
+        return replace(request, onnx_outputs_by_type=())  # every tensor is marked already
+    proto = onnx_models.load(model, load_external_data=False, external_data_dir=request.external_data_dir, ignore_external_data=True)
+    canonical = {node.op_type.lower(): node.op_type for node in proto.graph.node}
+    marked: list[str] = []
+    found = []
+    for wanted in request.onnx_outputs_by_type:
+        op = canonical.get(wanted.lower())
+        if op is None:
+            near = difflib.get_close_matches(wanted, sorted(set(canonical.values())), n=3, cutoff=0.6)
+            warn(f"{flag}: {model} has no node of op type '{wanted}'" + (f"; did you mean {', '.join(near)}?" if near else ""))
+            continue
+        found.append(op)
+        marked += [out for node in proto.graph.node if node.op_type == op for out in node.output if out]
+    if not found:
+        types = ", ".join(sorted(set(canonical.values())))
+        raise UsageError(f"{flag}: {model} has no node of op type {' or '.join(request.onnx_outputs_by_type)}; its op types: {types}")
+    outputs = list(dict.fromkeys([*request.onnx_outputs, *marked]))
+    return replace(request, onnx_outputs=outputs, onnx_outputs_by_type=())
+
+
+def _given_external(request: RunRequest) -> str:
+    given = [("save_external_data", request.save_external_data is not None), ("external_data_size_threshold", request.external_data_size_threshold is not None)]
+    given.append(("no_save_all_tensors_to_one_file", request.no_save_all_tensors_to_one_file))
+    return next(request.flag(name) for name, on in given if on)
+
+
+def _save_onnx(request: RunRequest, model: str | None, kind: str | None) -> None:
+    """``--save-onnx PATH``: the ONNX model as the runners load it (outputs marked as ``--onnx-outputs`` says),
+    written with its weights where ``--save-external-data`` says and checked (onnx.checker full, a load in
+    onnxruntime) before it appears (:func:`parity.onnx_external.save_model`)."""
+    flag = request.flag("save_onnx")
+    if kind != "onnx" or not model:
+        raise UsageError(f"{flag}: {'give the ONNX model to save' if not model else f'{model} is not an ONNX model'}")
+    from parity import onnx_external, onnx_models  # here: only --save-onnx writes a model
+    from parity.util.units import parse_size  # here: only --save-onnx reads a size
+
+    external = onnx_external.ExternalData()
+    if request.save_external_data is not None:
+        threshold = request.external_data_size_threshold
+        bad = "{option}: cannot read '{text}'; write a size such as 1024, 64K or 1M"
+        size = 1024 if threshold is None else parse_size(str(threshold), request.flag("external_data_size_threshold"), bad)
+        external = onnx_external.ExternalData(request.save_external_data, size, not request.no_save_all_tensors_to_one_file)
+    elif request.external_data_size_threshold is not None or request.no_save_all_tensors_to_one_file:
+        raise UsageError(f"{_given_external(request)} applies to weights written as external data: add {request.flag('save_external_data')} [PATH]")
+    proto = onnx_models.load(model, load_external_data=False, external_data_dir=request.external_data_dir)
+    if request.onnx_outputs:
+        onnx_models.mark_outputs(proto, list(request.onnx_outputs), list(request.onnx_exclude_outputs))
+        _type_outputs(proto)
+    onnx_external.save_model(proto, request.save_onnx, base_dir=onnx_models.data_dir(model, request.external_data_dir), external=external, what=f"the model for {flag}")
+
+
+def _type_outputs(proto: Any) -> None:
+    """Marked outputs carry no type (``make_empty_tensor_value_info``), which a saved model may not: give each the
+    type and shape shape inference finds (on the graph; external weights stay unread)."""
+    import onnx
+
+    untyped = [vi for vi in proto.graph.output if not vi.type.HasField("tensor_type")]
+    if not untyped:
+        return
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False)
+    except Exception:  # noqa: BLE001 - without inference the checker names the untyped output when the model is saved
+        return
+    found = {vi.name: vi for vi in [*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input]}
+    for vi in untyped:
+        if vi.name in found and found[vi.name].type.HasField("tensor_type"):
+            vi.type.CopyFrom(found[vi.name].type)
 
 
 def _runner_options(request: RunRequest, backend: str, settings: Mapping[str, Any], registry: Registry) -> dict[str, Any]:

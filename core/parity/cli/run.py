@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +11,8 @@ import click
 from parity.cli import options as opts
 from parity.cli.common import verbosity_options
 from parity.cli.owners import backend_setting_owner
-from parity.cli.parsing import BackendFlag, ParityCommand
+from parity.cli.parsing import BackendFlag, GreedyOption, ParityCommand
+from parity.cli.tensorflow_flags import tensorflow_options
 from parity.errors import UsageError
 from parity.from_options import (  # the engine's building blocks, re-exported for plugins that import them from here
     detect_model_kind,
@@ -34,7 +36,9 @@ def make_command() -> click.Command:
     """``parity run``, built when it is used: its options come from the registry (backends, metrics)."""
     registry = get_registry()
     params = [click.Argument(["model"], required=False), *opts.model_options(), *opts.onnx_options(), *opts.external_data_read_options(), *opts.data_options()]
-    params += [*opts.compare_options(registry), opts.marking_check_option(), *opts.backend_params(registry)]
+    params += [*opts.compare_options(registry), opts.marking_check_option(), *run_options(), *opts.backend_params(registry)]
+    params += tensorflow_options()  # hidden: each refuses in one line (Parity has no TensorFlow backend)
+    _polygraphy_spellings(params)
     command = ParityCommand(
         "run",
         params=params,
@@ -57,6 +61,51 @@ RUN_HELP = """Run MODEL with each backend flag given (in order) and compare each
 Per-runner settings follow the flag: --onnxrt=OPTION=VALUE[,OPTION=VALUE]. Runners run one after the
 other: each is released before the next loads, so a run holds one model in memory at a time.
 Exit codes: 0 passed, 1 mismatch, 2 usage error, 3 model or backend failure."""
+
+
+def run_options() -> list[click.Parameter]:
+    """How the run goes and what else it writes: Polygraphy's run flags that are not a backend's or a metric's."""
+    return [
+        GreedyOption(
+            ["--onnx-outputs-by-type"], metavar="OP",
+            help="Also mark the outputs of every node of these op types (case-insensitive), e.g. Conv Add.",
+        ),
+        click.Option(
+            ["--save-onnx"], type=click.Path(dir_okay=False), default=None,
+            help="Save the ONNX model as the runners load it (outputs marked) to PATH; checked (onnx.checker, onnxruntime) before it appears.",
+        ),
+        *opts.external_data_write_options(),
+        click.Option(
+            ["--warm-up"], type=click.IntRange(min=0), default=0, metavar="N",
+            help="Untimed inferences on the first input before each runner's iterations; not compared or saved.",
+        ),
+        click.Option(["--use-subprocess"], is_flag=True, help="Run each runner in a process of its own (a crash there is one line, exit 3)."),
+        click.Option(
+            ["--sequential-runners"], is_flag=True, expose_value=False,
+            help="Polygraphy's mode, and Parity's only one: each runner runs every iteration and is released before the next loads.",
+        ),
+        click.Option(
+            ["--save-input-blob"], is_flag=False, flag_value=".", default=None, metavar="[DIR]", type=click.Path(file_okay=False),
+            help="Save each input as raw bytes: DIR/<iteration, 10 digits>/<name>.bin (ndarray.tofile) [DIR: .].",
+        ),
+        click.Option(
+            ["--gen-script", "--gen"], metavar="FILE", default=None,
+            help="Write a Python script (Parity's API) that does what this command would, and exit; - prints it.",
+        ),
+    ]  # fmt: skip
+
+
+def _polygraphy_spellings(params: list[click.Parameter]) -> None:
+    """Polygraphy's spellings of shared options, on ``run`` only (its ``--save-input-data``, ``--external-data-path``)
+    and its ``--iterations 0`` (a run that infers nothing and compares nothing: it passes)."""
+    by_name = {p.name: p for p in params}
+    for name, alias in (("save_inputs", "--save-input-data"), ("save_external_data", "--external-data-path")):
+        option = by_name.get(name)
+        if isinstance(option, click.Option) and alias not in option.opts:
+            option.opts.append(alias)
+    iterations = by_name.get("iterations")
+    if isinstance(iterations, click.Option):
+        iterations.type = click.IntRange(min=0)
 
 
 __all__ = [
@@ -130,9 +179,24 @@ def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:
     from parity.cli.report import ReportPrinter
     from parity.run_engine import run_comparison
 
+    script = params.pop("gen_script", None)
+    if script is not None:
+        return _gen_script(ctx, model, params, script)
     printer = ReportPrinter()
     try:
         outcome = run_comparison(run_request(ctx, model, params), printer, get_registry())
     finally:
         printer.close()  # an error mid-run: the bar goes before the error line
     return int(outcome.code)
+
+
+def _gen_script(ctx: click.Context, model: str | None, params: dict[str, Any], path: str) -> int:
+    """``--gen-script FILE``: write the script that does what this command would, and run nothing."""
+    from parity.gen_script import refuse_inputs, script_for, write_script  # here: only --gen-script writes a script
+
+    request = run_request(ctx, model, params)
+    if request.runners and not model:
+        raise UsageError("missing MODEL: the script would run backends without a model; see 'parity run --help'")
+    refuse_inputs(path, {"the model": model, "the --load-inputs file": list(request.load_inputs), "the --load-outputs file": list(request.load_outputs)})
+    write_script(script_for(request, ["parity", *sys.argv[1:]] if sys.argv[1:2] == ["run"] else ()), path)
+    return 0
