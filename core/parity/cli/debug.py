@@ -259,14 +259,6 @@ Exit code 1 if any iteration was bad; 3 if none was bad but some were unresolved
 not find its input, or exited with a code --fail-code does not list); else 0."""
 
 
-def pass_rate_line(verdicts: list[str]) -> str:
-    """Polygraphy's summary of an iterating run, which scripts written for it read: ``Finished 5 iteration(s) |
-    Passed: 5/5 | Pass Rate: 100.0%`` (passed: good verdicts; the rate as Polygraphy prints the float)."""
-    total, passed = len(verdicts), verdicts.count(GOOD)
-    rate = float(passed) * 100 / float(total) if total else 0.0
-    return f"Finished {total} iteration(s) | Passed: {passed}/{total} | Pass Rate: {rate}%"
-
-
 def make_repeat_command() -> click.Command:
     params = [
         until_option(),
@@ -295,7 +287,7 @@ def repeat_command(until: str, report: str | None = None, **params: Any) -> int:
     summary = session.finish()
     bad, unresolved = verdicts.count("bad"), verdicts.count("unresolved")
     echo(f"{summary.line()} | Pass rate: {100.0 * verdicts.count('good') / max(1, len(verdicts)):.1f}%")
-    echo(pass_rate_line(verdicts))
+    echo(summary.pass_rate_line())
     code = ExitCode.PASSED
     if bad:
         code = ExitCode.MISMATCH

@@ -115,6 +115,14 @@ class Summary:
         counts = f"bad: {self.bad}, good: {self.good}, unresolved: {self.unresolved}"
         return f"Finished {self.total} check(s){resumed}{ahead} | {counts} | {self.seconds:.2f}s{per}"
 
+    def pass_rate_line(self) -> str:
+        """Polygraphy's summary of an iterating run (debug repeat, build), which scripts written for it read:
+        ``Finished 5 iteration(s) | Passed: 5/5 | Pass Rate: 100.0%`` (passed: good; the rate as Polygraphy prints
+        the float)."""
+        total = self.total
+        rate = float(self.good) * 100 / float(total) if total else 0.0
+        return f"Finished {total} iteration(s) | Passed: {self.good}/{total} | Pass Rate: {rate}%"
+
 
 class DebugSession:
     """Evaluates candidates with a check, caching and persisting verdicts (see the module docstring)."""

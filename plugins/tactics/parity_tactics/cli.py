@@ -110,6 +110,7 @@ def _debug_build(model: str, until: str, **params: object) -> int:
     check = params.pop("check", None)
     result = debug_build(model, until, check, **params)  # type: ignore[arg-type]
     echo(f"{result.summary.line()} | builds: {result.good} good, {result.bad} bad, {result.unresolved} unresolved")
+    echo(result.summary.pass_rate_line())  # Polygraphy's line, for scripts written for it
     if params.get("save_tactics") and params["save_tactics"] in (params.get("artifacts") or ()):
         echo(f"Next: parity inspect diff-tactics --dir {params.get('artifacts_dir')}")
     return int(result.exit_code)  # 3 when nothing failed, but not everything passed either
