@@ -24,7 +24,7 @@ def _read_engine_inputs(path: str) -> Any:
 def _describe_engine(path: str, show: Any = (), options: Any = None) -> str:
     from parity_trt.inspect import describe_engine_file
 
-    return describe_engine_file(path, show)
+    return describe_engine_file(path, show, options)
 
 
 def _read_onnx_inputs(path: str) -> Any:
@@ -36,7 +36,7 @@ def _read_onnx_inputs(path: str) -> Any:
 def _describe_onnx_as_network(path: str, show: Any = (), options: Any = None) -> str:
     from parity_trt.inspect import describe_onnx_as_network
 
-    return describe_onnx_as_network(path, show)
+    return describe_onnx_as_network(path, show, options)
 
 
 def _read_script_inputs(path: str) -> Any:
@@ -49,7 +49,7 @@ def _describe_script(path: str, show: Any = (), options: Any = None) -> str:
     from parity_trt.inspect import describe_script
 
     func = (options or {}).get("trt_network_func")
-    return describe_script(f"{path}:{func}" if func else path, show)
+    return describe_script(f"{path}:{func}" if func else path, show, options)
 
 
 @hookimpl
@@ -81,6 +81,15 @@ def parity_register_backends(register):
             writes=("save_engine", "save_timing_cache", "calibration_cache"),
         )
     )
+
+
+@hookimpl
+def parity_register_options(register):
+    from parity.api import OptionSpec  # here: discovery imports this module and never needs the registry
+    from parity_trt.options import check_inspect_options, inspect_options
+
+    register(OptionSpec("trt-inspect", ("inspect model",), tuple(inspect_options()), check_inspect_options,
+                        "TensorRT network and runtime options of inspect model", reads=("load_runtime",)))
 
 
 @hookimpl

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -106,10 +106,12 @@ def read_engine_inputs(path: str) -> dict[str, TensorMeta]:
     return engine_inputs(EngineFromPath(path)())
 
 
-def describe_engine_file(path: str, show: Iterable[str] = ()) -> str:
+def describe_engine_file(path: str, show: Iterable[str] = (), options: Mapping[str, Any] | None = None) -> str:
+    """``options``: ``inspect model``'s (``--load-runtime``, ``--dla-workspace-allocation-strategy``)."""
     from parity_trt.engine import EngineFromPath
+    from parity_trt.factory import runtime_kwargs
 
-    return describe_engine(EngineFromPath(path)(), show)
+    return describe_engine(EngineFromPath(path, **runtime_kwargs(options or {}))(), show)
 
 
 def _script_network(path: str) -> Any:
@@ -131,12 +133,20 @@ def read_script_inputs(path: str) -> dict[str, TensorMeta]:
     return meta
 
 
-def describe_script(path: str, show: Iterable[str] = ()) -> str:
-    return describe_network(_script_network(path), show)
+def describe_script(path: str, show: Iterable[str] = (), options: Mapping[str, Any] | None = None) -> str:
+    """The network a script builds, with ``inspect model``'s network ``options`` applied (``--layer-precisions``...)."""
+    if not options:
+        return describe_network(_script_network(path), show)
+    from parity_trt.factory import network_loader
+    from parity_trt.network import unpack
+
+    return describe_network(unpack(network_loader(path, options)())[1], show)
 
 
-def describe_onnx_as_network(path: str, show: Iterable[str] = ()) -> str:
-    """An ONNX model as TensorRT's ONNX parser reads it (``inspect model --display-as trt``)."""
-    from parity_trt.network import network_from_onnx_path
+def describe_onnx_as_network(path: str, show: Iterable[str] = (), options: Mapping[str, Any] | None = None) -> str:
+    """An ONNX model as TensorRT's ONNX parser reads it (``inspect model --display-as trt``), with ``inspect model``'s
+    network ``options`` applied (parser flags, plugins, layer precisions, I/O types and formats, ...)."""
+    from parity_trt.factory import network_loader
+    from parity_trt.network import unpack
 
-    return describe_network(network_from_onnx_path(path)[1], show)
+    return describe_network(unpack(network_loader(path, dict(options or {}))())[1], show)

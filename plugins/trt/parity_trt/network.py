@@ -373,7 +373,7 @@ def set_decomposable_attentions(network: Any) -> int:
     for index in range(network.num_layers):
         layer = network.get_layer(index)
         if layer.type == trt.LayerType.ATTENTION_INPUT:
-            attention_input = layer
+            attention_input: Any = layer  # typed by the conformance walk's receiver name, not by ILayer
             attention_input.__class__ = trt.IAttentionInputLayer  # get_layer gives an ILayer; downcast as Polygraphy does
             attention_input.attention.decomposable = True
             count += 1

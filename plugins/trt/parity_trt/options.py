@@ -437,6 +437,43 @@ def runtime_options() -> list[click.Option]:
     ]
 
 
+# the network options of build_options() that ``inspect model --display-as trt-network`` applies too
+INSPECT_NETWORK_OPTIONS = ("--strongly-typed", "--plugins", "--mark-debug", "--mark-unfused-tensors-as-debug-tensors",
+                           "--trt-network-postprocess-script")
+
+
+def inspect_options() -> list[click.Option]:
+    """``inspect model``: the network options (with ``--display-as trt-network`` or a network script) and the
+    runtime options (with an engine), as Polygraphy's inspect model has them."""
+    shared = [o for o in build_options() if o.opts[0] in INSPECT_NETWORK_OPTIONS]
+    edits = [o for o in network_edit_options() if o.opts[0] != "--trt-outputs-by-type"]
+    return [*shared, *edits, *runtime_options()]
+
+
+def check_inspect_options(command: str, params: Mapping[str, object], ctx: object = None) -> None:
+    """Refuse, before any work, TensorRT network options where no TensorRT network is shown and runtime options
+    where no engine is loaded (they would have no effect)."""
+    names = {o.name: o.opts[0] for o in inspect_options()}
+    runtime = {o.name for o in runtime_options()}
+
+    def given(name: str) -> bool:
+        return params.get(name) not in (None, False, (), [], "")
+
+    network_flags = [flag for name, flag in names.items() if name not in runtime and given(name)]
+    runtime_flags = [flag for name, flag in names.items() if name in runtime and given(name)]
+    model = str(params.get("model") or "")
+    kind = str(params.get("model_type") or "")
+    engine = kind == "engine" or model.lower().endswith((".engine", ".plan", ".trt"))
+    network = (params.get("display_as") in ("trt", "trt-network") or kind in ("trt-network", "trt-network-script")
+               or model.endswith(".py"))
+    if (network_flags or runtime_flags) and params.get("as_json"):
+        raise UsageError(f"{', '.join(network_flags + runtime_flags)}: --json shows the model's inputs as read, without them")
+    if network_flags and not network:
+        raise UsageError(f"{', '.join(network_flags)}: these edit a TensorRT network; add --display-as trt to show one")
+    if runtime_flags and not engine:
+        raise UsageError(f"{', '.join(runtime_flags)}: these apply when loading a TensorRT engine; {model or 'the model'} is not one")
+
+
 def _items(values: Iterable[str] | str | None) -> list[str]:
     """Names given space- or comma-separated, over one or more flags."""
     return [v for value in split_values(values) for v in value.replace(",", " ").split()]

@@ -321,3 +321,29 @@ def _parsed(trt: Any, model: Path) -> Any:
     from parity_trt.network import NetworkFromOnnxPath
 
     return NetworkFromOnnxPath(str(model))()[1]
+
+
+# ---- inspect model ----------------------------------------------------------------------------------------------
+def test_inspect_model_shows_the_network_the_options_make(trt10, tmp_path):
+    model = relu_add(tmp_path / "m.onnx", (2, 3))
+    plain = parity("inspect", "model", model, "--display-as", "trt")
+    assert plain.exit_code == 0 and "x: float[2, 3]" in plain.stdout
+    typed = parity("inspect", "model", model, "--display-as", "trt", "--tensor-datatypes", "x:float16")
+    assert typed.exit_code == 0, typed.stderr
+    assert "x: half[2, 3]" in typed.stdout
+    refused = parity("inspect", "model", model, "--tensor-datatypes", "x:float16")  # shown as ONNX: no TensorRT network
+    assert refused.exit_code == 2 and "add --display-as trt" in refused.stderr
+    bad = parity("inspect", "model", model, "--display-as", "trt", "--onnx-flags", "sideways")
+    assert bad.exit_code == 2 and "OnnxParserFlag 'sideways'" in bad.stderr
+
+
+def test_inspect_model_loads_an_engine_with_the_runtime_options(trt10, tmp_path):
+    model = relu_add(tmp_path / "m.onnx", (2, 3))
+    assert convert(model, tmp_path).exit_code == 0
+    lib = tmp_path / "lean.so"
+    lib.write_bytes(b"\x7fELF")
+    assert parity("inspect", "model", tmp_path / "model.engine", "--load-runtime", lib).exit_code == 0
+    refused = parity("inspect", "model", tmp_path / "model.engine", "--dla-workspace-allocation-strategy", "default")
+    assert refused.exit_code == 2 and "needs TensorRT 11.3 or newer" in refused.stderr
+    onnx = parity("inspect", "model", model, "--load-runtime", lib)
+    assert onnx.exit_code == 2 and "not one" in onnx.stderr
