@@ -71,6 +71,40 @@ def parity_register_comparators(register):
     )
 
 
+def _prepare_options() -> list[click.Option]:
+    """Options of every comparison, whichever metrics run (:mod:`parity.compare.prepare`): Polygraphy's names."""
+    from parity.api import GreedyOption  # here: only when the options register
+
+    return [
+        click.Option(["--no-shape-check"], is_flag=True, help="Outputs of different shapes: reshape or permute the reference to match, as Polygraphy does."),
+        GreedyOption(
+            ["--postprocess", "--postprocess-func"], metavar="[OUT:]top-K[,axis=N]", help="Before comparing: replace outputs by the indices of their K largest values."
+        ),
+        click.Option(["--postprocess-func-script"], metavar="FILE[:FUNC]", help="Before comparing: a Polygraphy (IterationResult) -> IterationResult function."),
+        click.Option(["--compare-func-script"], metavar="FILE[:FUNC]", help="Compare with a Polygraphy compare function instead of --compare-func's metrics."),
+    ]
+
+
+def _refuse_when_nothing_compared(command: str, params: Mapping[str, Any], ctx: Any) -> None:
+    """The option rule for these (they have no one metric as owner): refused when the run compares nothing."""
+    runners = ctx.meta.get("parity.runners", []) if ctx is not None else []
+    if len(runners) > 1 or params.get("load_outputs"):
+        return
+    for name in ("no_shape_check", "postprocess", "postprocess_func_script", "compare_func_script"):
+        flag = "--" + name.replace("_", "-")
+        if params.get(name) not in (None, False, (), []):
+            from parity.errors import UsageError  # here: only a refusal needs it
+
+            raise UsageError(f"{flag} applies to compared outputs; this command compares nothing (one runner: add another or --load-outputs)")
+
+
+@hookimpl
+def parity_register_options(register):
+    from parity.registry import OptionSpec  # here, not at the top: `parity --help` imports this module and never needs the registry
+
+    register(OptionSpec("compare", ("run",), _prepare_options(), validate=_refuse_when_nothing_compared, help="how outputs are prepared and compared"))
+
+
 @hookimpl
 def parity_register_data_loaders(register):
     from parity.registry import DataLoaderSpec  # here, not at the top: `parity --help` imports this module and never needs the registry

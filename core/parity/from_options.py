@@ -149,7 +149,10 @@ def make_compare_funcs(params: Mapping[str, Any], registry: Registry) -> list:
             funcs.append(registry.comparator(name).factory(options))
         except ValueError as exc:
             raise UsageError(f"--compare-func {name}: {exc}") from None
-    return funcs
+    from parity.compare.prepare import prepare_compare_funcs  # here: numpy-heavy, as the metrics' own modules are
+
+    metric_options = {o.name: next(f for f in o.opts if f.startswith("--")) for spec in registry.comparators.values() for o in spec.options if o.name}
+    return prepare_compare_funcs(funcs, options, metric_options)  # --compare-func-script, --postprocess, --no-shape-check
 
 
 def refuse_overwrite_inputs(model: str | None, params: Mapping[str, Any], registry: Registry | None = None, flags: Mapping[str, str] | None = None) -> None:

@@ -6,6 +6,16 @@ The modules mirror Polygraphy's public tree (``exception``, ``datatype``, ``comm
 ``func``, ``comparator``, ``backend.*``); Parity's own API (``parity``, ``parity_onnxrt``, ``parity_trt``, ...)
 stays Parity's. docs/python-api.md lists each mirrored module and what differs."""
 
-from parity_polygraphy import config  # noqa: F401 (as `import polygraphy` gives polygraphy.config)
+from typing import Any
 
 __version__ = "0.1.0"  # this distribution's version; it follows Polygraphy 0.53.6's behaviour
+
+
+def __getattr__(name: str) -> Any:
+    """``parity_polygraphy.config`` as ``import polygraphy`` gives ``polygraphy.config``, imported on first use: the
+    package's hooks (``parity_polygraphy.hooks``, an entry point) load on every ``parity`` command, ``--help`` too."""
+    if name == "config":
+        import parity_polygraphy.config as config  # here: only a script that reads parity_polygraphy.config gets here
+
+        return config
+    raise AttributeError(f"module 'parity_polygraphy' has no attribute '{name}'")
