@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from parity.api import GreedyOption, UsageError, echo, first_line, onnx_models, parse_shapes
+from parity.api import SETTINGS, GreedyOption, UsageError, echo, first_line, onnx_models, parse_shapes
 
 # flags that read the data loader (Polygraphy's DataLoaderArgs): the commands here run no inference, so each is refused
 DATA_FLAGS = {
@@ -172,3 +172,11 @@ def write_options(func: Callable) -> Callable:
     ]  # fmt: skip
     func.__dict__.setdefault("__click_params__", []).extend(reversed(params))
     return func
+
+
+def quiet_graphsurgeon() -> None:
+    """graphsurgeon's pattern matcher logs every node it tries at INFO on stdout: only its errors, unless -v."""
+    from onnx_graphsurgeon.logger import G_LOGGER  # here: the commands' --help never needs graphsurgeon
+
+    if not SETTINGS.get("verbose"):
+        G_LOGGER.severity = G_LOGGER.ERROR

@@ -70,6 +70,7 @@ def find_matches(model: str, params: Mapping[str, Any], plugin_dir: str, include
 
     plugins = _plugins(plugin_dir, include, exclude)
     proto, _base = onnx_load.load_model(model, params)
+    onnx_load.quiet_graphsurgeon()
     documents, counts = [], {}
     for name, path in plugins.items():
         graph = gs.import_onnx(proto)  # a fresh graph per plugin: a pattern may edit what it is given

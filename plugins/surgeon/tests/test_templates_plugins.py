@@ -234,3 +234,135 @@ def test_template_onnx_gs_stdout_and_refusals(tmp_path, toy, parity_invoke):
     assert lone.exit_code == 2 and "--shape-inference" in lone.stderr
     assert parity_invoke("template", "onnx-gs", model, "-o", model).exit_code == 2
     onnx.checker.check_model(onnx.load(str(model)))  # the input is untouched
+
+
+# --- template shard-hints / multi-device shard --------------------------------------------------------
+
+
+def _attention(path: Path, layers: int = 1, same_qkv: bool = False) -> Path:
+    """``layers`` attention layers (MatMul(q, k) -> Softmax -> MatMul(., v)), each on its own inputs, summed; with
+    ``same_qkv`` one input x is Q, K and V of a single layer."""
+    vi = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, s)  # noqa: E731
+    nodes, inputs, ends = [], [], []
+    for i in range(layers):
+        q, k, v = ("x", "x", "x") if same_qkv else (f"q{i}", f"k{i}", f"v{i}")
+        inputs += [vi("x", ["seq_len", "seq_len"])] if same_qkv else [vi(q, ["seq_len", 4]), vi(k, [4, "seq_len"]), vi(v, ["seq_len", 4])]
+        nodes += [helper.make_node("MatMul", [q, k], [f"s{i}"], name=f"mm1_{i}"), helper.make_node("Softmax", [f"s{i}"], [f"p{i}"], name=f"sm{i}", axis=-1),
+                  helper.make_node("MatMul", [f"p{i}", v], [f"o{i}"], name=f"mm2_{i}")]  # fmt: skip
+        ends.append(f"o{i}")
+    outputs = [vi(e, ["seq_len", "seq_len" if same_qkv else 4]) for e in ends]
+    graph = helper.make_graph(nodes, "attention", inputs, outputs)
+    model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, str(path))
+    return path
+
+
+def _collectives(path: Path) -> dict[str, int]:
+    model = onnx.load(str(path))
+    onnx.checker.check_model(model, full_check=True)
+    counts: dict[str, int] = {}
+    for node in model.graph.node:
+        if node.op_type == "DistCollective":
+            assert node.domain == "trt"
+            op = next(helper.get_attribute_value(a) for a in node.attribute if a.name == "collective_operation").decode()
+            counts[op] = counts.get(op, 0) + 1
+    return counts
+
+
+def _as_one_rank(path: Path, out: Path) -> Path:
+    """The sharded model with each collective an Identity: what it computes on one rank (collectives are no-ops)."""
+    model = onnx.load(str(path))
+    for node in model.graph.node:
+        if node.op_type == "DistCollective":
+            node.op_type, node.domain = "Identity", ""
+            del node.attribute[:]
+    onnx.save(model, str(out))
+    return out
+
+
+def test_shard_hints_then_shard_native(tmp_path, parity_invoke):
+    model = _attention(tmp_path / "att.onnx")
+    hints = tmp_path / "hints.json"
+    made = parity_invoke("template", "shard-hints", model, "-o", hints)
+    assert made.exit_code == 0, made.stderr
+    doc = json.loads(hints.read_text())
+    assert doc["polygraphy_class"] == "ShardHints" and [layer["q"] for layer in doc["attention_layers"]] == ["q0"]
+    assert {t["name"]: t["seq_len_idx"] for t in doc["inputs"]} == {"q0": 0, "k0": 1, "v0": 0}  # from the dims named seq_len
+    assert [t["name"] for t in doc["outputs"]] == ["o0"] and doc["kv_rank"] == 2
+    out = tmp_path / "sharded.onnx"
+    result = parity_invoke("multi-device", "shard", model, "-s", hints, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert _collectives(out) == {"reduce_scatter": 3, "all_gather": 3}  # each input, K and V, the output
+    feeds = {"q0": np.ones((3, 4), np.float32), "k0": np.arange(12, dtype=np.float32).reshape(4, 3) / 10, "v0": np.eye(3, 4, dtype=np.float32)}
+    np.testing.assert_allclose(_run(_as_one_rank(out, tmp_path / "one.onnx"), feeds)[0], _run(model, feeds)[0], rtol=1e-6)
+
+
+def test_shard_same_qkv_gathers_once(tmp_path, parity_invoke):
+    model = _attention(tmp_path / "same.onnx", same_qkv=True)
+    out = tmp_path / "sharded.onnx"
+    result = parity_invoke("multi-device", "shard", model, "--one-shot", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert _collectives(out) == {"reduce_scatter": 1, "all_gather": 1}  # Q was gathered with K: the output is whole
+
+
+def test_shard_follows_edited_hints(tmp_path, parity_invoke):
+    model = _attention(tmp_path / "two.onnx", layers=2)
+    hints = tmp_path / "hints.json"
+    assert parity_invoke("template", "shard-hints", model, "-o", hints).exit_code == 0
+    doc = json.loads(hints.read_text())
+    assert len(doc["attention_layers"]) == 2 and len(doc["inputs"]) == 6 and len(doc["outputs"]) == 2
+    # keep the first layer and what it depends on
+    doc["attention_layers"] = doc["attention_layers"][:1]
+    doc["inputs"] = [t for t in doc["inputs"] if t["name"].endswith("0")]
+    doc["outputs"] = [t for t in doc["outputs"] if t["name"].endswith("0")]
+    hints.write_text(json.dumps(doc))
+    out = tmp_path / "sharded.onnx"
+    assert parity_invoke("multi-device", "shard", model, "-s", hints, "-o", out).exit_code == 0
+    assert _collectives(out) == {"reduce_scatter": 3, "all_gather": 3}
+    touched = {i for n in onnx.load(str(out)).graph.node if n.op_type == "DistCollective" for i in n.input}
+    assert not any(name.endswith("1") for name in touched)
+
+
+def test_shard_fused_attention(tmp_path, parity_invoke):
+    model = _attention(tmp_path / "att.onnx")
+    out = tmp_path / "fused.onnx"
+    args = ["multi-device", "shard", model, "--one-shot", "--cp-type", "fused", "--is-causal", "--nb-rank", "2", "--q-shuffle", "1", "0", "-o", out]
+    result = parity_invoke(*args)
+    assert result.exit_code == 0, result.stderr
+    nodes = onnx.load(str(out)).graph.node
+    (attention,) = [n for n in nodes if n.op_type == "Attention"]
+    attrs = {a.name: helper.get_attribute_value(a) for a in attention.attribute}
+    assert attention.domain == "trt" and attrs["is_causal"] == 1 and attrs["nb_rank"] == 2
+    assert not any(n.op_type in ("Softmax", "MatMul") for n in nodes)
+    assert any(n.op_type == "Transpose" and n.output[0] == attention.input[0] for n in nodes)  # Q shuffled first
+    assert _collectives(out) == {"reduce_scatter": 3, "all_gather": 1}  # K and V are not gathered: the fused op does it
+
+
+def test_shard_hints_read_by_polygraphy(tmp_path, parity_invoke):
+    multi_device = pytest.importorskip("polygraphy.tools.multi_device")
+    model = _attention(tmp_path / "att.onnx")
+    hints = tmp_path / "hints.json"
+    assert parity_invoke("template", "shard-hints", model, "--cp-type", "fused", "--nb-rank", "4", "-o", hints).exit_code == 0
+    loaded = multi_device.ShardHints.load(str(hints))
+    assert loaded.attention_layers[0].q == "q0" and loaded.attention_layers[0].replace.nb_rank == 4
+    assert loaded.dist_collectives.nb_rank == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        ([], "-s/--hint FILE or --one-shot"),
+        (["--one-shot", "-s", "h.json"], "-s/--hint FILE or --one-shot"),
+        (["--one-shot", "--parallelism", "TP"], "CP"),
+        (["-s", "{hints}", "--nb-rank", "2"], "--one-shot"),
+        (["--one-shot", "--q-shuffle", "1", "0"], "--cp-type fused"),
+    ],
+)
+def test_shard_refusals(tmp_path, parity_invoke, args, words):
+    model = _attention(tmp_path / "att.onnx")
+    hints = tmp_path / "hints.json"
+    hints.write_text("{}")
+    result = parity_invoke("multi-device", "shard", model, *[a.format(hints=hints) for a in args], "-o", tmp_path / "o.onnx")
+    assert result.exit_code == 2 and words in result.stderr, result.stderr
+    assert not (tmp_path / "o.onnx").exists()
