@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,7 @@ def make_model_command() -> click.Command:
             help="With --list-unbounded-dds: run ONNX shape inference first (tensors without shape info count as data-dependent).",
         ),
         click.Option(["--json", "as_json"], is_flag=True, help="Print inputs, outputs and model facts as JSON (schema: parity/schemas/model.schema.json)."),
+        format_option(),
     ]
     # ONNX models' external data (Polygraphy's flags): inspect reads no weight byte, so the data files may be absent
     add_unique(params, external_data_read_options(ignore=True))
@@ -58,6 +60,28 @@ def make_model_command() -> click.Command:
             "--external-data-dir, default the model's folder), or not at all with --ignore-external-data."
         ),
     ))
+
+
+FORMAT_ENV = "PARITY_INSPECT_FORMAT"
+
+
+def format_option() -> click.Option:
+    """``--format parity|polygraphy``: the text layout. Parity's by default; Polygraphy 0.53.6's (for scripts that
+    parse it) with ``--format polygraphy``, with PARITY_INSPECT_FORMAT=polygraphy, or when the command runs under
+    the name ``polygraphy`` (a link or script installed in Polygraphy's place)."""
+    return click.Option(
+        ["--format", "layout"], type=click.Choice(["parity", "polygraphy"]), default=None, envvar=FORMAT_ENV, show_envvar=True,
+        help="Text layout: Parity's (default) or Polygraphy 0.53.6's exact one, for scripts that parse it "
+        "(default polygraphy when run under the name 'polygraphy').",
+    )
+
+
+def resolve_layout(layout: str | None) -> str:
+    """The layout asked for: the option (or its environment variable), else Polygraphy's under the name
+    ``polygraphy``, else Parity's."""
+    if layout:
+        return layout
+    return "polygraphy" if os.path.basename(sys.argv[0] if sys.argv else "") == "polygraphy" else "parity"
 
 
 def make_data_command() -> click.Command:
@@ -93,6 +117,7 @@ def inspect_model(
     display_as: str | None = None,
     list_unbounded_dds: bool = False,
     shape_inference: bool = False,
+    layout: str | None = None,
     **options: object,
 ) -> int:
     from parity.cli.run import detect_model_kind
@@ -106,6 +131,8 @@ def inspect_model(
     if list_unbounded_dds and (kind != "onnx" or as_json):
         raise UsageError("--list-unbounded-dds applies to an ONNX model, without --json")
     kind = _display_kind(kind, display_as, as_json, registry.model_kinds)
+    if resolve_layout(layout) == "polygraphy" and not as_json:
+        return _inspect_polygraphy(model, kind, set(show), list_unbounded_dds, shape_inference, options)
     if as_json and kind is not None:
         echo(json.dumps(model_json(model, kind, registry.model_kinds[kind], options), indent=1))
         return 0
@@ -120,6 +147,35 @@ def inspect_model(
         listed = ", ".join(f"{name} (input {index} of {op} '{node}')" for name, op, index, node in found)
         echo(f"Found tensors with unbounded DDS: {listed}" if found else "No tensors with unbounded DDS found.")
     return 0
+
+
+def _inspect_polygraphy(
+    model: str, kind: str | None, show: set[str], list_unbounded_dds: bool, shape_inference: bool, options: dict[str, object]
+) -> int:
+    """``--format polygraphy``: Polygraphy 0.53.6's text. ONNX models are laid out by the core; another model kind
+    by its plugin where its ``describe`` takes ``layout=`` (else refused: no layout is guessed)."""
+    from parity.cli import inspect_layout as pl  # here, not at the top: `inspect model --help` never needs it
+
+    if kind == "onnx":
+        echo(pl.describe_onnx(model, show, options))
+    else:
+        spec = get_registry().model_kinds.get(kind or "")
+        describe = spec.describe if spec else None
+        if describe is None or "layout" not in _parameters(describe):
+            raise UsageError(f"--format polygraphy: Polygraphy's layout is not available for {kind or 'this model'}; "
+                             "give --format parity")
+        echo(describe(model, show, options, layout="polygraphy"))  # type: ignore[call-arg]
+    if list_unbounded_dds:
+        found = [name for name, *_ in unbounded_dds_tensors(model, shape_inference)]
+        echo(pl.message("I", f"Found tensors with unbounded DDS: {found}"))
+    return 0
+
+
+def _parameters(func: object) -> set[str]:
+    try:
+        return set(inspect.signature(func).parameters)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return set()
 
 
 # op -> the inputs that, when computed at run time, give its output a data-dependent size with no upper bound

@@ -1,0 +1,185 @@
+"""``parity inspect model --format polygraphy`` (issue 29): Polygraphy 0.53.6's exact text, for scripts that parse
+it, on models this test builds and corpus models. Parity's own layout stays the default. Where Polygraphy is
+installed (a development dependency) its own ``inspect model`` text is the oracle, byte for byte."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+CORPUS = Path("/root/.cache/parity-corpus/models")
+
+
+def _save(model: onnx.ModelProto, path: Path, **save: object) -> Path:
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, str(path), **save)
+    ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])  # a real, runnable model
+    return path
+
+
+def _model(graph: onnx.GraphProto, opset: int = 17) -> onnx.ModelProto:
+    return helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def conv_model(path: Path) -> Path:
+    """x[1,3,'h',4] -> Conv(w, b) -> Cast(to=float16) -> y; a Constant node holds a tensor attribute."""
+    w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3, 1, 1), "w")
+    b = numpy_helper.from_array(np.array([0.5, -0.5], np.float32), "b")
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[1, 1], pads=[0, 0, 0, 0]),
+        helper.make_node("Constant", [], ["k"], name="const", value=numpy_helper.from_array(np.full((2, 2), 2.0, np.float32))),
+        helper.make_node("Cast", ["c"], ["y"], name="cast", to=TensorProto.FLOAT16),
+    ]
+    graph = helper.make_graph(
+        nodes, "convnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "h", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 2, "h", 4]), helper.make_tensor_value_info("k", TensorProto.FLOAT, [2, 2])],
+        [w, b],
+    )
+    return _save(_model(graph), path)
+
+
+def if_model(path: Path) -> Path:
+    """cond, x[2] -> If(then: x + 1, else: Identity(x)) -> y; subgraphs opened under the attribute."""
+    one = numpy_helper.from_array(np.ones(2, np.float32), "one")
+    then = helper.make_graph([helper.make_node("Add", ["x", "one"], ["t"])], "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2])], [one])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2])])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["cond"], ["y"], name="branch", then_branch=then, else_branch=other)], "branchy",
+        [helper.make_tensor_value_info("cond", TensorProto.BOOL, []), helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    return _save(_model(graph), path)
+
+
+SHOWS = [[], ["layers"], ["layers", "attrs"], ["layers", "attrs", "weights"], ["weights"]]
+
+
+def _polygraphy_text(path: Path, show: list[str], *extra: str) -> str:
+    """What Polygraphy 0.53.6 itself prints (its colour warning aside)."""
+    exe = Path(sys.executable).with_name("polygraphy")
+    if not exe.exists():
+        pytest.skip("Polygraphy (a development dependency) is not installed")
+    args = [str(exe), "inspect", "model", str(path), *(["--show", *show] if show else []), *extra]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=True, cwd=path.parent)
+    return "\n".join(line for line in done.stdout.splitlines() if "'colored' module" not in line)
+
+
+@pytest.mark.parametrize("show", SHOWS, ids=lambda s: "-".join(s) or "none")
+@pytest.mark.parametrize("build", [conv_model, if_model])
+def test_layout_is_polygraphys_byte_for_byte(main, tmp_path, build, show):
+    model = build(tmp_path / "m.onnx")
+    code, out, err = main("inspect", "model", str(model), "--format", "polygraphy", *(["--show", *show] if show else []))
+    assert code == 0, err
+    assert out.rstrip("\n") == _polygraphy_text(model, show)
+
+
+@pytest.mark.parametrize("name", ["ppocr_cls.onnx", "silero_vad.onnx"])
+def test_corpus_models_match_polygraphy(main, name):
+    """silero_vad: If subgraphs in If subgraphs, tensors of undefined type (Polygraphy warns and prints dtype=0)."""
+    model = CORPUS / name
+    if not model.exists():
+        pytest.skip(f"corpus model {name} is not in {CORPUS}")
+    code, out, err = main("inspect", "model", str(model), "--format", "polygraphy", "--show", "layers", "attrs", "weights")
+    assert code == 0, err
+    assert out.rstrip("\n") == _polygraphy_text(model, ["layers", "attrs", "weights"])
+
+
+def test_what_the_layout_shows(main, tmp_path):
+    """Without the oracle: the sections, tensor entries, node lines and weights a parsing script relies on."""
+    model = conv_model(tmp_path / "m.onnx")
+    code, out, _ = main("inspect", "model", str(model), "--format", "polygraphy", "--show", "layers", "attrs", "weights")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"[I] Loading model: {model}"
+    assert lines[1] == "[I] ==== ONNX Model ===="
+    assert lines[2] == "    Name: convnet | ONNX Opset: 17"
+    assert "    {x [dtype=float32, shape=(1, 3, 'h', 4)]}" in lines
+    assert "    ---- 2 Initializer(s) ----" in lines
+    assert "    Initializer | b [dtype=float32, shape=[2]] | Values:" in lines
+    assert "        [ 0.5 -0.5]" in lines
+    assert "    Node 0    | conv [Op: Conv]" in lines
+    assert "        {x [dtype=float32, shape=(1, 3, 'h', 4)]," in lines
+    assert "         Initializer | w [dtype=float32, shape=(2, 3, 1, 1)]," in lines
+    assert "         -> {c}" in lines  # no value_info: the name alone
+    assert "        cast.to = float16" in lines  # a type attribute by name
+    assert "        conv.kernel_shape = [1, 1]" in lines
+    assert "        const.value = Tensor: [dtype=float32, shape=[2, 2]] | Values:" in lines
+
+
+def test_parity_layout_stays_the_default(main, tmp_path, monkeypatch):
+    monkeypatch.delenv("PARITY_INSPECT_FORMAT", raising=False)
+    model = conv_model(tmp_path / "m.onnx")
+    code, out, _ = main("inspect", "model", str(model))
+    assert code == 0 and out.startswith(f"ONNX model: {model}") and "====" not in out
+    code, same, _ = main("inspect", "model", str(model), "--format", "parity")
+    assert code == 0 and same == out
+    monkeypatch.setenv("PARITY_INSPECT_FORMAT", "polygraphy")
+    code, out, _ = main("inspect", "model", str(model))
+    assert code == 0 and out.splitlines()[1] == "[I] ==== ONNX Model ===="
+
+
+def test_run_under_the_name_polygraphy_prints_polygraphys_layout(tmp_path):
+    """A script installed in Polygraphy's place (parity's entry point under the name 'polygraphy'): scripts that
+    call and parse ``polygraphy inspect model`` keep working unchanged."""
+    model = conv_model(tmp_path / "m.onnx")
+    shim = tmp_path / "bin" / "polygraphy"
+    shim.parent.mkdir()
+    shim.write_text(f"#!{sys.executable}\nimport sys\nfrom parity.cli import main\nsys.exit(main())\n")
+    shim.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "PARITY_INSPECT_FORMAT"}
+    done = subprocess.run([str(shim), "inspect", "model", str(model)], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1] == "[I] ==== ONNX Model ===="
+    done = subprocess.run([str(shim), "inspect", "model", str(model), "--format", "parity"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0 and done.stdout.startswith("ONNX model:")
+
+
+def test_external_weights_unread_with_ignore_external_data(main, tmp_path):
+    """--ignore-external-data: each external weight prints Polygraphy's error line and value placeholder; without
+    it the values are read from the data file."""
+    inits = [numpy_helper.from_array(np.full((1, 1200), v, np.float32), n) for n, v in (("a", 1.0), ("b", 2.0))]
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["c"]), helper.make_node("Add", ["x", "c"], ["y"])], "ext",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1200])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1200])], inits,
+    )
+    model = _save(_model(graph), tmp_path / "ext.onnx", save_as_external_data=True, location="ext.data", size_threshold=0)
+    code, out, err = main("inspect", "model", str(model), "--format", "polygraphy", "--show", "weights", "--ignore-external-data")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines.count("[E] Failed to load weights.") == 2
+    assert lines.count("        <error: failed to load weights>") == 2
+    assert lines.index("[I] ==== ONNX Model ====") > max(i for i, line in enumerate(lines) if line.startswith("[E]"))
+    code, out, err = main("inspect", "model", str(model), "--format", "polygraphy", "--show", "weights")
+    assert code == 0, err
+    assert "[E]" not in out and "<error" not in out and "        [[2. 2. 2. ... 2. 2. 2.]]" in out.splitlines()
+
+
+PLUGIN = """
+from parity import hookimpl
+from parity.api import ModelKind, TensorMeta
+
+@hookimpl
+def parity_register_model_kinds(register):
+    register(ModelKind("toy", (".toy",), lambda path: {"x": TensorMeta(None, (1,))}, lambda path, show, options: "a toy model"))
+"""
+
+
+def test_refused_where_polygraphys_layout_is_not_available(main, tmp_path):
+    """A model kind whose plugin has no Polygraphy layout (its describe takes no ``layout=``) is refused in one
+    line (exit 2), never printed in Parity's layout under --format polygraphy."""
+    plugin = tmp_path / "toy_plugin.py"
+    plugin.write_text(PLUGIN)
+    model = tmp_path / "m.toy"
+    model.write_text("toy")
+    code, out, err = main("--plugin", str(plugin), "inspect", "model", str(model), "--format", "polygraphy")
+    assert code == 2 and out == "" and "Polygraphy's layout is not available for toy" in err and len(err.strip().splitlines()) == 1
+    code, _, err = main("inspect", "model", str(model), "--format", "nope")
+    assert code == 2 and "nope" in err
