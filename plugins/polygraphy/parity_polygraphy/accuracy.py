@@ -254,7 +254,7 @@ def _judge_pair(part: str, table: Mapping[str, Threshold], iterations: list[dict
         verdicts = [all(table.get(o, table[""]).passed(r) for o, r in it.items()) for it in iterations]
         matched, total = sum(verdicts), len(verdicts)
         rate = 100.0 * matched / total if total else 100.0
-        return matched == total, [f"{prefix}{part} | Passed: {matched}/{total} iterations | Pass Rate: {rate:.2f}%"]
+        return matched == total, [f"{prefix}Passed: {matched}/{total} iterations | Pass Rate: {rate:.2f}% ({part})"]
     outputs = list(dict.fromkeys(o for it in iterations for o in it))
     lines, ok = [], 0
     for output in outputs:
@@ -267,7 +267,7 @@ def _judge_pair(part: str, table: Mapping[str, Threshold], iterations: list[dict
         verdict = threshold.passed(averaged)
         ok += verdict
         lines.append(f"    {output} | average {threshold.describe(averaged)} | {'PASSED' if verdict else 'FAILED'}")
-    return ok == len(outputs), [f"{prefix}{part} | Passed: {ok}/{len(outputs)} outputs (averaged over {len(iterations)} iterations)", *lines]
+    return ok == len(outputs), [f"{prefix}Passed: {ok}/{len(outputs)} outputs ({part}, averaged over {len(iterations)} iterations)", *lines]
 
 
 # --- the command --------------------------------------------------------------------------------------------

@@ -277,3 +277,14 @@ def test_polygraphy_reads_parity_results_and_parity_reads_polygraphy(case, accur
     comparator.AccuracyResults.load(str(accuracy)).save(str(theirs))
     assert invoke("check", "accuracy", str(theirs), "--compare", "l2", "--l2-threshold", repr(worst * 1.01)).exit_code == 0
     assert invoke("check", "accuracy", str(theirs), "--compare", "l2", "--l2-threshold", repr(worst * 0.99)).exit_code == 1
+
+
+def test_python_api_builds_the_same_metrics():
+    """Parity's CompareFunc.<name>(...) builds the registered metric with Polygraphy's keyword arguments."""
+    from parity import CompareFunc
+
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.5])
+    l2 = CompareFunc.l2(l2_threshold=0.6)("y", a, b)
+    assert l2.passed and l2.values["l2_norm"] == pytest.approx(0.5)
+    both = CompareFunc.distance_metrics(l2_tolerance=0.4, cosine_similarity_threshold=0.9)("y", a, b)
+    assert not both.passed and "L2 Norm" in both.message and "Cosine" not in both.message
