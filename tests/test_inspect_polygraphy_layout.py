@@ -140,6 +140,12 @@ def test_run_under_the_name_polygraphy_prints_polygraphys_layout(tmp_path):
     assert done.stdout.splitlines()[1] == "[I] ==== ONNX Model ===="
     done = subprocess.run([str(shim), "inspect", "model", str(model), "--format", "parity"], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0 and done.stdout.startswith("ONNX model:")
+    # a model kind without Polygraphy's layout: only a default, so Parity's layout, not a refusal
+    plugin, toy = tmp_path / "toy_plugin.py", tmp_path / "m.toy"
+    plugin.write_text(PLUGIN)
+    toy.write_text("toy")
+    done = subprocess.run([str(shim), "--plugin", str(plugin), "inspect", "model", str(toy)], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0 and done.stdout.strip() == "a toy model", done.stderr
 
 
 def test_external_weights_unread_with_ignore_external_data(main, tmp_path):
@@ -183,3 +189,13 @@ def test_refused_where_polygraphys_layout_is_not_available(main, tmp_path):
     assert code == 2 and out == "" and "Polygraphy's layout is not available for toy" in err and len(err.strip().splitlines()) == 1
     code, _, err = main("inspect", "model", str(model), "--format", "nope")
     assert code == 2 and "nope" in err
+
+
+def test_convert_to_is_display_as(main, tmp_path):
+    """Polygraphy's --convert-to is --display-as under its other name: the same choices, the same refusal."""
+    model = conv_model(tmp_path / "m.onnx")
+    code, plain, _ = main("inspect", "model", str(model))
+    code2, same, _ = main("inspect", "model", str(model), "--convert-to", "onnx")
+    assert code == code2 == 0 and same == plain
+    code, out, err = main("inspect", "model", str(model), "--convert-to", "nope")
+    assert code == 2 and out == "" and "no installed plugin reads ONNX models as 'nope'" in err

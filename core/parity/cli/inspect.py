@@ -31,9 +31,10 @@ def make_model_command() -> click.Command:
         GreedyOption(["--show"], type=click.Choice(["layers", "attrs", "weights"]), help="Also show layers, their attributes, weights."),
         click.Option(["--model-type"], default=None, help="Model kind when the suffix does not tell."),
         click.Option(
-            ["--display-as"], metavar="NAME", default=None,
+            ["--display-as", "--convert-to", "display_as"], metavar="NAME", default=None,
             help="An ONNX model as ONNX (default) or as a backend reads it: NAME is a plugin's NAME-network model kind "
-            "(with the TensorRT plugin, Polygraphy's choice: as TensorRT's ONNX parser builds the network).",
+            "(with the TensorRT plugin, Polygraphy's choice: as TensorRT's ONNX parser builds the network). "
+            "--convert-to is Polygraphy's other name of it.",
         ),
         click.Option(
             ["--list-unbounded-dds"], is_flag=True,
@@ -67,21 +68,23 @@ FORMAT_ENV = "PARITY_INSPECT_FORMAT"
 
 def format_option() -> click.Option:
     """``--format parity|polygraphy``: the text layout. Parity's by default; Polygraphy 0.53.6's (for scripts that
-    parse it) with ``--format polygraphy``, with PARITY_INSPECT_FORMAT=polygraphy, or when the command runs under
-    the name ``polygraphy`` (a link or script installed in Polygraphy's place)."""
+    parse it) with ``--format polygraphy`` or PARITY_INSPECT_FORMAT=polygraphy (refused for a model without it), or
+    by default when the command runs under the name ``polygraphy`` (a link or script installed in Polygraphy's
+    place; a model without it then prints Parity's)."""
     return click.Option(
         ["--format", "layout"], type=click.Choice(["parity", "polygraphy"]), default=None, envvar=FORMAT_ENV, show_envvar=True,
-        help="Text layout: Parity's (default) or Polygraphy 0.53.6's exact one, for scripts that parse it "
-        "(default polygraphy when run under the name 'polygraphy').",
+        help="Text layout: Parity's (default) or Polygraphy 0.53.6's exact one, for scripts that parse it (ONNX "
+        "models, and model kinds whose plugin provides it). Run under the name 'polygraphy', the default is "
+        "Polygraphy's where a model has it.",
     )
 
 
-def resolve_layout(layout: str | None) -> str:
-    """The layout asked for: the option (or its environment variable), else Polygraphy's under the name
-    ``polygraphy``, else Parity's."""
+def resolve_layout(layout: str | None) -> tuple[str, bool]:
+    """The layout asked for and whether it was asked for explicitly: the option (or its environment variable),
+    else Polygraphy's under the name ``polygraphy`` (not explicit), else Parity's."""
     if layout:
-        return layout
-    return "polygraphy" if os.path.basename(sys.argv[0] if sys.argv else "") == "polygraphy" else "parity"
+        return layout, True
+    return ("polygraphy" if os.path.basename(sys.argv[0] if sys.argv else "") == "polygraphy" else "parity"), False
 
 
 def make_data_command() -> click.Command:
@@ -131,7 +134,8 @@ def inspect_model(
     if list_unbounded_dds and (kind != "onnx" or as_json):
         raise UsageError("--list-unbounded-dds applies to an ONNX model, without --json")
     kind = _display_kind(kind, display_as, as_json, registry.model_kinds)
-    if resolve_layout(layout) == "polygraphy" and not as_json:
+    layout, explicit = resolve_layout(layout)
+    if layout == "polygraphy" and not as_json and (explicit or _has_polygraphy_layout(kind, registry.model_kinds)):
         return _inspect_polygraphy(model, kind, set(show), list_unbounded_dds, shape_inference, options)
     if as_json and kind is not None:
         echo(json.dumps(model_json(model, kind, registry.model_kinds[kind], options), indent=1))
@@ -156,26 +160,28 @@ def _inspect_polygraphy(
     by its plugin where its ``describe`` takes ``layout=`` (else refused: no layout is guessed)."""
     from parity.cli import inspect_layout as pl  # here, not at the top: `inspect model --help` never needs it
 
+    kinds = get_registry().model_kinds
+    if not _has_polygraphy_layout(kind, kinds):
+        raise UsageError(f"--format polygraphy: Polygraphy's layout is not available for {kind or 'this model'}; give --format parity")
     if kind == "onnx":
         echo(pl.describe_onnx(model, show, options))
     else:
-        spec = get_registry().model_kinds.get(kind or "")
-        describe = spec.describe if spec else None
-        if describe is None or "layout" not in _parameters(describe):
-            raise UsageError(f"--format polygraphy: Polygraphy's layout is not available for {kind or 'this model'}; "
-                             "give --format parity")
-        echo(describe(model, show, options, layout="polygraphy"))  # type: ignore[call-arg]
+        echo(kinds[kind].describe(model, show, options, layout="polygraphy"))  # type: ignore[call-arg,index,misc]
     if list_unbounded_dds:
         found = [name for name, *_ in unbounded_dds_tensors(model, shape_inference)]
         echo(pl.message("I", f"Found tensors with unbounded DDS: {found}"))
     return 0
 
 
-def _parameters(func: object) -> set[str]:
+def _has_polygraphy_layout(kind: str | None, kinds: Mapping[str, ModelKind]) -> bool:
+    """ONNX (the core's), or a plugin's model kind whose ``describe`` takes ``layout=``."""
+    if kind == "onnx":
+        return True
+    describe = kinds[kind].describe if kind in kinds else None
     try:
-        return set(inspect.signature(func).parameters)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return set()
+        return describe is not None and "layout" in inspect.signature(describe).parameters
+    except (TypeError, ValueError):  # no signature: assume the original contract
+        return False
 
 
 # op -> the inputs that, when computed at run time, give its output a data-dependent size with no upper bound
