@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -288,3 +289,38 @@ def test_python_api_builds_the_same_metrics():
     assert l2.passed and l2.values["l2_norm"] == pytest.approx(0.5)
     both = CompareFunc.distance_metrics(l2_tolerance=0.4, cosine_similarity_threshold=0.9)("y", a, b)
     assert not both.passed and "L2 Norm" in both.message and "Cosine" not in both.message
+
+
+CORPUS_DET = Path("/root/.cache/parity-corpus/models/ppocr_det.onnx")
+
+
+@pytest.mark.skipif(not CORPUS_DET.is_file(), reason="corpus model ppocr_det.onnx is not downloaded")
+def test_corpus_text_detector_quality_metrics(tmp_path):
+    """A real model (PaddleOCR's text detector, an image-like probability map): onnxruntime with and without graph
+    optimizations; the saved PSNR/SNR/L2/cosine equal NumPy's on the saved outputs, and check accuracy re-checks them."""
+    from parity import load_results
+
+    acc, outs = tmp_path / "acc.json", tmp_path / "outs.npz"
+    # on random images the map is ~1e-8 everywhere: the two sessions' tiny differences give a low cosine and SNR
+    lenient = ("--l2-threshold", "1", "--cosine-similarity-threshold", "0", "--psnr-threshold", "0", "--snr-threshold", "-100")
+    result = invoke("run", str(CORPUS_DET), "--onnxrt", "--onnxrt=graph-optimization-level=disable", "--input-shapes", "x:[1,3,64,64]", "--iterations", "2",
+                    "--compare", "quality_metrics", "distance_metrics", *lenient, "--save-outputs", str(outs), "--save-accuracy-results", str(acc))  # fmt: skip
+    assert result.exit_code == 0, text(result)
+    runs = load_results(outs)
+    (_, first), (_, second) = list(runs)
+    values = saved(acc)
+    worst_psnr = math.inf
+    for it in range(2):
+        name = next(iter(first[it]))
+        a, b = first[it][name].astype(np.float64), second[it][name].astype(np.float64)
+        mse = np.mean((a - b) ** 2)
+        psnr = math.inf if mse == 0 else 20 * np.log10(a.max()) - 10 * np.log10(mse)
+        assert values["psnr"][it][name] == pytest.approx(psnr, rel=1e-6)
+        assert values["l2_norm"][it][name] == pytest.approx(float(np.sqrt(np.sum((a - b) ** 2))), rel=1e-6, abs=1e-12)
+        cosine = float(np.dot(a.ravel(), b.ravel()) / (np.linalg.norm(a) * np.linalg.norm(b)))
+        assert values["cosine_similarity"][it][name] == pytest.approx(cosine, rel=1e-6)
+        worst_psnr = min(worst_psnr, values["psnr"][it][name])
+    if math.isfinite(worst_psnr):
+        assert invoke("check", "accuracy", str(acc), "--compare", "quality_metrics", "--psnr-threshold", repr(worst_psnr + 1), "--snr-threshold", "0").exit_code == 1
+    ok = invoke("check", "accuracy", str(acc), "--compare", "quality_metrics", "--psnr-threshold", repr(worst_psnr - 1), "--snr-threshold", "-100")
+    assert ok.exit_code == 0, text(ok)
