@@ -62,7 +62,14 @@ debug_diff_tactics = _diff_command("diff-tactics", hidden=True)  # Polygraphy's 
 
 def debug_build_command() -> click.Command:
     """``parity debug build``: TensorRT builder options + tactic options + the core debug engine's options."""
-    from parity.commands import ParityCommand, debug_options, report_option, until_option  # here: built when the command loads, as below
+    from parity.commands import (  # here: built when the command loads, as below
+        ParityCommand,
+        data_options,
+        debug_options,
+        external_data_read_options,
+        report_option,
+        until_option,
+    )
     from parity_tactics.debug_build import DEFAULT_ITER_ARTIFACT
     from parity_tactics.options import tactic_options
 
@@ -75,6 +82,8 @@ def debug_build_command() -> click.Command:
         click.Option(["--input-shapes"], multiple=True, help="Static input shapes name:[d0,...] (the default profile)."),
         *build_options(),
         *tactic_options(),
+        *external_data_read_options(),
+        *[p for p in data_options() if p.name in CALIBRATION_DATA],  # Polygraphy's data loader: int8 calibration data
         until_option(),
         report_option("parity_tactics/schemas/build-report.schema.json"),
         *debug_options(DEFAULT_ITER_ARTIFACT),
@@ -102,11 +111,27 @@ bad. Then find the culprits with: parity inspect diff-tactics --dir ARTIFACTS_DI
 Exit code 1 if any build was bad; 3 if none was bad but some checks were unresolved; else 0."""
 
 
+# the data loader flags debug build takes, as Polygraphy's does: the TensorRT builder reads them to calibrate int8
+CALIBRATION_DATA = ("seed", "val_range", "iterations", "data_loader_script", "load_inputs")
+
+
+def _refuse_data_without_int8(params: dict[str, object]) -> None:
+    """A build reads input data only to calibrate int8: a data flag without --int8 would do nothing."""
+    if params.get("int8"):
+        return
+    ctx = click.get_current_context()
+    for name in CALIBRATION_DATA:
+        if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag}: debug build reads input data only to calibrate int8 (--int8); this build has no --int8")
+
+
 def _debug_build(model: str, until: str, **params: object) -> int:
     from parity_tactics.debug_build import debug_build
 
     if not module_available("parity_trt"):
         raise UsageError("debug build needs the TensorRT plugin: pip install parity-trt")
+    _refuse_data_without_int8(params)
     check = params.pop("check", None)
     result = debug_build(model, until, check, **params)  # type: ignore[arg-type]
     echo(f"{result.summary.line()} | builds: {result.good} good, {result.bad} bad, {result.unresolved} unresolved")
