@@ -199,3 +199,86 @@ def test_convert_to_is_display_as(main, tmp_path):
     assert code == code2 == 0 and same == plain
     code, out, err = main("inspect", "model", str(model), "--convert-to", "nope")
     assert code == 2 and out == "" and "no installed plugin reads ONNX models as 'nope'" in err
+
+
+# ---- --visual, --save-visual, --visual-port: tested without a browser -----------------------------------------------
+def _page_data(text: str) -> dict:
+    import json
+    import re
+
+    found = re.search(r'<script id="data" type="application/json">(.*?)</script>', text, re.S)
+    assert found, "the page embeds its graph as JSON"
+    return json.loads(found.group(1))
+
+
+def test_save_visual_writes_one_self_contained_page(main, tmp_path):
+    model = conv_model(tmp_path / "m.onnx")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, out, err = main("inspect", "model", str(model), "--save-visual", str(tmp_path / "graph.html"))
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "graph.html"])  # no stray temp file
+    text = (tmp_path / "graph.html").read_text()
+    assert "<script src" not in text and "cdn" not in text.lower()  # works offline
+    data = _page_data(text)
+    labels = [(n["kind"], n["label"]) for n in data["nodes"]]
+    assert labels == [("input", "x"), ("op", "Conv"), ("op", "Constant"), ("op", "Cast"), ("output", "y"), ("output", "k")]
+    names = [n["label"] for n in data["nodes"]]
+    assert [(names[s], names[t], tensor) for s, t, tensor in data["edges"]] == [
+        ("x", "Conv", "x"), ("Conv", "Cast", "c"), ("Cast", "y", "y"), ("Constant", "k", "k")]
+    layers = {n["label"]: n["layer"] for n in data["nodes"]}
+    assert layers["x"] < layers["Conv"] < layers["Cast"] < layers["y"]
+    conv = data["nodes"][1]["details"]
+    assert "Name: conv" in conv and "  Initializer | w [dtype=float32, shape=(2, 3, 1, 1)]" in conv and "  kernel_shape = [1, 1]" in conv
+    assert f"Viewer page saved to {tmp_path / 'graph.html'}" in out
+
+
+def test_visual_serves_the_page_headless_until_interrupted(tmp_path):
+    """No display: no browser is started; the address and how to forward the port are printed, the page is
+    served on 127.0.0.1, and Ctrl+C ends the command with exit 0."""
+    import signal
+    import urllib.request
+
+    model = conv_model(tmp_path / "m.onnx")
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.Popen([sys.executable, "-m", "parity", "inspect", "model", str(model), "--visual", "--visual-port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("Viewer available at http://127.0.0.1:"), first + proc.stderr.read()
+        url = first.split()[3]
+        assert "No browser opened (no display)" in proc.stdout.readline()
+        with urllib.request.urlopen(url, timeout=30) as reply:
+            assert reply.status == 200
+            data = _page_data(reply.read().decode())
+        assert [n["label"] for n in data["nodes"]][:2] == ["x", "Conv"]
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(url + "nothing", timeout=30)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=60)
+    assert code == 0, proc.stderr.read()
+
+
+def test_visual_port_in_use_is_one_line(tmp_path):
+    import socket
+
+    model = conv_model(tmp_path / "m.onnx")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "parity", "inspect", "model", str(model), "--visual", "--visual-port", str(port)],
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and f"--visual-port {port}: cannot listen there" in done.stderr
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--visual-port", "8123"], "give --visual too"),
+    (["--visual", "--save-visual", "x.html"], "give one"),
+    (["--save-visual", "x.html", "--json"], "leave out --json"),
+    (["--save-visual", "x.html", "--display-as", "onnx", "--model-type", "onnx", "--list-unbounded-dds"], "leave out --json"),
+])
+def test_visual_flags_refused_where_they_cannot_apply(main, tmp_path, args, says):
+    model = conv_model(tmp_path / "m.onnx")
+    code, out, err = main("inspect", "model", str(model), *(str(tmp_path / a) if a == "x.html" else a for a in args))
+    assert code == 2 and out == "" and says in err and not (tmp_path / "x.html").exists()

@@ -46,6 +46,12 @@ def make_model_command() -> click.Command:
         ),
         click.Option(["--json", "as_json"], is_flag=True, help="Print inputs, outputs and model facts as JSON (schema: parity/schemas/model.schema.json)."),
         format_option(),
+        click.Option(["--visual"], is_flag=True, help="ONNX: serve the graph as an interactive page on 127.0.0.1 (nodes clickable for "
+                     "their tensors and attributes) until Ctrl+C; a browser opens only where there is a display."),
+        click.Option(["--visual-port"], type=click.IntRange(0, 65535), default=None, metavar="PORT",
+                     help="With --visual: the port to serve on [8000]; 0 picks a free one. Forward it to view from another machine."),
+        click.Option(["--save-visual"], metavar="FILE", default=None,
+                     help="ONNX: write --visual's page to FILE (one self-contained HTML file, no internet needed) instead of serving it."),
     ]
     # ONNX models' external data (Polygraphy's flags): inspect reads no weight byte, so the data files may be absent
     add_unique(params, external_data_read_options(ignore=True))
@@ -121,6 +127,9 @@ def inspect_model(
     list_unbounded_dds: bool = False,
     shape_inference: bool = False,
     layout: str | None = None,
+    visual: bool = False,
+    visual_port: int | None = None,
+    save_visual: str | None = None,
     **options: object,
 ) -> int:
     from parity.cli.run import detect_model_kind
@@ -134,6 +143,8 @@ def inspect_model(
     if list_unbounded_dds and (kind != "onnx" or as_json):
         raise UsageError("--list-unbounded-dds applies to an ONNX model, without --json")
     kind = _display_kind(kind, display_as, as_json, registry.model_kinds)
+    if visual or save_visual or visual_port is not None:
+        return _visual(model, kind, visual, visual_port, save_visual, as_json or list_unbounded_dds, options)
     layout, explicit = resolve_layout(layout)
     if layout == "polygraphy" and not as_json and (explicit or _has_polygraphy_layout(kind, registry.model_kinds)):
         return _inspect_polygraphy(model, kind, set(show), list_unbounded_dds, shape_inference, options)
@@ -170,6 +181,26 @@ def _inspect_polygraphy(
     if list_unbounded_dds:
         found = [name for name, *_ in unbounded_dds_tensors(model, shape_inference)]
         echo(pl.message("I", f"Found tensors with unbounded DDS: {found}"))
+    return 0
+
+
+def _visual(model: str, kind: str | None, visual: bool, port: int | None, save: str | None, text: bool, options: dict[str, object]) -> int:
+    """--visual / --save-visual: the graph page instead of text (Polygraphy's flags); ONNX models only."""
+    if port is not None and not visual:
+        raise UsageError("--visual-port sets the port --visual serves on: give --visual too")
+    if visual and save:
+        raise UsageError("--visual serves the page and --save-visual writes it to a file: give one")
+    flag = "--visual" if visual else "--save-visual"
+    if kind != "onnx":
+        raise UsageError(f"{flag} draws ONNX models; {kind or 'this model'} is not one (give the ONNX model, without --display-as)")
+    if text:
+        raise UsageError(f"{flag} shows the graph as a page, not text: leave out --json and --list-unbounded-dds")
+    from parity.cli import inspect_visual  # here, not at the top: http.server alone costs 0.18 s at start-up
+
+    if save:
+        inspect_visual.save(model, save, options)
+    else:
+        inspect_visual.serve(model, 8000 if port is None else port, options)
     return 0
 
 
