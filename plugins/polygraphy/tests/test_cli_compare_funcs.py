@@ -324,3 +324,15 @@ def test_corpus_text_detector_quality_metrics(tmp_path):
         assert invoke("check", "accuracy", str(acc), "--compare", "quality_metrics", "--psnr-threshold", repr(worst_psnr + 1), "--snr-threshold", "0").exit_code == 1
     ok = invoke("check", "accuracy", str(acc), "--compare", "quality_metrics", "--psnr-threshold", repr(worst_psnr - 1), "--snr-threshold", "-100")
     assert ok.exit_code == 0, text(ok)
+
+
+def test_save_accuracy_results_never_overwrites_an_input(case, tmp_path):
+    before = Path(case["model"]).read_bytes()
+    result = run(case, "--compare", "l2", "--l2-threshold", "100", "--save-accuracy-results", case["model"])
+    assert result.exit_code == 2 and "--save-accuracy-results" in text(result)
+    assert Path(case["model"]).read_bytes() == before
+    folder = run(case, "--compare", "l2", "--l2-threshold", "100", "--save-accuracy-results", str(tmp_path))
+    assert folder.exit_code == 2 and "Traceback" not in text(folder)
+    failed = tmp_path / "failed.json"
+    assert run(case, "--compare", "l2", "--save-accuracy-results", str(failed)).exit_code == 1
+    assert saved(failed)["l2_norm"]  # a failing run's results are saved too: they are what check accuracy re-checks
