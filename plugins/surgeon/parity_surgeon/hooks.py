@@ -64,6 +64,7 @@ def parity_describe_commands(register):
     register("plugin list", "parity_surgeon.plugin_tools:list_cmd", "Count the subgraphs each plugin's pattern matches.")
     register("plugin match", "parity_surgeon.plugin_tools:match_cmd", "Write the subgraphs plugins could replace to a config file.")
     register("plugin replace", "parity_surgeon.plugin_tools:replace_cmd", "Replace the subgraphs of a plugin config with plugin nodes.")
+    register("plugin autotune", "parity_surgeon.plugin_tools:autotune_cmd", "Keep the plugin replacements that make the TensorRT engine faster.")
     register("template onnx-gs", "parity_surgeon.templates:onnx_gs_cmd", "Write a script that edits an ONNX model with onnx-graphsurgeon.")
     register("multi-device", None, "Shard ONNX models across devices for TensorRT's multi-device collectives.")
     register("multi-device shard", "parity_surgeon.shard_cli:shard_cmd", "Shard an ONNX model's attention layers across devices (context parallel).")

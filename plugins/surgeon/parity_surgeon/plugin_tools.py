@@ -35,7 +35,7 @@ from parity.api import (
     write_text_atomic,
 )
 from parity.commands import ParityCommand, verbosity_options
-from parity_surgeon import onnx_load
+from parity_surgeon import autotune, onnx_load
 
 PATTERN = "pattern.py"
 PLUGIN_DOMAIN = "trt.plugins"  # the plugin node's domain: declared in opset_import, so the ONNX checker accepts it
@@ -149,10 +149,14 @@ def replace_subgraph(graph: Any, input_tensors: list[Any], output_tensors: list[
 
 def replace(model: str, params: Mapping[str, Any], plugin_dir: str, config: str) -> tuple[Any, Any, list[str]]:
     """The model with each configured instance replaced; returns ``(ModelProto, base_dir, report lines)``."""
+    return replace_documents(model, params, plugin_dir, load_config(config))
+
+
+def replace_documents(model: str, params: Mapping[str, Any], plugin_dir: str, documents: Sequence[Mapping[str, Any]]) -> tuple[Any, Any, list[str]]:
+    """:func:`replace` with the config's documents given."""
     import onnx  # here, not at the top: the commands' --help never needs these
     import onnx_graphsurgeon as gs
 
-    documents = load_config(config)
     proto, base = onnx_load.load_model(model, params)
     graph = gs.import_onnx(proto)
     tensors = graph.tensors()
@@ -300,3 +304,58 @@ def _save(g: Any, result: Any, output: str, model: str, base: Any, external: Any
         saved = onnx_external.save_model(result, output, base_dir=base, external=external, what="the model with plugins", validate=False)
     echo(f"wrote {saved.path}")
 
+
+
+@click.command("autotune", cls=ParityCommand, short_help="Keep the plugin replacements that make the TensorRT engine faster.")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the fastest model.")
+@onnx_load.write_options
+@click.option("--plugin-dir", required=True, type=click.Path(file_okay=False), help="Folder of plugins, one subfolder with a pattern.py each.")
+@click.option("--python-plugins", cls=GreedyOption, metavar="FILE.py", help="Python files to run first (they register TensorRT plugins).")
+@click.option("--plugin-libraries", cls=GreedyOption, metavar="LIB.so", help="Plugin libraries to load first.")
+@click.option("--include", cls=GreedyOption, metavar="NAME", help="Only these plugins (not with --exclude).")
+@click.option("--exclude", cls=GreedyOption, metavar="NAME", help="Leave these plugins out.")
+@click.option("--report", type=click.Path(dir_okay=False), default=None, help="Write what was tried and what won to this text file.")
+@click.option(
+    "--autotune-mode", type=click.Choice(["greedy", "exhaustive"]), default="greedy", show_default=True,
+    help="greedy: one instance at a time; exhaustive: every subset.",
+)
+@click.option("--max-combinations", type=click.IntRange(min=1), default=1000, show_default=True, help="Most candidate models to build and time.")
+@click.option("--threshold", type=float, default=0.1, show_default=True, help="Keep a replacement when it cuts the latency by more than this fraction.")
+@click.option("--no-timing-cache", is_flag=True, help="Build every candidate without a TensorRT timing cache.")
+@click.option("--timing-cache", type=click.Path(dir_okay=False), default=None, help="Timing cache file shared by the builds (created if missing) [a temporary one].")
+@click.option("--save-config-yaml", is_flag=False, flag_value="", default=None, metavar="[PATH]", help="Also write the matches as a plugin config [config.yaml].")
+@click.option("--load-config-yaml", type=click.Path(dir_okay=False), default=None, help="Take the candidates from this plugin config instead of matching.")
+@click.option("--skip-autotuning", is_flag=True, help="Only match (and --save-config-yaml); build nothing.")
+@verbosity_options
+def autotune_cmd(model: str, output: str, **params: Any) -> int:
+    """Find the plugin replacements of MODEL (as plugin match does), build each candidate model with TensorRT, time
+    it, and write the fastest to -o.
+
+    \b
+      parity plugin autotune model.onnx --plugin-dir plugins/ -o tuned.onnx --report tuned.txt
+    """
+    from parity.commands import external_data_from_params  # here: the command's --help never needs these
+    from parity_surgeon import graph as g
+
+    if params.get("include") and params.get("exclude"):
+        raise UsageError("--include and --exclude cannot be used together")
+    if params.get("no_timing_cache") and params.get("timing_cache"):
+        raise UsageError("--no-timing-cache and --timing-cache cannot be used together")
+    if params.get("skip_autotuning"):
+        for key in ("report", "timing_cache", "python_plugins", "plugin_libraries"):
+            if params.get(key):
+                raise UsageError(f"--{key.replace('_', '-')}: --skip-autotuning builds nothing")
+    external = external_data_from_params(params)
+    refuse_overwrite({"the input model": model}, output)
+    proto, base, outcome, _documents = autotune.run(model, params)
+    if outcome is None:
+        return 0
+    text = outcome.report(params["autotune_mode"], params["threshold"])
+    echo(text.rstrip())
+    if params.get("report"):
+        write_text_atomic(params["report"], text)
+        echo(f"wrote {params['report']}")
+    saved = g.save(proto, output, model, "the tuned model", base_dir=base, external=external)
+    echo(f"wrote {saved.path}")
+    return 0

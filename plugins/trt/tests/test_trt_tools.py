@@ -249,3 +249,103 @@ def test_template_trt_config_refusals(tmp_path):
     bad = invoke("template", "trt-config", "--trt-min-shapes", "x:[1,3]")
     assert bad.exit_code == 2
     assert invoke("template", "trt-config", "--model-type", "engine").exit_code == 2
+
+
+# --- plugin autotune (parity-surgeon's command; TensorRT builds and times the candidates) ----------------
+
+# Neg(Neg(x)) is x: the "plugin" is an Identity TensorRT can build (a custom replace_with_plugin keeps it in the
+# default domain); a second plugin's op TensorRT cannot build
+AUTOTUNE_PATTERNS = {
+    "unneg": '''
+import onnx_graphsurgeon as gs
+
+def get_matching_subgraphs(graph):
+    p = gs.GraphPattern()
+    x = p.variable()
+    p.set_output_tensors([p.add("b", "Neg", inputs=[p.add("a", "Neg", inputs=[x])])])
+    return [{"inputs": [m.inputs[0].name], "outputs": [m.outputs[0].name], "attributes": {}} for m in p.match_all(graph)]
+
+def get_plugin_metadata():
+    return {"name": "unneg", "op": "Identity"}
+
+def replace_with_plugin(graph, input_tensors, output_tensors, attrs=None, op=None):
+    out = output_tensors[0]
+    out.inputs.clear()
+    graph.layer(op=op, inputs=[input_tensors[0]], outputs=[out])
+    graph.cleanup().toposort()
+    return True
+''',
+    "nobuild": '''
+def get_matching_subgraphs(graph):
+    return [{"inputs": ["x"], "outputs": ["r"], "attributes": {"k": 1}}]
+
+def get_plugin_metadata():
+    return {"name": "nobuild", "op": "NoSuchPlugin"}
+''',
+}
+
+
+def _negneg(path: Path) -> Path:
+    vi = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3])  # noqa: E731
+    nodes = [helper.make_node("Neg", ["x"], ["n1"], name="neg1"), helper.make_node("Neg", ["n1"], ["n2"], name="neg2"),
+             helper.make_node("Relu", ["n2"], ["r"], name="relu")]  # fmt: skip
+    model = helper.make_model(helper.make_graph(nodes, "negneg", [vi("x")], [vi("r")]), ir_version=10, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture
+def plugin_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "plugins"
+    for name, text in AUTOTUNE_PATTERNS.items():
+        (root / name).mkdir(parents=True)
+        (root / name / "pattern.py").write_text(text)
+    return root
+
+
+@pytest.mark.parametrize("mode", ["greedy", "exhaustive"])
+def test_plugin_autotune_keeps_what_builds_and_wins(trt_backend, tmp_path, plugin_dir, mode):
+    model = _negneg(tmp_path / "negneg.onnx")
+    out, report = tmp_path / "tuned.onnx", tmp_path / "report.txt"
+    # a threshold below -1 keeps any replacement TensorRT can build: the choice no longer depends on timing noise
+    args = ["plugin", "autotune", model, "--plugin-dir", plugin_dir, "-o", out, "--report", report, "--autotune-mode", mode, "--threshold", "-1000"]
+    result = invoke(*args)
+    assert result.exit_code == 0, result
+    tuned = onnx.load(str(out))
+    assert [n.op_type for n in tuned.graph.node] == ["Identity", "Relu"]
+    text = report.read_text()
+    assert "not built" in text and "nobuild#0 (NoSuchPlugin)" in text and "best:" in text and "unneg#0 (Identity)" in text.split("best:")[1]
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(_run(out, {"x": x})[0], np.maximum(x, 0))
+
+
+def test_plugin_autotune_nothing_faster_keeps_the_original(trt_backend, tmp_path, plugin_dir):
+    model = _negneg(tmp_path / "negneg.onnx")
+    out = tmp_path / "tuned.onnx"
+    result = invoke("plugin", "autotune", model, "--plugin-dir", plugin_dir, "-o", out, "--threshold", "1000", "--exclude", "nobuild")
+    assert result.exit_code == 0, result
+    assert "best: the original model" in result.stdout
+    assert [n.op_type for n in onnx.load(str(out)).graph.node] == ["Neg", "Neg", "Relu"]
+
+
+def test_plugin_autotune_skip_and_config_yaml(tmp_path, plugin_dir):
+    model = _negneg(tmp_path / "negneg.onnx")
+    config = tmp_path / "config.yaml"
+    result = invoke("plugin", "autotune", model, "--plugin-dir", plugin_dir, "-o", tmp_path / "t.onnx", "--skip-autotuning", "--save-config-yaml", config)
+    assert result.exit_code == 0, result
+    assert "2 candidate replacement(s)" in result.stdout and config.exists() and not (tmp_path / "t.onnx").exists()
+    refused = invoke("plugin", "autotune", model, "--plugin-dir", plugin_dir, "-o", tmp_path / "t.onnx", "--no-timing-cache", "--timing-cache", "c")
+    assert refused.exit_code == 2 and "cannot be used together" in refused.stderr
+
+
+def test_plugin_autotune_from_config_with_timing_cache(trt_backend, tmp_path, plugin_dir):
+    model = _negneg(tmp_path / "negneg.onnx")
+    config = tmp_path / "config.yaml"
+    assert invoke("plugin", "match", model, "--plugin-dir", plugin_dir, "--include", "unneg", "-o", config).exit_code == 0
+    cache = tmp_path / "timing.cache"
+    out = tmp_path / "tuned.onnx"
+    args = ["plugin", "autotune", model, "--plugin-dir", plugin_dir, "-o", out, "--load-config-yaml", config, "--timing-cache", cache, "--threshold", "-1000"]
+    result = invoke(*args)
+    assert result.exit_code == 0, result
+    assert "1 candidate replacement(s)" in result.stdout and cache.exists()
+    assert [n.op_type for n in onnx.load(str(out)).graph.node] == ["Identity", "Relu"]
