@@ -282,3 +282,76 @@ def test_visual_flags_refused_where_they_cannot_apply(main, tmp_path, args, says
     model = conv_model(tmp_path / "m.onnx")
     code, out, err = main("inspect", "model", str(model), *(str(tmp_path / a) if a == "x.html" else a for a in args))
     assert code == 2 and out == "" and says in err and not (tmp_path / "x.html").exists()
+
+
+# ---- inspect tactics / diff-tactics --format polygraphy ----------------------------------------------------------------
+def _replay(path: Path, layers: dict[str, tuple[int, int]]) -> Path:
+    """A Polygraphy TacticReplayData file: layer -> (implementation, tactic), one FLOAT input and output."""
+    import json
+
+    info = {"dtype": "DataType.FLOAT", "strides": [1, 2], "vectorized_dim": -1, "components_per_element": 1, "polygraphy_class": "TensorInfo"}
+    replay = {name: {"implementation": impl, "tactic": tactic, "inputs": [info], "outputs": [info], "polygraphy_class": "Algorithm"}
+              for name, (impl, tactic) in layers.items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"replay": replay, "polygraphy_class": "TacticReplayData"}))
+    return path
+
+
+IO = "Inputs: (TensorInfo(DataType.FLOAT, (1, 2), -1, 1),) | Outputs: (TensorInfo(DataType.FLOAT, (1, 2), -1, 1),)"
+
+
+def test_inspect_tactics_polygraphy_layout(main, tmp_path):
+    replay = _replay(tmp_path / "r.json", {"conv": (3, 7), "relu": (1, (1 << 64) - 5)})  # a tactic stored unsigned
+    code, out, err = main("inspect", "tactics", str(replay), "--format", "polygraphy")
+    assert code == 0, err
+    assert out.splitlines() == [
+        f"[I] Loading tactic replay file from {replay}",
+        "[I] Layer: conv",
+        f"        Algorithm: (Implementation: 3, Tactic: 7) | {IO}",
+        "    Layer: relu",
+        f"        Algorithm: (Implementation: 1, Tactic: -5) | {IO}",  # signed, as TensorRT and Polygraphy print it
+    ]
+    code, table, _ = main("inspect", "tactics", str(replay))
+    assert code == 0 and "[I]" not in table and "Layer" in table  # Parity's table stays the default
+    code, _, err = main("inspect", "tactics", str(replay), "--format", "polygraphy", "--json")
+    assert code == 2 and "give one" in err
+
+
+@pytest.mark.parametrize("sub", ["", "deeper"])
+def test_diff_tactics_polygraphy_layout_is_the_set_difference(main, tmp_path, sub):
+    """Polygraphy's rule, not Parity's ranking: per layer, the algorithms of bad replays no good replay used."""
+    root = tmp_path / "replays"
+    _replay(root / "good" / sub / "0.json", {"conv": (3, 7), "relu": (1, 0)})
+    _replay(root / "good" / sub / "1.json", {"conv": (3, 7), "relu": (1, 5)})
+    _replay(root / "bad" / sub / "0.json", {"conv": (3, 9), "relu": (1, 0)})
+    _replay(root / "bad" / sub / "1.json", {"conv": (4, 9), "relu": (1, 2)})
+    code, out, err = main("inspect", "diff-tactics", "--dir", str(root), "--format", "polygraphy")
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if "Loading tactic replay file from" not in line]
+    assert lines == [
+        "[I] Loaded 2 good tactic replays.",
+        "[I] Loaded 2 bad tactic replays.",
+        "[I] Found potentially bad tactics:",
+        "[I] Layer: conv",
+        f"        Algorithms: ['(Implementation: 3, Tactic: 9) | {IO}', '(Implementation: 4, Tactic: 9) | {IO}']",
+        "[I] Layer: relu",
+        f"        Algorithms: ['(Implementation: 1, Tactic: 2) | {IO}']",
+    ]
+    code, out, err = main("inspect", "diff-tactics", "--good", str(root / "good"), "--bad", str(root / "good"), "--format", "polygraphy")
+    assert code == 0 and out.splitlines()[-1] == "[I] Could not determine potentially bad tactics. Try providing more tactic replay files if possible."
+    code, _, err = main("inspect", "diff-tactics", "--dir", str(root), "--format", "polygraphy", "--top", "3")
+    assert code == 2 and "--top" in err
+
+
+def test_timing_cache_replay_has_no_polygraphy_layout(main, tmp_path):
+    """TensorRT 10.8+/11 replays are keyed by timing-cache key; Polygraphy never records those: refused when asked
+    for explicitly, Parity's table otherwise."""
+    import json
+
+    replay = tmp_path / "tc.json"
+    replay.write_text(json.dumps({"format": "parity-tactics", "version": 1, "source": "timing-cache",
+                                  "tactics": {"0x" + "ab" * 16: {"tactic": "0x00000000000000ff"}}}))
+    code, out, err = main("inspect", "tactics", str(replay), "--format", "polygraphy")
+    assert code == 2 and out == "" and "timing-cache replay" in err
+    code, out, _ = main("inspect", "tactics", str(replay))
+    assert code == 0 and "0x00000000000000ff" in out

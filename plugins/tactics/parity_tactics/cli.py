@@ -8,20 +8,38 @@ import click
 
 from parity.api import SETTINGS, UsageError, echo, module_available
 from parity.commands import verbosity_options
+from parity_tactics.polygraphy_layout import format_option, resolve_layout
 
 
 @click.command("tactics")
 @click.argument("replay", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the replay in parity-tactics v1 JSON (converts Polygraphy files).")
 @verbosity_options
-def inspect_tactics(replay: str, as_json: bool) -> None:
+def inspect_tactics(replay: str, as_json: bool, layout: str | None = None) -> None:
     """Show a tactic replay file (Parity or Polygraphy) as a table."""
     # here, not at the top: the command's --help imports this module and never needs these
+    from parity_tactics.polygraphy_layout import has_layout, replay_text
     from parity_tactics.render import render_replay
     from parity_tactics.replay import load_replay
 
+    polygraphy, explicit = _polygraphy_layout(layout, as_json)
     loaded = load_replay(replay)
-    echo(loaded.dumps().rstrip() if as_json else render_replay(loaded))
+    if as_json:
+        echo(loaded.dumps().rstrip())
+    else:
+        echo(replay_text(loaded) if polygraphy and (explicit or has_layout([loaded])) else render_replay(loaded))
+
+
+inspect_tactics.params.append(format_option())
+
+
+def _polygraphy_layout(layout: str | None, as_json: bool) -> tuple[bool, bool]:
+    """Whether to print Polygraphy's text, and whether it was asked for: --format polygraphy (refused with
+    --json), or by default under the name 'polygraphy' (where --json then wins)."""
+    if layout == "polygraphy" and as_json:
+        raise UsageError("--format polygraphy lays out text; --json prints JSON: give one")
+    chosen, explicit = resolve_layout(layout)
+    return chosen == "polygraphy" and not as_json, explicit
 
 
 def _diff_command(name: str, hidden: bool = False) -> click.Command:
@@ -34,16 +52,25 @@ def _diff_command(name: str, hidden: bool = False) -> click.Command:
     @click.option("--top", type=click.IntRange(min=0), default=20, show_default=True, help="Show this many suspects (0: all).")
     @click.option("--json", "as_json", is_flag=True, help="Print the analysis as JSON.")
     @verbosity_options
-    def diff(directory: str | None, good: tuple[str, ...], bad: tuple[str, ...], top: int, as_json: bool) -> None:
+    def diff(directory: str | None, good: tuple[str, ...], bad: tuple[str, ...], top: int, as_json: bool, layout: str | None = None) -> None:
         """Find the tactics that appear in bad builds and not (or rarely) in good ones.
 
         Each tactic seen in a bad replay is ranked by a one-sided Fisher exact test on how many bad and good
         builds used it, so a culprit that also slipped into one good build still ranks first.
         """
         # here, not at the top: the command's --help imports this module and never needs these
-        from parity_tactics.diff import diff_tactics
+        from parity_tactics.diff import diff_tactics, load_good_bad
+        from parity_tactics.polygraphy_layout import diff_text, has_layout
         from parity_tactics.render import render_diff
 
+        polygraphy, explicit = _polygraphy_layout(layout, as_json)
+        if polygraphy:
+            good_set, bad_set = load_good_bad(directory, good, bad)
+            if explicit or has_layout([*good_set.replays, *bad_set.replays]):
+                if click.get_current_context().get_parameter_source("top") is click.core.ParameterSource.COMMANDLINE:
+                    raise UsageError("--top limits Parity's ranked table; Polygraphy's layout lists every suspect (give --format parity)")
+                echo(diff_text(good_set.replays, bad_set.replays, [*good_set.skipped, *bad_set.skipped], SETTINGS["verbose"]))
+                return
         result = diff_tactics(directory, good, bad)
         if as_json:
             echo(json.dumps(result.to_json(), indent=2))
@@ -53,6 +80,7 @@ def _diff_command(name: str, hidden: bool = False) -> click.Command:
             for path, reason in result.skipped:
                 echo(f"skipped {path}: {reason}", err=True)
 
+    diff.params.append(format_option())
     return diff
 
 

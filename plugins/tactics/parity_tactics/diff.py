@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from parity.api import UsageError
-from parity_tactics.replay import Tactic, TacticReplay, load_replays, tactic_hex
+from parity_tactics.replay import LoadedSet, Tactic, TacticReplay, load_replays, tactic_hex
 
 NO_RESULT = "Could not determine potentially bad tactics. Try generating more tactic replay files?"
 # ``inspect diff-tactics --json``: its schema is parity_tactics/schemas/diff-tactics.schema.json (docs/formats.md)
@@ -163,6 +163,14 @@ def diff_tactics(dir: str | None = None, good: Sequence[str] = (), bad: Sequence
     ``good``/``bad`` entries may be files or directories and take precedence over ``dir/good``, ``dir/bad``.
     A missing ``good/`` or ``bad/`` under ``dir`` counts as empty (``debug build`` makes only what it needs).
     """
+    good_set, bad_set = load_good_bad(dir, good, bad)
+    result = diff_replays(good_set.replays, bad_set.replays)
+    result.skipped = [*good_set.skipped, *bad_set.skipped]
+    return result
+
+
+def load_good_bad(dir: str | None = None, good: Sequence[str] = (), bad: Sequence[str] = ()) -> tuple[LoadedSet, LoadedSet]:
+    """The good and bad replays :func:`diff_tactics` compares (same arguments)."""
     if dir is None and (not good or not bad):
         raise UsageError("give --dir (holding good/ and bad/), or both --good and --bad")
     if dir is not None and not Path(dir).is_dir() and not (good and bad):
@@ -174,7 +182,4 @@ def diff_tactics(dir: str | None = None, good: Sequence[str] = (), bad: Sequence
         folder = Path(dir or ".") / sub
         return [str(folder)] if folder.is_dir() else []
 
-    good_set, bad_set = load_replays(pick(good, "good")), load_replays(pick(bad, "bad"))
-    result = diff_replays(good_set.replays, bad_set.replays)
-    result.skipped = [*good_set.skipped, *bad_set.skipped]
-    return result
+    return load_replays(pick(good, "good")), load_replays(pick(bad, "bad"))
