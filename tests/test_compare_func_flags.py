@@ -159,3 +159,24 @@ def test_compare_func_script(case, tmp_path):
 def test_refused_when_nothing_is_compared(case):
     result = invoke("run", case["model"], "--onnxrt", "--load-inputs", case["inputs"], "--postprocess", "top-1")
     assert result.exit_code == 2 and "compares nothing" in text(result)
+
+
+def test_indices_after_postprocess_compares_all_k(case):
+    """--postprocess top-3 --compare-func indices checks the three classes of each row, not only the first (as
+    Polygraphy's indices comparison of top-K outputs does); --top-k still chooses."""
+    changed = case["exact"]["y"].copy()
+    changed[0, 2] = 0.0  # row 0's third-best class (0.5) drops to last: the best two stay
+    gold = golden(case, "third", y=changed)
+    failed = run(case, gold, "--postprocess", "top-3", "--compare-func", "indices")
+    assert failed.exit_code == 1 and "top-3" in text(failed)
+    assert run(case, gold, "--postprocess", "top-3", "--compare-func", "indices", "--top-k", "2").exit_code == 0
+
+
+def test_failing_indices_run_is_a_mismatch_not_a_crash(case):
+    """A failing indices check has details of its own (rows, agreeing rows); before, the printer read them as the
+    simple metric's and the run ended in "KeyError: 'shape'", exit 3."""
+    swapped = case["exact"]["y"].copy()
+    swapped[0, [1, 4]] = swapped[0, [4, 1]]
+    result = run(case, golden(case, "swapped_idx", y=swapped), "--compare-func", "indices")
+    assert result.exit_code == 1, text(result)
+    assert "rows 2 agreeing_rows 1" in text(result)

@@ -36,8 +36,12 @@ def _simple_options() -> tuple[click.Option, ...]:
 
 def _indices(options: Mapping[str, Any]):
     from parity.compare.indices import IndicesCompare
+    from parity.compare.prepare import parse_postprocess  # here: only when the metric is made
 
-    return IndicesCompare(k=options.get("top_k") or 1, index_tolerance=options.get("index_tolerance") or 0)
+    k = options.get("top_k")
+    if not k:  # after --postprocess top-K the outputs are K indices per row: compare them all, as Polygraphy does
+        k = max((top for top, _ in parse_postprocess(options.get("postprocess")).values()), default=1)
+    return IndicesCompare(k=k, index_tolerance=options.get("index_tolerance") or 0)
 
 
 def _random(request: Any):

@@ -194,6 +194,9 @@ def format_check(check: Any) -> str:
 
 def format_details(check: Any) -> list[str]:
     d = check.details
+    if not all(key in d for key in ("shape", "dtypes", "actual", "reference", "abs", "rel")):
+        # another metric's details (indices: rows, agreeing rows): its values on one line
+        return [" ".join(f"{k} {_g(v)}" for k, v in d.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool))]
     lines = [f"shape {d['shape']} dtypes {d['dtypes'][0]} vs {d['dtypes'][1]}, {int(check.values.get('mismatches', 0))} mismatching elements"]
     for label in ("actual", "reference", "abs", "rel"):
         s = d[label]
