@@ -24,10 +24,13 @@ def chain(path: Path, size: int = 64) -> Path:
     """x -> MatMul(W) -> Relu -> Add(x) -> y, a 16 KiB weight: big enough for external data, small to run."""
     weight = numpy_helper.from_array(np.random.RandomState(0).rand(size, size).astype(np.float32), "W")
     nodes = [helper.make_node("MatMul", ["x", "W"], ["m"]), helper.make_node("Relu", ["m"], ["r"]), helper.make_node("Add", ["r", "x"], ["y"])]
-    graph = helper.make_graph(
-        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, size])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, size])], [weight]
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return save(path, nodes, [2, size], [weight])
+
+
+def save(path: Path, nodes: list, shape: list[int], weights: list) -> Path:
+    """A float model of ``nodes`` from input x to output y (both of ``shape``), opset 17, IR 10."""
+    x, y = (helper.make_tensor_value_info(name, TensorProto.FLOAT, shape) for name in "xy")
+    model = helper.make_model(helper.make_graph(nodes, path.stem, [x], [y], weights), opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 10
     onnx.save(model, path)
     return path
@@ -302,3 +305,36 @@ def test_tensorflow_flags_are_refused_in_one_line(tmp_path: Path, main, flags: l
     assert code == 2
     assert err.strip().splitlines() == [err.strip()] and "no TensorFlow backend" in err and flags[0] in err
     assert "PASSED" not in out
+
+
+def test_gen_script_without_a_backend_is_refused_as_the_command_is(tmp_path: Path, main):
+    model = chain(tmp_path / "m.onnx")
+    code, _, err = main("run", model, "--gen-script", tmp_path / "gen.py")
+    command = main("run", model)
+    assert code == command.exit_code == 2 and err == command.stderr and "choose at least one backend" in err
+    assert not (tmp_path / "gen.py").exists()
+
+
+def instance_norm(path: Path) -> Path:
+    scale = numpy_helper.from_array(np.array([1.0, 2.0, 0.5], np.float32), "s")
+    bias = numpy_helper.from_array(np.array([0.1, 0.2, 0.3], np.float32), "b")
+    nodes = [helper.make_node("InstanceNormalization", ["x", "s", "b"], ["n"], epsilon=1e-5), helper.make_node("Identity", ["n"], ["y"])]
+    return save(path, nodes, [1, 3, 4, 4], [scale, bias])
+
+
+def test_pluginref_runs_the_reference_implementations(tmp_path: Path, main):
+    model, saved = instance_norm(tmp_path / "inorm.onnx"), tmp_path / "out.json"
+    code, out, err = main("run", model, "--pluginref", "--onnxrt", "--onnx-outputs", "n", "y", "--save-outputs", saved)
+    assert code == 0, err
+    assert "[pluginref-0 vs onnxrt-1]" in out
+    from parity import load_results
+
+    (name, iterations), _ = load_results(str(saved))
+    assert name == "pluginref-0" and sorted(iterations[0]) == ["n", "y"]
+    x = np.asarray(iterations[0]["y"])
+    assert np.allclose(x.mean(axis=(2, 3)).ravel(), [0.1, 0.2, 0.3], atol=1e-5)  # normalised, then shifted by the bias
+
+
+def test_pluginref_names_an_op_without_a_reference(tmp_path: Path, main):
+    code, _, err = main("run", chain(tmp_path / "m.onnx"), "--pluginref")
+    assert code == 3 and "MatMul" in err and len(err.strip().splitlines()) == 1

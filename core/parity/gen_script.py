@@ -112,9 +112,9 @@ def _indent(text: str) -> str:
 def _summary(request: RunRequest, command_line: Sequence[str]) -> str:
     """What the script does, in Polygraphy's words: "This script compares MODEL between A and B."."""
     names = [name for name, _ in request.runners]
-    joined = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
     text = ""
     if names:
+        joined = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
         text = f"This script {'compares' if len(names) > 1 else 'runs'} {request.model} {'between' if len(names) > 1 else 'using'} {joined}."
     if request.load_outputs:
         text += f"\nIt checks against the outputs stored in {', '.join(request.load_outputs)}."

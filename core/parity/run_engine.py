@@ -442,12 +442,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, regi
             check_output_path(params[option], request.flag(option))
     # plugins' reports: each checks its own output paths here, as the core did its own just above
     watchers: list[RunWatcher] = call_hook("parity_watch_run", options=params, reporter=reporter)
-    if chosen and not model:  # the CLI's MODEL is optional (--load-outputs alone compares files): say what is missing
-        flags = list(dict.fromkeys(registry.backend(name).cli_flag for name, _ in chosen))
-        raise UsageError(f"missing MODEL: {' '.join(flags)} {'needs' if len(flags) == 1 else 'need'} a model to run; see 'parity run --help'")
-    if not chosen and not request.load_outputs:
-        flags = " ".join(b.cli_flag for b in registry.backends.values())
-        raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or {request.flag('load_outputs')}")
+    check_work(request, registry)
     if model:
         check_model_path(model)
     for watcher in watchers:
@@ -537,6 +532,18 @@ def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, regi
     for watcher in watchers:
         watcher.on_reported(finished)
     return RunOutcome(summary, int(code), layerwise, nonfinite)
+
+
+def check_work(request: RunRequest, registry: Registry) -> None:
+    """A request that names backends without a model, or neither a backend nor golden outputs, is refused: the CLI's
+    MODEL is optional (``--load-outputs`` alone compares files), so say what is missing."""
+    chosen = list(request.runners)
+    if chosen and not request.model:
+        flags = list(dict.fromkeys(registry.backend(name).cli_flag for name, _ in chosen))
+        raise UsageError(f"missing MODEL: {' '.join(flags)} {'needs' if len(flags) == 1 else 'need'} a model to run; see 'parity run --help'")
+    if not chosen and not request.load_outputs:
+        flags = " ".join(b.cli_flag for b in registry.backends.values())
+        raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or {request.flag('load_outputs')}")
 
 
 def _check_run_modes(request: RunRequest) -> RunRequest:

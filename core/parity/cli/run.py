@@ -193,10 +193,10 @@ def run_command(ctx: click.Context, model: str | None, **params: Any) -> int:
 def _gen_script(ctx: click.Context, model: str | None, params: dict[str, Any], path: str) -> int:
     """``--gen-script FILE``: write the script that does what this command would, and run nothing."""
     from parity.gen_script import refuse_inputs, script_for, write_script  # here: only --gen-script writes a script
+    from parity.run_engine import check_work
 
     request = run_request(ctx, model, params)
-    if request.runners and not model:
-        raise UsageError("missing MODEL: the script would run backends without a model; see 'parity run --help'")
+    check_work(request, get_registry())  # a script that could only refuse is not written: the command's line now
     refuse_inputs(path, {"the model": model, "the --load-inputs file": list(request.load_inputs), "the --load-outputs file": list(request.load_outputs)})
     write_script(script_for(request, ["parity", *sys.argv[1:]] if sys.argv[1:2] == ["run"] else ()), path)
     return 0

@@ -87,6 +87,13 @@ def parity_register_comparators(register):
 
 
 @hookimpl
+def parity_register_backends(register):
+    from parity_polygraphy.pluginref_backend import register_backend  # here: `parity --help` never needs the backend
+
+    register_backend(register)
+
+
+@hookimpl
 def parity_register_options(register):
     import click
 

@@ -1,0 +1,45 @@
+"""The Parity runner behind ``parity run --pluginref`` (:mod:`parity_polygraphy.pluginref_backend` registers it):
+Polygraphy's :class:`parity_polygraphy.backend.pluginref.PluginRefRunner` as a :class:`parity.api.BaseRunner`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parity.api import BaseRunner, TensorMeta
+from parity_polygraphy.datatype import DataType
+
+
+class PluginRefBackendRunner(BaseRunner):
+    """A Parity runner around :class:`parity_polygraphy.backend.pluginref.PluginRefRunner`."""
+
+    prefix = "pluginref"
+
+    def __init__(self, model: str, outputs: list[str] | None = None, exclude: list[str] | None = None, external_data_dir: str | None = None) -> None:
+        super().__init__()
+        self.model, self.outputs, self.exclude, self.external_data_dir = model, outputs, exclude, external_data_dir
+        self._inner: Any = None
+
+    def activate_impl(self) -> None:
+        from parity_polygraphy.backend.onnx import GsFromOnnx, ModifyOutputs, OnnxFromPath  # here: onnx loads on activation
+        from parity_polygraphy.backend.pluginref import PluginRefRunner  # here: onnx_graphsurgeon, likewise
+
+        model: Any = OnnxFromPath(self.model, external_data_dir=self.external_data_dir)
+        if self.outputs:  # --onnx-outputs, as the other ONNX backends mark them
+            model = ModifyOutputs(model, outputs=self.outputs, exclude_outputs=self.exclude or None)
+        self._inner = PluginRefRunner(GsFromOnnx(model), name=self.name)
+        self._inner.activate()
+
+    def deactivate_impl(self) -> None:
+        if self._inner is not None:
+            self._inner.deactivate()
+            self._inner = None
+
+    def get_input_metadata_impl(self) -> dict[str, TensorMeta]:
+        def numpy(dtype: Any) -> Any:
+            return None if dtype is None else DataType.to_dtype(dtype, "numpy")
+
+        meta = self._inner.get_input_metadata()
+        return {name: TensorMeta(numpy(m.dtype), None if m.shape is None else tuple(m.shape)) for name, m in meta.items()}
+
+    def infer_impl(self, feed_dict: dict[str, Any]) -> dict[str, Any]:
+        return dict(self._inner.infer(feed_dict))
