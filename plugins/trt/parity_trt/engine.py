@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from parity.api import BackendError, BaseLoader, BytesFromPath, ModelError, UsageError, invoke_if_callable, write_bytes_atomic
+from parity_trt import versions
 from parity_trt._trt import failure_reason, get_logger, import_trt, reason_since, warn_errors_since
 from parity_trt.callbacks import clear, raise_pending
 from parity_trt.config import CreateConfig, _postprocess_of, save_timing_cache
@@ -123,8 +125,6 @@ class LoadRuntime(BaseLoader):
         self.path = str(path)
 
     def __call__(self) -> Any:
-        from pathlib import Path
-
         if not Path(self.path).is_file():
             raise UsageError(f"--load-runtime: no such file '{self.path}'")
         mark = get_logger().logged_errors
@@ -151,8 +151,6 @@ class EngineFromBytes(BaseLoader):
         self.host_code_allowed = host_code_allowed or runtime is not None
 
     def _runtime(self) -> Any:
-        from parity_trt import versions
-
         trt = import_trt()
         runtime = get_runtime() if self.runtime is None else invoke_if_callable(self.runtime)[0]
         if self.dla_workspace_allocation_strategy is not None:
