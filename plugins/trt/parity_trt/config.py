@@ -303,6 +303,8 @@ class ConfigFromScript(BaseLoader):
         config = self.func(builder, network)
         if not isinstance(config, trt.IBuilderConfig):
             raise UsageError(f"--trt-config-script: the function must return a TensorRT IBuilderConfig; got {type(config).__name__}")
+        if config.get_timing_cache() is None:  # as CreateConfig: an empty cache the build fills (--save-timing-cache)
+            config.set_timing_cache(config.create_timing_cache(b""), False)
         for ext in self.postprocess:
             func = _postprocess_of(ext)
             if func is not None:

@@ -365,7 +365,8 @@ CONFIG_PARAMS = (
     "fp16", "bf16", "int8", "fp8", "tf32", "precision_constraints", "calibration_cache", "pool_limit",
     "builder_optimization_level", "load_timing_cache", "error_on_timing_cache_miss", "preview_features", "trt_flags",
     "trt_config_postprocess_script", "tactic_sources", "use_dla", "allow_gpu_fallback", "max_aux_streams",
-    "quantization_flags", "calibration_base_class", "quantile", "regression_cutoff", *FLAG_OPTIONS, *ENUM_OPTIONS,
+    "quantization_flags", "calibration_base_class", "quantile", "regression_cutoff", "trt_min_shapes", "trt_opt_shapes",
+    "trt_max_shapes", *FLAG_OPTIONS, *ENUM_OPTIONS,
 )
 
 
@@ -538,7 +539,7 @@ def check_polygraphy_options(options: Mapping[str, object]) -> None:
     if given("trt_config_script"):
         clash = [f"--{p.replace('_', '-')}" for p in CONFIG_PARAMS if p != "tf32" and given(p) or p == "tf32" and options.get(p) is not None]
         if clash:
-            raise UsageError(f"--trt-config-script makes the whole builder config; {', '.join(clash)} would not apply: set it in the script")
+            raise UsageError(f"--trt-config-script makes the whole builder config; {', '.join(clash)} would not apply: set them in the script")
     parse_named(options.get("layer_precisions"), "--layer-precisions", "layer:dtype, e.g. conv1:float16")
     parse_named(options.get("tensor_datatypes"), "--tensor-datatypes", "tensor:dtype, e.g. x:float16")
     parse_formats(options.get("tensor_formats"))

@@ -193,6 +193,11 @@ def test_trt_config_script_makes_the_config(trt10, tmp_path):
     assert built(trt10)[1].get_flag(trt10.BuilderFlag.REFIT)
     clash = convert(model, tmp_path, "--trt-config-script", script, "--fp16")
     assert clash.exit_code == 2 and "--fp16 would not apply" in clash.stderr
+    shapes = convert(model, tmp_path, "--trt-config-script", script, *(f"--trt-{w}-shapes=x:[2,3]" for w in ("min", "opt", "max")))
+    assert shapes.exit_code == 2 and "--trt-min-shapes, --trt-opt-shapes, --trt-max-shapes would not apply" in shapes.stderr
+    cache = tmp_path / "timing.cache"  # the script's config gets an empty timing cache, which the build fills
+    assert convert(model, tmp_path, "--trt-config-script", script, "--save-timing-cache", cache).exit_code == 0
+    assert cache.is_file()
 
 
 def test_calibration_base_class_picks_the_calibrator(trt10, tmp_path):
