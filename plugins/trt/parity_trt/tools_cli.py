@@ -181,6 +181,9 @@ def _trt_config(model: str | None, output: str | None, model_type: str | None, d
     _model_type(model, model_type)
     if data_loader_backend_module not in (None, "numpy"):
         raise UsageError(f"--data-loader-backend-module {data_loader_backend_module}: Parity's data loader makes numpy arrays only")
+    if params.get("save_tactics"):
+        raise UsageError("--save-tactics: the replay is written when a build ends, and this script only makes the config; "
+                         "give --save-tactics to the parity run or convert that builds with it")
     options = {k: v for k, v in params.items() if v not in (None, False, (), [])}
     factory.check_options(options)
     _write(templates.config_script(model, options, shlex.join(command_line())), output, model)
@@ -191,6 +194,7 @@ def _config_params() -> list[click.Parameter]:
     from parity_trt.templates import NEITHER, NETWORK_OPTIONS  # light: no TensorRT
 
     offered = [p for p in build_options() if p.name not in NETWORK_OPTIONS | NEITHER]
+    offered += _extension_options()
     return [
         click.Argument(["model"], required=False, type=click.Path(dir_okay=False)),
         click.Option(["--model-type"], default=None, help="The model's kind: only onnx applies."),
@@ -204,6 +208,15 @@ def _config_params() -> list[click.Parameter]:
         *offered,
         click.Option(["-o", "--output"], type=click.Path(dir_okay=False), default=None, help="Where to write the script [stdout]."),
     ]
+
+
+def _extension_options() -> list[click.Parameter]:
+    """Other plugins' options of TensorRT builds (parity-tactics' --save-tactics, ...): the build extensions
+    (``parity_trt_build_extension``) read them from the same options, so the config the script makes applies them."""
+    from parity.api import get_registry  # here: the registry is read when the command is built, not at start-up
+
+    specs = get_registry().command_options.values()
+    return [param for spec in specs if "trt" in spec.backends and "convert" in spec.commands for param in spec.options]
 
 
 def trt_config_cmd() -> click.Command:

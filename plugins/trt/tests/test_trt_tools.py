@@ -349,3 +349,24 @@ def test_plugin_autotune_from_config_with_timing_cache(trt_backend, tmp_path, pl
     assert result.exit_code == 0, result
     assert "1 candidate replacement(s)" in result.stdout and cache.exists()
     assert [n.op_type for n in onnx.load(str(out)).graph.node] == ["Identity", "Relu"]
+
+
+def test_template_trt_config_tactic_replay(trt_backend, tmp_path):
+    model = relu_add(tmp_path / "model.onnx", (2, 3))
+    replay = tmp_path / "replay.json"
+    built = invoke("convert", model, "-o", tmp_path / "m.engine", "--save-tactics", replay)
+    assert built.exit_code == 0, built
+    script = tmp_path / "config.py"
+    assert invoke("template", "trt-config", "--load-tactics", replay, "-o", script).exit_code == 0
+    assert str(replay) in script.read_text()
+    config = _config(trt_backend, script)
+    # the replay is in the config: an algorithm selector (TensorRT 10's first mechanism) or the editable timing cache
+    selector = getattr(config, "algorithm_selector", None) if hasattr(trt_backend, "IAlgorithmSelector") else None
+    editable = getattr(trt_backend.BuilderFlag, "EDITABLE_TIMING_CACHE", None)
+    assert selector is not None or (editable is not None and config.get_flag(editable))
+    plain = tmp_path / "plain.py"
+    assert invoke("template", "trt-config", "-o", plain).exit_code == 0
+    if selector is None:
+        assert not _config(trt_backend, plain).get_flag(editable)  # the flag came from the replay
+    refused = invoke("template", "trt-config", "--save-tactics", tmp_path / "r2.json")
+    assert refused.exit_code == 2 and "--save-tactics" in refused.stderr
