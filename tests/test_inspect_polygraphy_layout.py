@@ -355,3 +355,50 @@ def test_timing_cache_replay_has_no_polygraphy_layout(main, tmp_path):
     assert code == 2 and out == "" and "timing-cache replay" in err
     code, out, _ = main("inspect", "tactics", str(replay))
     assert code == 0 and "0x00000000000000ff" in out
+
+
+# ---- --combine-tensor-info: an engine of the behavioural model of TensorRT (NOT TensorRT) -------------------------------
+TRT_MODEL = Path(__file__).resolve().parents[1] / "plugins" / "trt" / "tests"
+
+
+def _trt_model_env() -> dict[str, str]:
+    if not (TRT_MODEL / "trt_model" / "site").is_dir() or not Path("/work/shared/trt-api/tensorrt-10.16.1.11-members.txt").exists():
+        pytest.skip("the behavioural model of TensorRT (plugins/trt/tests/trt_model) or its API lists are not here")
+    paths = [TRT_MODEL / "trt_model" / "site", TRT_MODEL / "trt_model" / "site_host_cuda", TRT_MODEL]
+    return {**os.environ, "PARITY_TRT_MODEL_VERSION": "10.16.1.11", "PARITY_TRT_MODEL_MEMORY": "host",
+            "PYTHONPATH": os.pathsep.join(map(str, paths))}
+
+
+def test_combine_tensor_info_adds_saved_tensor_statistics_to_engine_layers(tmp_path):
+    """parity run --trt --mark-unfused-tensors-as-debug-tensors --save-outputs saves every unfused tensor; inspect
+    model ENGINE --show layers --combine-tensor-info shows each one's min/max/avg beside the layers that use it."""
+
+    w1 = numpy_helper.from_array(np.eye(4, dtype=np.float32) * 2.0, "w1")
+    w2 = numpy_helper.from_array(np.eye(4, dtype=np.float32) * -1.0, "w2")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("MatMul", ["h", "w2"], ["y"])], "mm2",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [w1, w2],
+    )
+    model = _save(_model(graph), tmp_path / "mm2.onnx")
+    env = _trt_model_env()
+    parity = [sys.executable, "-m", "parity"]
+    done = subprocess.run([*parity, "run", str(model), "--trt", "--mark-unfused-tensors-as-debug-tensors", "--val-range", "x:[0,7]",
+                           "--save-outputs", "out.json", "--save-engine", "m.engine"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([*parity, "inspect", "model", "m.engine", "--show", "layers", "--combine-tensor-info", "out.json"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    from parity.api import load_results
+
+    saved = dict(next(iter(load_results(tmp_path / "out.json")))[1][0].items())  # the first runner's first iteration
+    assert {"h", "y"} <= set(saved)
+    for name in ("h", "y"):
+        values = np.asarray(saved[name], np.float64)
+        tag = f"{name} [min={values.min():.2f}, max={values.max():.2f}, avg={values.mean():.2f}]"
+        assert tag in done.stdout, done.stdout
+    plain = subprocess.run([*parity, "inspect", "model", "m.engine", "--show", "layers"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and "min=" not in plain.stdout
+    for args, says in ((["m.engine", "--combine-tensor-info", "out.json"], "give --show layers too"),
+                       ([str(model), "--combine-tensor-info", "out.json"], "applies to an engine model")):
+        refused = subprocess.run([*parity, "inspect", "model", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 2 and says in refused.stderr and refused.stdout == ""

@@ -94,11 +94,15 @@ def parity_register_options(register):
 
 @hookimpl
 def parity_register_model_kinds(register):
+    import click
+
     from parity.api import ModelKind  # here: discovery imports this module and never needs the registry
     from parity_trt.factory import ENGINE_SUFFIXES
 
-    register(ModelKind(name="engine", suffixes=ENGINE_SUFFIXES, read_inputs=_read_engine_inputs, describe=_describe_engine))
-    import click
+    combine = click.Option(["--combine-tensor-info"], metavar="FILE", default=None,
+                           help="engine, with --show layers: add min/max/avg of each tensor saved in FILE (parity run --trt "
+                           "--mark-unfused-tensors-as-debug-tensors --save-outputs FILE) to the layers' inputs and outputs.")
+    register(ModelKind(name="engine", suffixes=ENGINE_SUFFIXES, read_inputs=_read_engine_inputs, describe=_describe_engine, options=(combine,)))
 
     func = click.Option(["--trt-network-func"], default=None, help="trt-network-script: function building the network [load_network].")
     register(

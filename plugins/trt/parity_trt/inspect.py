@@ -51,7 +51,8 @@ def layer_information(engine: Any) -> list[dict[str, Any]]:
     return [item if isinstance(item, dict) else {"Name": str(item)} for item in layers]
 
 
-def describe_engine(engine: Any, show: Iterable[str] = ()) -> str:
+def describe_engine(engine: Any, show: Iterable[str] = (), stats: Mapping[str, str] | None = None) -> str:
+    """``stats``: text per tensor name (``--combine-tensor-info``), shown beside the layers' inputs and outputs."""
     show = set(show)
     lines = [f"TensorRT engine {engine.name or '(unnamed)'}"]
     io = engine_io(engine)
@@ -73,12 +74,36 @@ def describe_engine(engine: Any, show: Iterable[str] = ()) -> str:
         for record in layers:
             kind = record.get("LayerType", "")
             tactic = record.get("TacticName", "")
-            ins = ", ".join(str(t.get("Name", t)) if isinstance(t, dict) else str(t) for t in record.get("Inputs", []))
-            outs = ", ".join(str(t.get("Name", t)) if isinstance(t, dict) else str(t) for t in record.get("Outputs", []))
+            ins = ", ".join(_tensor(t, stats or {}) for t in record.get("Inputs", []))
+            outs = ", ".join(_tensor(t, stats or {}) for t in record.get("Outputs", []))
             extra = f" [{kind}]" if kind else ""
             extra += f" tactic={tactic}" if tactic and "attrs" in show else ""
             lines.append(f"    {record.get('Name', '?')}{extra}: ({ins}) -> ({outs})")
     return "\n".join(lines)
+
+
+def _tensor(record: Any, stats: Mapping[str, str]) -> str:
+    name = str(record.get("Name", record)) if isinstance(record, dict) else str(record)
+    return f"{name} [{stats[name]}]" if name in stats else name
+
+
+def tensor_statistics(path: str) -> dict[str, str]:
+    """``--combine-tensor-info FILE``: ``min=.., max=.., avg=..`` per tensor of saved outputs (``parity run --trt
+    --mark-unfused-tensors-as-debug-tensors --save-outputs FILE``), as Polygraphy reads them: the first runner's
+    first iteration."""
+    from parity.api import load_results  # here, not at the top: only --combine-tensor-info reads saved outputs
+
+    results = load_results(path)
+    for _runner, iterations in results:
+        if not iterations:
+            continue
+        stats = {}
+        for name, array in iterations[0].items():
+            values = np.asarray(array, dtype=np.float64)
+            if values.size:
+                stats[name] = f"min={values.min():.2f}, max={values.max():.2f}, avg={values.mean():.2f}"
+        return stats
+    return {}
 
 
 def describe_network(network: Any, show: Iterable[str] = ()) -> str:
@@ -107,11 +132,18 @@ def read_engine_inputs(path: str) -> dict[str, TensorMeta]:
 
 
 def describe_engine_file(path: str, show: Iterable[str] = (), options: Mapping[str, Any] | None = None) -> str:
-    """``options``: ``inspect model``'s (``--load-runtime``, ``--dla-workspace-allocation-strategy``)."""
+    """``options``: ``inspect model``'s (``--load-runtime``, ``--dla-workspace-allocation-strategy``,
+    ``--combine-tensor-info``)."""
+    from parity.api import UsageError  # here, not at the top: as the imports below, only an engine's description needs it
     from parity_trt.engine import EngineFromPath
     from parity_trt.factory import runtime_kwargs
 
-    return describe_engine(EngineFromPath(path, **runtime_kwargs(options or {}))(), show)
+    options = options or {}
+    combine = options.get("combine_tensor_info")
+    if combine and "layers" not in set(show):
+        raise UsageError("--combine-tensor-info adds tensor statistics to the layers: give --show layers too")
+    stats = tensor_statistics(combine) if combine else None
+    return describe_engine(EngineFromPath(path, **runtime_kwargs(options))(), show, stats)
 
 
 def _script_network(path: str) -> Any:
