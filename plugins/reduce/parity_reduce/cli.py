@@ -163,7 +163,7 @@ def add_commands(cli: click.Group) -> None:
     debug.add_command(verbosity_options(command))
     precision_params = [
         click.Argument(["model"]),
-        click.Option(["-o", "--output"], required=True, metavar="PATH", help="Where to write the mixed-precision model."),
+        click.Option(["-o", "--output"], metavar="PATH", help="Where to write the mixed-precision model (without it, as Polygraphy: the nodes are printed only)."),
         click.Option(["--save-nodes"], metavar="PATH", help="Write the fp32 node names as JSON."),
         report_option("parity_reduce/schemas/precision-report.schema.json"),
         *report_file_options("1 for each node kept fp32, 0 for the other candidates"),
@@ -456,11 +456,13 @@ def _precision_flags(params: dict[str, Any]) -> None:
         params["mode"] = "bisect"  # Polygraphy's default mode with its --direction
 
 
-def precision_command(model: str, output: str, report: str | None = None, **params: Any) -> int:
+def precision_command(model: str, output: str | None = None, report: str | None = None, **params: Any) -> int:
     from parity_reduce.precision import PrecisionSearch
 
     started = time.perf_counter()
     check_model_path(model)
+    if not output and params.get("save_external_data") is not None:
+        raise UsageError("--save-external-data applies to the model -o writes; give -o PATH")
     external = _writing(params, output)
     ext_dir = params.get("external_data_dir")
     refuse_overwrite(
@@ -505,7 +507,8 @@ def precision_command(model: str, output: str, report: str | None = None, **para
         )
         _refuse_data_overwrite(search.data_files, external, **{"-o": output})
         result = search.run()
-        note_external_data(result.save(output, external))
+        if output:
+            note_external_data(result.save(output, external))
         if params.get("save_nodes"):
             write_text_atomic(
                 params["save_nodes"],
@@ -529,7 +532,8 @@ def precision_command(model: str, output: str, report: str | None = None, **para
         if search is not None:
             search.close()  # the work folder: lowered weights, candidates
     echo(session.summary.line())
-    echo(f"{len(result.fp32_nodes)} of {len(result.candidates)} node(s) must stay fp32: {', '.join(result.fp32_nodes) or '(none)'} -> {output}")
+    written = f" -> {output}" if output else ""
+    echo(f"{len(result.fp32_nodes)} of {len(result.candidates)} node(s) must stay fp32: {', '.join(result.fp32_nodes) or '(none)'}{written}")
     if report:
         position = {name: i for i, name in enumerate(result.candidates)}
         key = subset_key(position[n] for n in result.fp32_nodes)

@@ -147,3 +147,48 @@ def test_replay_of_another_model_or_polygraphys_search_is_refused(model, tmp_pat
     (tmp_path / "polygraphy_debug_replay.json").write_text(json.dumps(poly))
     code, _, err = reduce("-o", "p.onnx", "--load-debug-replay", "polygraphy_debug_replay.json", *check)
     assert code == 2 and "a Polygraphy replay of its own search steps" in err and len(err.strip().splitlines()) == 1
+
+
+# passes iff node add3 computes in float32 in the candidate (its output is float); leaves ran_<iteration>
+PRECISION_CHECK = """import os, sys
+import onnx
+open("ran_" + os.environ.get("PARITY_DEBUG_ITERATION", "x"), "w").close()
+m = onnx.shape_inference.infer_shapes(onnx.load(sys.argv[1]))
+types = {v.name: v.type.tensor_type.elem_type for v in [*m.graph.value_info, *m.graph.output]}
+out = next(n.output[0] for n in m.graph.node if n.name == "add3")
+sys.exit(0 if types.get(out) == onnx.TensorProto.FLOAT else 1)
+"""
+
+
+def test_precision_replay_and_check_inference(tmp_path, monkeypatch):
+    from parity_reduce.testing import fp16_sensitive
+
+    monkeypatch.chdir(tmp_path)
+    onnx.save(fp16_sensitive(), "model.onnx")
+    (tmp_path / "pcheck.py").write_text(PRECISION_CHECK)
+    check = ["--check-inference", PY, "pcheck.py", "parity_debug.onnx"]
+    code, out, err = invoke("debug", "precision", "model.onnx", "-o", "a.onnx", "--save-nodes", "a.json", "--save-debug-replay", "r.json", *check)
+    assert code == 0, err
+    assert json.loads((tmp_path / "a.json").read_text())["fp32_nodes"] == ["add3"]
+    for p in tmp_path.glob("ran_*"):
+        p.unlink()
+    code, out, err = invoke("debug", "precision", "model.onnx", "-o", "b.onnx", "--save-nodes", "b.json", "--load-debug-replay", "r.json", *check)
+    assert code == 0, err
+    assert not list(tmp_path.glob("ran_*")) and "from the debug replay" in out
+    assert json.loads((tmp_path / "b.json").read_text())["fp32_nodes"] == ["add3"]
+
+
+def test_precision_without_output_prints_the_nodes(tmp_path, monkeypatch):
+    # Polygraphy's debug precision writes no model: -o is optional, the answer is printed (and --save-nodes)
+    from parity_reduce.testing import fp16_sensitive
+
+    monkeypatch.chdir(tmp_path)
+    onnx.save(fp16_sensitive(), "model.onnx")
+    (tmp_path / "pcheck.py").write_text(PRECISION_CHECK)
+    code, out, err = invoke("debug", "precision", "model.onnx", "--save-nodes", "n.json", "--check", PY, "pcheck.py", "parity_debug.onnx")
+    assert code == 0, err
+    assert "node(s) must stay fp32: add3\n" in out
+    assert json.loads((tmp_path / "n.json").read_text())["fp32_nodes"] == ["add3"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".onnx") == ["model.onnx"]  # no model written
+    code, _, err = invoke("debug", "precision", "model.onnx", "--save-external-data", "--check", "true")
+    assert code == 2 and "--save-external-data applies to the model -o writes" in err
