@@ -217,7 +217,7 @@ def _filters(func: Callable) -> Callable:
     return func
 
 
-@click.command("list", cls=ParityCommand, short_help="Which plugins of a plugin folder match subgraphs of a model.")
+@click.command("list", cls=ParityCommand, short_help="Count the subgraphs each plugin's pattern matches.")
 @_common
 @_filters
 @verbosity_options
