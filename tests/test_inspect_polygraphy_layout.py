@@ -402,3 +402,22 @@ def test_combine_tensor_info_adds_saved_tensor_statistics_to_engine_layers(tmp_p
                        ([str(model), "--combine-tensor-info", "out.json"], "applies to an engine model")):
         refused = subprocess.run([*parity, "inspect", "model", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert refused.returncode == 2 and says in refused.stderr and refused.stdout == ""
+
+
+def test_format_with_json_or_visual_is_refused_but_its_variable_is_not(main, tmp_path, monkeypatch):
+    """--format lays out text: given with --json or --visual it would do nothing, so it is refused; the
+    environment variable (a standing preference) leaves --json alone."""
+    model = conv_model(tmp_path / "m.onnx")
+    for extra in (["--json"], ["--save-visual", str(tmp_path / "g.html")]):
+        code, out, err = main("inspect", "model", str(model), "--format", "polygraphy", *extra)
+        assert code == 2 and out == "" and "leave out --format" in err
+    assert not (tmp_path / "g.html").exists()
+    monkeypatch.setenv("PARITY_INSPECT_FORMAT", "polygraphy")
+    code, out, err = main("inspect", "model", str(model), "--json")
+    assert code == 0 and out.lstrip().startswith("{"), err
+    replay = _replay(tmp_path / "r.json", {"conv": (3, 7)})
+    code, out, err = main("inspect", "tactics", str(replay), "--json")
+    assert code == 0 and out.lstrip().startswith("{"), err
+    monkeypatch.delenv("PARITY_INSPECT_FORMAT")
+    code, _, err = main("inspect", "tactics", str(replay), "--format", "parity", "--json")
+    assert code == 2 and "give one" in err

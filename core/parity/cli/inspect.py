@@ -143,6 +143,8 @@ def inspect_model(
     if list_unbounded_dds and (kind != "onnx" or as_json):
         raise UsageError("--list-unbounded-dds applies to an ONNX model, without --json")
     kind = _display_kind(kind, display_as, as_json, registry.model_kinds)
+    if (as_json or visual or save_visual) and _given("layout"):
+        raise UsageError(f"--format lays out inspect's text; {'--json prints JSON' if as_json else '--visual draws a page'}: leave out --format")
     if visual or save_visual or visual_port is not None:
         return _visual(model, kind, visual, visual_port, save_visual, as_json or list_unbounded_dds, options)
     layout, explicit = resolve_layout(layout)
@@ -182,6 +184,12 @@ def _inspect_polygraphy(
         found = [name for name, *_ in unbounded_dds_tensors(model, shape_inference)]
         echo(pl.message("I", f"Found tensors with unbounded DDS: {found}"))
     return 0
+
+
+def _given(name: str) -> bool:
+    """Whether the option was given on the command line (not by its environment variable or default)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
 
 
 def _visual(model: str, kind: str | None, visual: bool, port: int | None, save: str | None, text: bool, options: dict[str, object]) -> int:

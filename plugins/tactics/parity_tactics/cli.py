@@ -34,10 +34,10 @@ inspect_tactics.params.append(format_option())
 
 
 def _polygraphy_layout(layout: str | None, as_json: bool) -> tuple[bool, bool]:
-    """Whether to print Polygraphy's text, and whether it was asked for: --format polygraphy (refused with
-    --json), or by default under the name 'polygraphy' (where --json then wins)."""
-    if layout == "polygraphy" and as_json:
-        raise UsageError("--format polygraphy lays out text; --json prints JSON: give one")
+    """Whether to print Polygraphy's text, and whether it was asked for: --format (refused with --json), its
+    environment variable or the name 'polygraphy' (where --json then wins)."""
+    if as_json and click.get_current_context().get_parameter_source("layout") is click.core.ParameterSource.COMMANDLINE:
+        raise UsageError("--format lays out text; --json prints JSON: give one")
     chosen, explicit = resolve_layout(layout)
     return chosen == "polygraphy" and not as_json, explicit
 
