@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from parity import IterationResult, RunResults, save_inputs, save_results
+from parity.api import UsageError
 from parity.testing import invoke
 
 SHAPE = (1, 3, 8, 8)
@@ -336,3 +339,42 @@ def test_save_accuracy_results_never_overwrites_an_input(case, tmp_path):
     failed = tmp_path / "failed.json"
     assert run(case, "--compare", "l2", "--save-accuracy-results", str(failed)).exit_code == 1
     assert saved(failed)["l2_norm"]  # a failing run's results are saved too: they are what check accuracy re-checks
+
+
+def test_perceptual_metrics_plumbing_with_a_stand_in_network(monkeypatch):
+    """perceptual_metrics on torch with a stand-in for the lpips package (its real network downloads weights): the
+    images reach the network as Polygraphy prepares them, its score is checked against --lpips-threshold, and a
+    network that cannot load is one line, never a pass."""
+    pytest.importorskip("torch")
+
+    seen = []
+
+    class Net:
+        def __init__(self, net="alex", version="0.1", verbose=True):
+            assert (net, version) == ("alex", "0.1")
+
+        def eval(self):
+            return self
+
+        def __call__(self, img0, img1):
+            seen.append((tuple(img0.shape), float(img0.min()), float(img0.max())))
+            return (img0 - img1).abs().mean(dim=(1, 2, 3), keepdim=True)
+
+    monkeypatch.setitem(sys.modules, "lpips", types.SimpleNamespace(LPIPS=Net))
+    from parity_polygraphy.cli_metrics import as_lpips_image, make_perceptual
+
+    a = np.full((8, 8, 3), 255, dtype=np.uint8)
+    b = a.copy()
+    b[:4] = 0
+    want = float(np.mean(np.abs(as_lpips_image(a) - as_lpips_image(b))))
+    check = make_perceptual({"lpips_threshold": ("0.5",)})("img", a, b)
+    assert seen[0] == ((1, 3, 8, 8), 1.0, 1.0)  # HWC 0..255 -> NCHW in [-1, 1]
+    assert check.values["lpips"] == pytest.approx(want) and not check.passed  # 1.0 > 0.5
+    assert make_perceptual({"lpips_threshold": (repr(want),)})("img", a, b).passed
+
+    def broken(**kwargs):
+        raise OSError("no network")
+
+    monkeypatch.setitem(sys.modules, "lpips", types.SimpleNamespace(LPIPS=broken))
+    with pytest.raises(UsageError, match="LPIPS network could not be loaded .*no network"):
+        make_perceptual({})("img", a, b)
