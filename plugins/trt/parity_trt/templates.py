@@ -12,10 +12,14 @@ Either script is what ``--trt-network-func`` / ``--trt-config-script`` load (``p
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import pprint
+import tempfile
 from collections.abc import Mapping
 from typing import Any
+
+from parity.api import UsageError, echo, onnx_models
 
 # options of build_options() that shape the network (everything else is the builder config's); a name absent from
 # build_options() is simply not offered
@@ -37,7 +41,57 @@ def load_network_with(model: str | None, options: Mapping[str, Any]) -> tuple[An
     if model is None:
         return network.CreateNetwork(strongly_typed=bool(options.get("strongly_typed")))()
     factory.check_options(options)
-    return tuple(network.unpack(factory.network_loader(model, options)()))
+    if not any(options.get(key) for key in ONNX_EDITS):
+        return tuple(network.unpack(factory.network_loader(model, options)()))
+    # the ONNX model edited first, parsed from a private copy; its external data still read from where it is
+    data_dir = str(onnx_models.data_dir(model, options.get("external_data_dir")))
+    with tempfile.TemporaryDirectory(prefix="parity-network-") as tmp:
+        edited = os.path.join(tmp, os.path.basename(model))
+        _save(edit_onnx(model, options, data_dir), edited)
+        rest = {k: v for k, v in options.items() if k not in ONNX_EDITS}
+        return tuple(network.unpack(factory.network_loader(edited, {**rest, "external_data_dir": data_dir})()))
+
+
+ONNX_EDITS = ("onnx_outputs", "onnx_exclude_outputs", "onnx_outputs_by_type", "fp_to_fp16")
+
+
+def _save(model: Any, path: str) -> None:
+    import onnx  # here: only an edited model is written
+
+    onnx.save(model, path)
+
+
+def edit_onnx(model: str, options: Mapping[str, Any], data_dir: str) -> Any:
+    """The ONNX model with Polygraphy's ONNX edits before TensorRT parses it: ``--onnx-outputs`` (fnmatch patterns,
+    or every tensor), ``--onnx-exclude-outputs``, ``--onnx-outputs-by-type``, ``--fp-to-fp16``."""
+    proto = onnx_models.load(model, load_external_data=bool(options.get("fp_to_fp16")), external_data_dir=data_dir)
+    if options.get("fp_to_fp16"):
+        try:
+            from parity_surgeon.api import Fp16Converter  # parity-surgeon's converter, where it is installed
+        except ImportError:
+            raise UsageError("--fp-to-fp16 needs parity-surgeon (pip install parity-surgeon)") from None
+        proto, _report = Fp16Converter(proto, keep_io_types=True).build()
+    graph = proto.graph
+    produced = [o for node in graph.node for o in node.output if o]
+    names = [*(v.name for v in graph.input), *produced]
+    patterns = list(options.get("onnx_outputs") or ())
+    wanted = produced if onnx_models.wants_all(patterns) else _matching(patterns, names, "--onnx-outputs") if patterns else [o.name for o in graph.output]
+    types = {t.lower() for t in options.get("onnx_outputs_by_type") or ()}
+    for missing in sorted(types - {node.op_type.lower() for node in graph.node}):
+        echo(f"parity: warning: --onnx-outputs-by-type: the model has no node of type '{missing}'", err=True)
+    wanted = [*wanted, *(o for node in graph.node if node.op_type.lower() in types for o in node.output if o)]
+    dropped = set(_matching(list(options.get("onnx_exclude_outputs") or ()), names, "--onnx-exclude-outputs"))
+    return onnx_models.mark_outputs(proto, [n for n in dict.fromkeys(wanted) if n not in dropped])
+
+
+def _matching(patterns: list[str], names: list[str], option: str) -> list[str]:
+    found = []
+    for pattern in patterns:
+        hits = fnmatch.filter(names, pattern)
+        if not hits:
+            raise UsageError(f"{option}: no tensor of the model matches '{pattern}'")
+        found += hits
+    return found
 
 
 def load_config_with(model: str | None, options: Mapping[str, Any]) -> Any:

@@ -110,10 +110,6 @@ def _as_parity(command: click.Command) -> click.Command:
 
 # --- template trt-network / trt-config ----------------------------------------------------------------
 
-ONNX_EDITS = {"onnx_outputs": "--onnx-outputs", "onnx_exclude_outputs": "--onnx-exclude-outputs", "onnx_outputs_by_type": "--onnx-outputs-by-type",
-              "fp_to_fp16": "--fp-to-fp16"}  # fmt: skip
-
-
 def _trt_network(model: str | None, output: str | None, model_type: str | None, **params: Any) -> int:
     """Write a Python script whose load_network() builds a TensorRT network: an empty one to fill with the network
     API, or MODEL parsed by TensorRT's ONNX parser with the network options given here applied.
@@ -128,9 +124,6 @@ def _trt_network(model: str | None, output: str | None, model_type: str | None, 
     _model_type(model, model_type)
     if params.pop("ignore_external_data", False):
         raise UsageError("--ignore-external-data: TensorRT's parser needs the weights to build the network")
-    for key, flag in ONNX_EDITS.items():
-        if params.pop(key, None):
-            raise UsageError(f"{flag}: edit the ONNX model first (parity template onnx-gs, parity convert --fp-to-fp16); mark network outputs with --trt-outputs")
     if model is None:
         given = [k for k, v in params.items() if v not in (None, False, (), []) and k != "strongly_typed"]
         if given:
@@ -148,10 +141,10 @@ def _network_params() -> list[click.Parameter]:
         click.Option(["--model-type"], default=None, help="The model's kind: only onnx applies."),
         *tensorflow_options(),
         *external_read_options("Refused: TensorRT's parser needs the weights."),
-        GreedyOption(["--onnx-outputs"], help="Refused: edit the ONNX model first; mark network outputs with --trt-outputs."),
-        GreedyOption(["--onnx-exclude-outputs"], help="Refused: edit the ONNX model first."),
-        GreedyOption(["--onnx-outputs-by-type"], help="Refused: edit the ONNX model first."),
-        click.Option(["--fp-to-fp16"], is_flag=True, help="Refused: convert the ONNX model first (parity convert --fp-to-fp16)."),
+        GreedyOption(["--onnx-outputs"], metavar="NAME", help="Make these ONNX tensors outputs before parsing (fnmatch patterns; '*' or 'mark all': all)."),
+        GreedyOption(["--onnx-exclude-outputs"], metavar="NAME", help="ONNX outputs to leave out (fnmatch patterns)."),
+        GreedyOption(["--onnx-outputs-by-type"], metavar="OP", help="Mark the outputs of ONNX nodes of these op types (case-insensitive)."),
+        click.Option(["--fp-to-fp16"], is_flag=True, help="Convert the ONNX model to float16 before parsing (parity-surgeon's converter)."),
         *offered,
         click.Option(["-o", "--output"], type=click.Path(dir_okay=False), default=None, help="Where to write the script [stdout]."),
     ]

@@ -190,7 +190,7 @@ def test_template_trt_network_from_model_applies_network_options(trt_backend, tm
 @pytest.mark.parametrize(
     ("flags", "words"),
     [
-        (["--onnx-outputs", "y"], "--trt-outputs"),
+        (["--onnx-outputs", "zz*"], "no tensor of the model matches 'zz*'"),
         (["--ckpt", "x"], "TensorFlow"),
         (["--tf-outputs", "y"], "TensorFlow"),
         (["--model-type", "engine"], "ONNX models only"),
@@ -202,6 +202,28 @@ def test_template_trt_network_refusals(trt_backend, tmp_path, flags, words):
     result = invoke("template", "trt-network", model, *flags, "-o", tmp_path / "n.py")
     assert result.exit_code == 2 and words in result.stderr
     assert not (tmp_path / "n.py").exists()
+
+
+def test_template_trt_network_onnx_edits(trt_backend, tmp_path):
+    model = relu_add(tmp_path / "model.onnx", (2, 3))
+    marked = tmp_path / "marked.py"
+    assert invoke("template", "trt-network", model, "--onnx-outputs", "h", "y", "-o", marked).exit_code == 0
+    _b, network, _p = runpy.run_path(str(marked))["load_network"]()
+    assert sorted(network.get_output(i).name for i in range(network.num_outputs)) == ["h", "y"]
+    by_type = tmp_path / "by_type.py"
+    assert invoke("template", "trt-network", model, "--onnx-outputs-by-type", "relu", "-o", by_type).exit_code == 0
+    _b, network, _p = runpy.run_path(str(by_type))["load_network"]()
+    assert sorted(network.get_output(i).name for i in range(network.num_outputs)) == ["h", "y"]
+    excluded = tmp_path / "excluded.py"
+    assert invoke("template", "trt-network", model, "--onnx-outputs", "*", "--onnx-exclude-outputs", "y", "-o", excluded).exit_code == 0
+    _b, network, _p = runpy.run_path(str(excluded))["load_network"]()
+    assert [network.get_output(i).name for i in range(network.num_outputs)] == ["h"]
+    half = tmp_path / "half.py"
+    assert invoke("template", "trt-network", model, "--fp-to-fp16", "-o", half).exit_code == 0
+    _b, network, _p = runpy.run_path(str(half))["load_network"]()
+    kinds = [str(network.get_layer(i).type.name) for i in range(network.num_layers)]
+    assert "CAST" in kinds and str(network.get_input(0).dtype.name) == "FLOAT"  # float16 inside, float32 at the edges
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["by_type.py", "excluded.py", "half.py", "marked.py", "model.onnx"]
 
 
 def test_template_trt_network_options_need_a_model(trt_backend, tmp_path):
