@@ -338,3 +338,46 @@ def test_pluginref_runs_the_reference_implementations(tmp_path: Path, main):
 def test_pluginref_names_an_op_without_a_reference(tmp_path: Path, main):
     code, _, err = main("run", chain(tmp_path / "m.onnx"), "--pluginref")
     assert code == 3 and "MatMul" in err and len(err.strip().splitlines()) == 1
+
+
+def test_convert_writes_the_marked_model(tmp_path: Path, main):
+    model, out = chain(tmp_path / "m.onnx"), tmp_path / "marked.onnx"
+    code, _, err = main("convert", model, "-o", out, "--onnx-outputs-by-type", "Relu", "--onnx-outputs", "m", "y", "--onnx-exclude-outputs", "y")
+    assert code == 0, err
+    onnx.checker.check_model(str(out), full_check=True)
+    assert [o.name for o in onnx.load(str(out)).graph.output] == ["m", "r"]
+    ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+
+
+def test_convert_marks_before_fp16_and_leaves_no_temporary(tmp_path: Path, main, monkeypatch):
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    model, out = chain(tmp_path / "m.onnx"), tmp_path / "m16.onnx"
+    code, _, err = main("convert", model, "-o", out, "--fp-to-fp16", "--onnx-outputs", "m", "y")
+    assert code == 0, err
+    proto = onnx.load(str(out))
+    onnx.checker.check_model(proto, full_check=True)
+    assert [o.name for o in proto.graph.output] == ["m", "y"]
+    assert proto.graph.initializer[0].data_type == TensorProto.FLOAT16
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_convert_refuses_tensorflow_flags(tmp_path: Path, main):
+    model = chain(tmp_path / "m.onnx")
+    code, _, err = main("convert", model, "-o", tmp_path / "o.onnx", "--opset", "13")
+    assert code == 2 and "no TensorFlow backend" in err and not (tmp_path / "o.onnx").exists()
+    code, _, err = main("convert", model, "-o", tmp_path / "o.onnx", "--onnx-outputs-by-type", "Relu", "--tf-outputs", "a")
+    assert code == 2 and "--tf-outputs" in err
+
+
+def test_run_excludes_from_outputs_marked_by_type(tmp_path: Path, main):
+    model, saved = chain(tmp_path / "m.onnx"), tmp_path / "o.json"
+    code, _, err = main("run", model, "--onnxrt", "--onnx-outputs-by-type", "Relu", "MatMul", "--onnx-exclude-outputs", "m", "--save-outputs", saved)
+    assert code == 0, err
+    from parity import load_results
+
+    ((_, iterations),) = load_results(str(saved))
+    assert sorted(iterations[0]) == ["r"]

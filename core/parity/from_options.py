@@ -8,6 +8,7 @@ where a message names a plugin's option, the caller's ``flags`` or the flag the 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -239,3 +240,118 @@ def outputs_were_marked(params: Mapping[str, Any]) -> bool:
     """Whether any backend's marking option (:attr:`parity.registry.Backend.mark_options`) was given: then
     ``parity run`` builds the first-divergence report (:mod:`parity.compare.divergence`)."""
     return any(params.get(p) for p in mark_params())
+
+
+# --- marking outputs of an ONNX model: --onnx-outputs, --onnx-exclude-outputs, --onnx-outputs-by-type ----------
+
+
+def outputs_by_type(proto: Any, types: Sequence[str], model: str, flag: str = "--onnx-outputs-by-type", warn: Callable[[str], None] = warn) -> list[str]:
+    """The outputs of every node whose op type is one of ``types`` (case-insensitive), in the order the types are
+    given (Polygraphy's ``mark_types``). A type the model lacks is a warning naming the nearest ones; none found
+    at all is refused (the option would do nothing)."""
+    import difflib  # 2 ms at start-up: only --onnx-outputs-by-type suggests op types
+
+    canonical = {node.op_type.lower(): node.op_type for node in proto.graph.node}
+    marked: list[str] = []
+    found = False
+    for wanted in types:
+        op = canonical.get(wanted.lower())
+        if op is None:
+            near = difflib.get_close_matches(wanted, sorted(set(canonical.values())), n=3, cutoff=0.6)
+            warn(f"{flag}: {model} has no node of op type '{wanted}'" + (f"; did you mean {', '.join(near)}?" if near else ""))
+            continue
+        found = True
+        marked += [out for node in proto.graph.node if node.op_type == op for out in node.output if out]
+    if not found:
+        raise UsageError(f"{flag}: {model} has no node of op type {' or '.join(types)}; its op types: {', '.join(sorted(set(canonical.values())))}")
+    return list(dict.fromkeys(marked))
+
+
+def type_outputs(proto: Any) -> None:
+    """Marked outputs carry no type (``make_empty_tensor_value_info``), which a saved model may not: give each the
+    type and shape shape inference finds (on the graph; external weights stay unread)."""
+    import onnx  # here: only a command that writes a marked model gets here
+
+    untyped = [vi for vi in proto.graph.output if not vi.type.HasField("tensor_type")]
+    if not untyped:
+        return
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False)
+    except Exception:  # noqa: BLE001 - without inference the checker names the untyped output when the model is saved
+        return
+    found = {vi.name: vi for vi in [*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input]}
+    for vi in untyped:
+        if vi.name in found and found[vi.name].type.HasField("tensor_type"):
+            vi.type.CopyFrom(found[vi.name].type)
+
+
+def marked_onnx(model: str, params: Mapping[str, Any], flags: Mapping[str, str] | None = None, warn: Callable[[str], None] = warn) -> Any | None:
+    """The graph of ONNX ``model`` (weights left in their files) with its outputs marked as ``params`` say
+    (``onnx_outputs``, ``onnx_exclude_outputs``, ``onnx_outputs_by_type``) and typed, or None when none is given."""
+    outputs, exclude, types = (list(params.get(k) or ()) for k in ("onnx_outputs", "onnx_exclude_outputs", "onnx_outputs_by_type"))
+    if not (outputs or exclude or types):
+        return None
+    from parity import onnx_models  # here: only marking reads the graph
+
+    proto = onnx_models.load(model, load_external_data=False, external_data_dir=params.get("external_data_dir"))
+    if types and not onnx_models.wants_all(outputs):
+        flag = (flags or {}).get("onnx_outputs_by_type", "--onnx-outputs-by-type")
+        outputs = list(dict.fromkeys([*outputs, *outputs_by_type(proto, types, model, flag, warn)]))
+    onnx_models.mark_outputs(proto, outputs or [o.name for o in proto.graph.output], exclude)
+    type_outputs(proto)
+    return proto
+
+
+def convert_marked(conv: Any, model: str, output: str, params: Mapping[str, Any], warn: Callable[[str], None] = warn) -> bool:
+    """``parity convert`` with ``--onnx-outputs``/``--onnx-exclude-outputs``/``--onnx-outputs-by-type`` (Polygraphy's
+    ONNX loader marks before any conversion): False when none is given. An ``.onnx`` output with nothing else to
+    convert is the marked model itself, written with the external-data flags and checked before it appears; any
+    other conversion reads the marked graph from a private temporary file, its weights still read from the
+    model's data folder."""
+    from parity import onnx_external, onnx_models  # here: only convert with marks gets this far
+
+    proto = marked_onnx(model, params, warn=warn)
+    if proto is None:
+        return False
+    base = onnx_models.data_dir(model, params.get("external_data_dir"))
+    if ".onnx" in conv.suffixes and not params.get("fp_to_fp16"):
+        onnx_external.save_model(proto, output, base_dir=base, external=external_data(params), what=f"the marked model for {output}")
+        return True
+    import tempfile  # 4.5 ms at start-up: only a marked conversion needs a temporary model
+
+    from parity.registry import ConvertRequest  # here: the registry's request type, with the marked model's path
+
+    with tempfile.TemporaryDirectory(prefix="parity-convert-") as folder:
+        staged = os.path.join(folder, os.path.basename(model))
+        with open(staged, "wb") as handle:
+            handle.write(onnx_external.serialize(proto, "the marked model"))
+        conv.convert(ConvertRequest(staged, output, {**params, "external_data_dir": str(base)}))
+    return True
+
+
+# the writing flags as Polygraphy and every Parity command that writes ONNX spell them
+_EXTERNAL_FLAGS = {
+    "save_external_data": "--save-external-data",
+    "external_data_size_threshold": "--external-data-size-threshold",
+    "no_save_all_tensors_to_one_file": "--no-save-all-tensors-to-one-file",
+}
+
+
+def external_data(params: Mapping[str, Any], flags: Mapping[str, str] | None = None) -> Any:
+    """How a written model stores its weights (:class:`parity.onnx_external.ExternalData`), from the writing flags
+    ``save_external_data``, ``external_data_size_threshold``, ``no_save_all_tensors_to_one_file``; a modifier
+    without ``--save-external-data`` is refused."""
+    from parity.onnx_external import ExternalData  # here: only a command that writes a model reads these
+    from parity.util.units import parse_size  # here: likewise
+
+    flags = flags or {}
+    spell = {name: flags.get(name, flag) for name, flag in _EXTERNAL_FLAGS.items()}
+    location, threshold = params.get("save_external_data"), params.get("external_data_size_threshold")
+    one_file = not params.get("no_save_all_tensors_to_one_file")
+    if location is None:
+        given = [spell[n] for n, on in (("external_data_size_threshold", threshold is not None), ("no_save_all_tensors_to_one_file", not one_file)) if on]
+        if given:
+            raise UsageError(f"{given[0]} applies to weights written as external data: add {spell['save_external_data']} [PATH]")
+        return ExternalData()
+    bad = "{option}: cannot read '{text}'; write a size such as 1024, 64K or 1M"
+    return ExternalData(location, 1024 if threshold is None else parse_size(threshold, spell["external_data_size_threshold"], bad), one_file)

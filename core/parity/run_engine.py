@@ -38,13 +38,16 @@ from parity.errors import ExitCode, UsageError
 from parity.from_options import (
     check_requirements,
     detect_model_kind,
+    external_data,
     make_compare_funcs,
     make_data_loader,
     make_runners,
     mark_params,
     option_flag,
+    outputs_by_type,
     outputs_were_marked,
     refuse_overwrite_inputs,
+    type_outputs,
 )
 from parity.plugins import call_hook, get_registry
 from parity.registry import RunnerRequest
@@ -555,38 +558,20 @@ def _check_run_modes(request: RunRequest) -> RunRequest:
 
 
 def _mark_by_type(request: RunRequest, registry: Registry, warn: Callable[[str], None]) -> RunRequest:
-    """``--onnx-outputs-by-type OP ...``: the outputs of every node of those op types (case-insensitive) join
-    ``--onnx-outputs`` (Polygraphy's ``ModifyOutputs(mark_types=...)``). A type the model lacks is a warning with
-    the nearest ones; none found at all is refused (the option would do nothing)."""
-    import difflib  # 2 ms at start-up: only --onnx-outputs-by-type suggests op types
-
+    """``--onnx-outputs-by-type OP ...``: the outputs of every node of those op types join ``--onnx-outputs``
+    (:func:`parity.from_options.outputs_by_type`), so every backend that marks ONNX outputs marks them."""
     from parity import onnx_models  # here: only this option reads the graph so early
 
     flag = request.flag("onnx_outputs_by_type")
     model = request.model
     if not model:
         raise UsageError(f"{flag}: give the ONNX model whose nodes it marks")
-    kind = detect_model_kind(model, registry, request.model_type)
-    if kind != "onnx":
+    if detect_model_kind(model, registry, request.model_type) != "onnx":
         raise UsageError(f"{flag}: {model} is not an ONNX model")
     if onnx_models.wants_all(request.onnx_outputs):
         return replace(request, onnx_outputs_by_type=())  # every tensor is marked already
     proto = onnx_models.load(model, load_external_data=False, external_data_dir=request.external_data_dir, ignore_external_data=True)
-    canonical = {node.op_type.lower(): node.op_type for node in proto.graph.node}
-    marked: list[str] = []
-    found = []
-    for wanted in request.onnx_outputs_by_type:
-        op = canonical.get(wanted.lower())
-        if op is None:
-            near = difflib.get_close_matches(wanted, sorted(set(canonical.values())), n=3, cutoff=0.6)
-            warn(f"{flag}: {model} has no node of op type '{wanted}'" + (f"; did you mean {', '.join(near)}?" if near else ""))
-            continue
-        found.append(op)
-        marked += [out for node in proto.graph.node if node.op_type == op for out in node.output if out]
-    if not found:
-        types = ", ".join(sorted(set(canonical.values())))
-        raise UsageError(f"{flag}: {model} has no node of op type {' or '.join(request.onnx_outputs_by_type)}; its op types: {types}")
-    outputs = list(dict.fromkeys([*request.onnx_outputs, *marked]))
+    outputs = list(dict.fromkeys([*request.onnx_outputs, *outputs_by_type(proto, request.onnx_outputs_by_type, model, flag, warn)]))
     return replace(request, onnx_outputs=outputs, onnx_outputs_by_type=())
 
 
@@ -604,39 +589,13 @@ def _save_onnx(request: RunRequest, model: str | None, kind: str | None) -> None
     if kind != "onnx" or not model:
         raise UsageError(f"{flag}: {'give the ONNX model to save' if not model else f'{model} is not an ONNX model'}")
     from parity import onnx_external, onnx_models  # here: only --save-onnx writes a model
-    from parity.util.units import parse_size  # here: only --save-onnx reads a size
 
-    external = onnx_external.ExternalData()
-    if request.save_external_data is not None:
-        threshold = request.external_data_size_threshold
-        bad = "{option}: cannot read '{text}'; write a size such as 1024, 64K or 1M"
-        size = 1024 if threshold is None else parse_size(str(threshold), request.flag("external_data_size_threshold"), bad)
-        external = onnx_external.ExternalData(request.save_external_data, size, not request.no_save_all_tensors_to_one_file)
-    elif request.external_data_size_threshold is not None or request.no_save_all_tensors_to_one_file:
-        raise UsageError(f"{_given_external(request)} applies to weights written as external data: add {request.flag('save_external_data')} [PATH]")
+    external = external_data(request.options(), request.flags)
     proto = onnx_models.load(model, load_external_data=False, external_data_dir=request.external_data_dir)
     if request.onnx_outputs:
         onnx_models.mark_outputs(proto, list(request.onnx_outputs), list(request.onnx_exclude_outputs))
-        _type_outputs(proto)
+        type_outputs(proto)
     onnx_external.save_model(proto, request.save_onnx, base_dir=onnx_models.data_dir(model, request.external_data_dir), external=external, what=f"the model for {flag}")
-
-
-def _type_outputs(proto: Any) -> None:
-    """Marked outputs carry no type (``make_empty_tensor_value_info``), which a saved model may not: give each the
-    type and shape shape inference finds (on the graph; external weights stay unread)."""
-    import onnx
-
-    untyped = [vi for vi in proto.graph.output if not vi.type.HasField("tensor_type")]
-    if not untyped:
-        return
-    try:
-        inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False)
-    except Exception:  # noqa: BLE001 - without inference the checker names the untyped output when the model is saved
-        return
-    found = {vi.name: vi for vi in [*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input]}
-    for vi in untyped:
-        if vi.name in found and found[vi.name].type.HasField("tensor_type"):
-            vi.type.CopyFrom(found[vi.name].type)
 
 
 def _runner_options(request: RunRequest, backend: str, settings: Mapping[str, Any], registry: Registry) -> dict[str, Any]:

@@ -9,9 +9,10 @@ import click
 
 from parity.cli import options as opts
 from parity.cli.common import echo, verbosity_options
-from parity.cli.parsing import ParityCommand
+from parity.cli.parsing import GreedyOption, ParityCommand
+from parity.cli.tensorflow_flags import CONVERT_FLAGS, tensorflow_options
 from parity.errors import UsageError
-from parity.from_options import plugin_files
+from parity.from_options import convert_marked, plugin_files
 from parity.plugins import get_registry
 from parity.registry import ConvertRequest, _lookup
 from parity.util.fs import check_model_path, refuse_overwrite
@@ -28,6 +29,8 @@ def make_command() -> click.Command:
         *opts.external_data_read_options(),
         *opts.external_data_write_options(),
         *opts.data_options(),
+        *onnx_marking_options(),
+        *tensorflow_options(CONVERT_FLAGS),  # hidden: each refuses in one line (Parity has no TensorFlow backend)
     ]
     for conv in registry.converters.values():
         opts.add_unique(params, conv.options)
@@ -55,6 +58,15 @@ _ONNX_ONLY = {
     "external_data_size_threshold": "--external-data-size-threshold",
     "no_save_all_tensors_to_one_file": "--no-save-all-tensors-to-one-file",
 }
+
+
+def onnx_marking_options() -> list[click.Parameter]:
+    """Polygraphy's ONNX output flags on convert: the model is converted with these tensors as its outputs."""
+    return [
+        GreedyOption(["--onnx-outputs"], metavar="NAME", help="Mark tensors as outputs before converting: names, or 'mark all'."),
+        GreedyOption(["--onnx-exclude-outputs"], metavar="NAME", help="Outputs to unmark before converting."),
+        GreedyOption(["--onnx-outputs-by-type"], metavar="OP", help="Also mark the outputs of every node of these op types (case-insensitive)."),
+    ]
 
 
 def _uses(ctx: click.Context) -> dict[str, set[str]]:
@@ -90,6 +102,7 @@ def convert_command(model: str, output: str, convert_to: str | None, **params: A
         for name, flag in _ONNX_ONLY.items():
             if params.get(name) not in (None, False):
                 raise UsageError(f"{flag} applies to ONNX output; the {conv.name} converter does not take it")
-    conv.convert(ConvertRequest(model, output, params))
+    if not convert_marked(conv, model, output, params):
+        conv.convert(ConvertRequest(model, output, params))
     echo(f"wrote {output} ({conv.name})")
     return 0

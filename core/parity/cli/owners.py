@@ -77,7 +77,10 @@ def _marking_options() -> str:
 # function giving it where it depends on the installed plugins)
 CONDITIONS: dict[str, tuple[Callable[[Mapping[str, Any]], bool], str | Callable[[], str]]] = {
     "error_quantile": (_stat_is_quantile, "applies to --check-error-stat quantile" + _NONE),
-    "onnx_exclude_outputs": (lambda params: bool(params.get(param_name("--onnx-outputs"))), "applies to outputs marked with --onnx-outputs" + _NONE),
+    "onnx_exclude_outputs": (
+        lambda params: bool(params.get(param_name("--onnx-outputs")) or params.get(param_name("--onnx-outputs-by-type"))),
+        "applies to outputs marked with --onnx-outputs or --onnx-outputs-by-type" + _NONE,
+    ),
     "marking_check": (_outputs_marked, _marking_options),
     "iterations": (_loader_makes_inputs, _FED),
     "data_loader": (_loader_makes_inputs, _FED),
