@@ -396,6 +396,15 @@ def test_combine_tensor_info_adds_saved_tensor_statistics_to_engine_layers(tmp_p
         values = np.asarray(saved[name], np.float64)
         tag = f"{name} [min={values.min():.2f}, max={values.max():.2f}, avg={values.mean():.2f}]"
         assert tag in done.stdout, done.stdout
+    poly = subprocess.run([*parity, "inspect", "model", "m.engine", "--show", "layers", "attrs", "--combine-tensor-info", "out.json",
+                           "--format", "polygraphy"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert poly.returncode == 0, poly.stderr
+    layers = [line for line in poly.stdout.splitlines() if line.startswith("    Layer ")]
+    assert len(layers) == 2 and all("[Op: " in line for line in layers)
+    assert poly.stdout.count("        ---- Attributes ----") == 2 and poly.stdout.count("        Tactic = ") == 2
+    h = np.asarray(saved["h"], np.float64)
+    assert "h [dtype=float32, shape=(2, 4), Format: " in poly.stdout
+    assert f", min={h.min():.2f}, max={h.max():.2f}, avg={h.mean():.2f}]" in poly.stdout
     plain = subprocess.run([*parity, "inspect", "model", "m.engine", "--show", "layers"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert plain.returncode == 0 and "min=" not in plain.stdout
     for args, says in ((["m.engine", "--combine-tensor-info", "out.json"], "give --show layers too"),
@@ -421,3 +430,31 @@ def test_format_with_json_or_visual_is_refused_but_its_variable_is_not(main, tmp
     monkeypatch.delenv("PARITY_INSPECT_FORMAT")
     code, _, err = main("inspect", "tactics", str(replay), "--format", "parity", "--json")
     assert code == 2 and "give one" in err
+
+
+def test_engine_polygraphy_layout(tmp_path):
+    """inspect model ENGINE --format polygraphy: Polygraphy's engine text (I/O, memory, every profile's shapes,
+    layers with --show layers); on an engine of the behavioural model of TensorRT with two profiles."""
+    env = _trt_model_env()
+    graph = helper.make_graph([helper.make_node("Relu", ["X"], ["Y"])], "dyn",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 2, "h", "w"])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 2, "h", "w"])])
+    model = _save(_model(graph), tmp_path / "dyn.onnx")
+    parity = [sys.executable, "-m", "parity"]
+    shapes = ["--trt-min-shapes", "X:[1,2,1,1]", "--trt-opt-shapes", "X:[1,2,3,3]", "--trt-max-shapes", "X:[1,2,5,5]",
+              "--trt-min-shapes", "X:[1,2,2,2]", "--trt-opt-shapes", "X:[1,2,4,4]", "--trt-max-shapes", "X:[1,2,6,6]"]
+    done = subprocess.run([*parity, "convert", str(model), "-o", "dyn.engine", *shapes], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([*parity, "inspect", "model", "dyn.engine", "--format", "polygraphy"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = [line.rstrip() for line in done.stdout.splitlines()]
+    assert lines[:3] == ["[I] Loading bytes from dyn.engine", "[I] ==== TensorRT Engine ====", "    Name: Unnamed Network 0 | Explicit Batch Engine"]
+    for expected in ("    ---- 1 Engine Input(s) ----", "    {X [dtype=float32, shape=(1, 2, -1, -1)]}", "    ---- 1 Engine Output(s) ----",
+                     "    ---- Memory ----", "    ---- 2 Profile(s) (2 Tensor(s) Each) ----", "    - Profile: 0", "    - Profile: 1",
+                     "        Tensor: X          (Input), Index: 0 | Shapes: min=(1, 2, 1, 1), opt=(1, 2, 3, 3), max=(1, 2, 5, 5)",
+                     "        Tensor: X          (Input), Index: 0 | Shapes: min=(1, 2, 2, 2), opt=(1, 2, 4, 4), max=(1, 2, 6, 6)",
+                     "        Tensor: Y         (Output), Index: 1 | Shape: (1, 2, -1, -1)"):
+        assert expected in lines, expected
+    assert any(line.startswith("    Device Memory: ") and line.endswith(" bytes") for line in lines)
+    assert lines[-1].startswith("    ---- ") and lines[-1].endswith(" Layer(s) ----")

@@ -21,10 +21,10 @@ def _read_engine_inputs(path: str) -> Any:
     return read_engine_inputs(path)
 
 
-def _describe_engine(path: str, show: Any = (), options: Any = None) -> str:
+def _describe_engine(path: str, show: Any = (), options: Any = None, layout: str = "parity") -> str:
     from parity_trt.inspect import describe_engine_file
 
-    return describe_engine_file(path, show, options)
+    return describe_engine_file(path, show, options, layout)
 
 
 def _read_onnx_inputs(path: str) -> Any:

@@ -131,9 +131,9 @@ def read_engine_inputs(path: str) -> dict[str, TensorMeta]:
     return engine_inputs(EngineFromPath(path)())
 
 
-def describe_engine_file(path: str, show: Iterable[str] = (), options: Mapping[str, Any] | None = None) -> str:
+def describe_engine_file(path: str, show: Iterable[str] = (), options: Mapping[str, Any] | None = None, layout: str = "parity") -> str:
     """``options``: ``inspect model``'s (``--load-runtime``, ``--dla-workspace-allocation-strategy``,
-    ``--combine-tensor-info``)."""
+    ``--combine-tensor-info``); ``layout``: ``parity`` or ``polygraphy`` (``--format``)."""
     from parity.api import UsageError  # here, not at the top: as the imports below, only an engine's description needs it
     from parity_trt.engine import EngineFromPath
     from parity_trt.factory import runtime_kwargs
@@ -143,7 +143,8 @@ def describe_engine_file(path: str, show: Iterable[str] = (), options: Mapping[s
     if combine and "layers" not in set(show):
         raise UsageError("--combine-tensor-info adds tensor statistics to the layers: give --show layers too")
     stats = tensor_statistics(combine) if combine else None
-    return describe_engine(EngineFromPath(path, **runtime_kwargs(options))(), show, stats)
+    engine = EngineFromPath(path, **runtime_kwargs(options))()
+    return engine_polygraphy_text(engine, show, path, stats) if layout == "polygraphy" else describe_engine(engine, show, stats)
 
 
 def _script_network(path: str) -> Any:
@@ -182,3 +183,106 @@ def describe_onnx_as_network(path: str, show: Iterable[str] = (), options: Mappi
     from parity_trt.network import unpack
 
     return describe_network(unpack(network_loader(path, dict(options or {}))())[1], show)
+
+
+# ---- Polygraphy 0.53.6's layout (inspect model ENGINE --format polygraphy) --------------------------------------------
+# TensorRT data types by Polygraphy's names; the inspector's format strings are matched by substring, most specific first
+_TRT_DTYPES = {"FLOAT": "float32", "HALF": "float16", "BF16": "bfloat16", "FP8": "float8e4m3fn", "INT8": "int8", "INT32": "int32",
+               "INT64": "int64", "BOOL": "bool", "UINT8": "uint8", "INT4": "int4", "FP4": "float4"}
+_FORMAT_DTYPES = {"BFLOAT16": "bfloat16", "FLOAT8E4M3": "float8e4m3fn", "FLOAT8E5M2": "float8e5m2", "FLOAT4": "float4", "FLOAT": "float32",
+                  "HALF": "float16", "FP32": "float32", "FP16": "float16", "INT64": "int64", "INT32": "int32", "INT16": "int16",
+                  "INT8": "int8", "INT4": "int4", "UINT8": "uint8", "BOOL": "bool"}
+_TAB = "    "
+
+
+def _message(severity: str, text: str) -> str:
+    return f"[{severity}] " + "\n    ".join(str(text).splitlines() or [""])
+
+
+def _entry(name: str, dtype: str | None, shape: Any, doc: str = "") -> str:
+    items = [f"dtype={dtype}"] if dtype else []
+    items += [f"shape={tuple(shape)}"] if shape is not None else []
+    items += [doc] if doc else []
+    return f"{name} [{', '.join(items)}]" if items else name
+
+
+def _braces(entries: list[str]) -> str:
+    return "{" + ",\n ".join(entries) + "}"
+
+
+def _indent(block: str, level: int = 1) -> str:
+    tab = _TAB * level
+    return tab + f"\n{tab}".join(block.splitlines())
+
+
+def _layer_tensors(record: dict[str, Any], key: str, stats: Mapping[str, str]) -> list[str]:
+    entries = []
+    for elem in record.get(key) or []:
+        fmt = elem.get("Format/Datatype") or " ".join(elem[k] for k in ("Datatype", "Format") if elem.get(k))
+        dtype = next((v for k, v in _FORMAT_DTYPES.items() if k in fmt.upper()), None)
+        doc = (f"Format: {fmt}" if fmt and "N/A" not in fmt else "") + (f", {stats[elem['Name']]}" if elem.get("Name") in stats else "")
+        entries.append(_entry(elem.get("Name", "?"), dtype, elem.get("Dimensions"), doc))
+    return entries
+
+
+def engine_polygraphy_text(engine: Any, show: Iterable[str], path: str, stats: Mapping[str, str] | None = None) -> str:
+    """Polygraphy's ``inspect model ENGINE`` text: ``==== TensorRT Engine ====`` with the engine's I/O, memory,
+    profiles and (``--show layers [attrs]``) the inspector's layers, for scripts that parse it."""
+    trt = import_trt()
+    show, stats = set(show), stats or {}
+    context = engine.create_execution_context()
+    messages = [_message("I", f"Loading bytes from {path}")]
+    io = engine_io(engine)
+    try:
+        refit = "Refittable " if engine.refittable else ""
+    except (AttributeError, NotImplementedError):  # a TensorRT (or model of it) without the property: not refittable
+        refit = ""
+    out = f"Name: {engine.name} | {refit}Explicit Batch Engine\n\n"
+    for mode, label in (("input", "Input"), ("output", "Output")):
+        rows = [_entry(name, _TRT_DTYPES.get(dtype, dtype.lower()), shape) for name, m, dtype, shape in io if m == mode]
+        out += f"---- {len(rows)} Engine {label}(s) ----\n{_braces(rows)}\n\n"
+    out += f"---- Memory ----\nDevice Memory: {device_memory(engine)} bytes\n\n"
+    profiles = engine.num_optimization_profiles
+    out += f"---- {profiles} Profile(s) ({len(io)} Tensor(s) Each) ----\n"
+    width = max((len(name) for name, *_ in io), default=0) + 8
+    for index in range(profiles):
+        out += f"- Profile: {index}\n"
+        for position, (name, mode, _, shape) in enumerate(io):
+            line = f"Tensor: {name:<{width}} {' (Input)' if mode == 'input' else '(Output)'}, Index: {position}"
+            if mode == "input":
+                low, mid, high = (tuple(s) for s in engine.get_tensor_profile_shape(name, index))
+                out += _indent(line) + f" | Shapes: min={low}, opt={mid}, max={high}\n"
+            else:
+                out += _indent(line) + f" | Shape: {tuple(shape)}\n"
+        out += "\n"
+    per_profile = engine.num_layers // max(profiles, 1)  # TensorRT 10+ lists a layer once, for every profile
+    out += f"---- {per_profile} Layer(s) ----\n"
+    if "layers" in show:
+        inspector = engine.create_engine_inspector()
+        inspector.execution_context = context
+        try:
+            verbosity = engine.profiling_verbosity
+        except (AttributeError, NotImplementedError):  # not told: the records say whether they are detailed
+            verbosity = None
+        detailed = verbosity == trt.ProfilingVerbosity.DETAILED
+        if verbosity is not None and not detailed:
+            messages.append(_message("W", f"Engine profiling verbosity: {engine.profiling_verbosity}. Some layer info may be missing. "
+                                          "Set higher verbosity for more detail."))
+        for index in range(per_profile):
+            record = json.loads(inspector.get_layer_information(index, trt.LayerInformationFormat.JSON))
+            record = record if isinstance(record, dict) else {"Name": record}
+            if detailed or (verbosity is None and "LayerType" in record):
+                name, op = record.get("Name", "Unknown"), record.get("LayerType", "Unknown")
+                origin, tactic = record.get("Origin", "Unknown"), record.get("TacticValue", record.get("TacticName", "Unknown"))
+                ins, outs = _layer_tensors(record, "Inputs", stats), _layer_tensors(record, "Outputs", stats)
+            else:
+                name, op, origin, tactic, ins, outs = str(record), "Unknown", "Unknown", "Unknown", [], []
+            both = bool(ins and outs)
+            text = f"Layer {index:<4} | {name} [Op: {op}]\n{_indent(_braces(ins))}" + ("\n" if both else "")
+            arrow = f" -> {_indent(_braces(outs), int(both)).strip()}"
+            text += (_indent(arrow) if both else arrow) + "\n"
+            if "attrs" in show:
+                text += "\n".join(_indent(line) for line in ("---- Attributes ----", f"Origin = {origin}", f"Tactic = {tactic}")) + "\n"
+            out += text + "\n"
+    messages.append(_message("I", f"==== TensorRT Engine ====\n{out.strip()}"))
+    return "\n".join(messages)
