@@ -101,7 +101,7 @@ def add_commands(cli: click.Group) -> None:
     debug = group(cli, "debug")
     reduce_params = [
         click.Argument(["model"]),
-        click.Option(["-o", "--output"], required=True, metavar="PATH", help="Where to write the minimal failing model."),
+        click.Option(["-o", "--output"], metavar="PATH", help="Where to write the minimal failing model (-o and/or --min-good, as Polygraphy)."),
         click.Option(["--min-good", "--minimal-good"], "min_good", metavar="PATH", help="Also write the largest passing model close to the result."),
         click.Option(
             ["--mode"],
@@ -270,15 +270,18 @@ def _auto_mode(mode: str, iter_inputs: str | None) -> str:
     return "dichotomic" if iter_inputs else "staged"
 
 
-def reduce_command(model: str, output: str, report: str | None = None, **params: Any) -> int:
+def reduce_command(model: str, output: str | None = None, report: str | None = None, **params: Any) -> int:
     from parity_reduce.bundle import check_target, write_bundle
     from parity_reduce.reducer import Reducer
 
     started = time.perf_counter()
+    if not output and not params.get("min_good"):
+        raise UsageError("give -o PATH (the minimal failing model) and/or --min-good PATH (a passing model close to it)")
     check_model_path(model)
     external = _writing(params, output, params.get("min_good"))
     ext_dir = params.get("external_data_dir")
-    repro = None if params["no_repro"] else (params.get("repro") or str(Path(output).with_suffix("")) + "_repro")
+    # the repro bundle reproduces the failing model: named after -o; without -o only where --repro names it
+    repro = None if params["no_repro"] else (params.get("repro") or (str(Path(output).with_suffix("")) + "_repro" if output else None))
     refuse_overwrite(
         {"the input model": model, "the --reference-model": params.get("reference_model"), "the --load-inputs file": params.get("load_inputs")},
         **{
@@ -345,9 +348,10 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
         _refuse_data_overwrite(reducer.data_files, external, **{"-o": output, "--min-good": params.get("min_good")})
         total = len(reducer.index)
         result = reducer.run()
-        saved = result.save(output, external)
-        _remove_stale(reducer.saved_data, saved.data_files)
-        note_external_data(saved)
+        if output:
+            saved = result.save(output, external)
+            _remove_stale(reducer.saved_data, saved.data_files)
+            note_external_data(saved)
         min_good = None
         if params.get("min_good"):
             if result.min_good is None:
@@ -356,7 +360,7 @@ def reduce_command(model: str, output: str, report: str | None = None, **params:
                 note_external_data(result.save_min_good(params["min_good"], external))
                 min_good = params["min_good"]
         echo(session.summary.line())
-        echo(f"Minimum bad model: {len(result.nodes)} of {total} nodes -> {output}")
+        echo(f"Minimum bad model: {len(result.nodes)} of {total} nodes" + (f" -> {output}" if output else " (not written: no -o)"))
         echo("  nodes: " + ", ".join(result.nodes[:20]) + (f", ... ({len(result.nodes) - 20} more)" if len(result.nodes) > 20 else ""))
         reproduces = None
         if repro:

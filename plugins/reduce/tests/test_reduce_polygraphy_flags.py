@@ -192,3 +192,16 @@ def test_precision_without_output_prints_the_nodes(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".onnx") == ["model.onnx"]  # no model written
     code, _, err = invoke("debug", "precision", "model.onnx", "--save-external-data", "--check", "true")
     assert code == 2 and "--save-external-data applies to the model -o writes" in err
+
+
+def test_min_good_without_output(model, tmp_path):
+    # Polygraphy's reduce takes --output and/or --min-good: with --min-good alone only the passing model is written
+    code, out, err = reduce("--min-good", "good.onnx", "--mode", "linear", "--check", PY, "check.py", "parity_debug.onnx", "join")
+    assert code == 0, err
+    assert "Minimum bad model: 1 of 5 nodes (not written: no -o)" in out
+    good = onnx.load("good.onnx")
+    onnx.checker.check_model(good, full_check=True)
+    assert "join" not in nodes("good.onnx")
+    assert sorted(p.name for p in tmp_path.glob("*.onnx")) == ["good.onnx", "reducable.onnx"]
+    code, _, err = reduce("--check", "true")
+    assert code == 2 and "give -o PATH" in err and len(err.strip().splitlines()) == 1
