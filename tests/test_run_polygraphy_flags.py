@@ -381,3 +381,11 @@ def test_run_excludes_from_outputs_marked_by_type(tmp_path: Path, main):
 
     ((_, iterations),) = load_results(str(saved))
     assert sorted(iterations[0]) == ["r"]
+
+
+def test_pluginref_under_polygraphys_internal_checks(tmp_path: Path, parity_cli):
+    """Polygraphy's own tests run with its internal correctness checks on; --pluginref passes them."""
+    instance_norm(tmp_path / "inorm.onnx")
+    ran = parity_cli("run", "inorm.onnx", "--pluginref", "--onnxrt", cwd=tmp_path, env={"POLYGRAPHY_INTERNAL_CORRECTNESS_CHECKS": "1"})
+    assert ran.returncode == 0, ran.stderr
+    assert "PASSED" in ran.stdout.splitlines()[-1]

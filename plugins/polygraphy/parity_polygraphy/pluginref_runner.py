@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import onnx
+
 from parity.api import BaseRunner, TensorMeta
-from parity_polygraphy.datatype import DataType
 
 
 class PluginRefBackendRunner(BaseRunner):
@@ -35,11 +37,14 @@ class PluginRefBackendRunner(BaseRunner):
             self._inner = None
 
     def get_input_metadata_impl(self) -> dict[str, TensorMeta]:
+        # from the graph itself: PluginRefRunner's own metadata holds NumPy dtypes, which Polygraphy's internal
+        # checks (POLYGRAPHY_INTERNAL_CORRECTNESS_CHECKS) reject in a TensorMetadata
         def numpy(dtype: Any) -> Any:
-            return None if dtype is None else DataType.to_dtype(dtype, "numpy")
+            if dtype is None:
+                return None
+            return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(dtype) if isinstance(dtype, int) else dtype)
 
-        meta = self._inner.get_input_metadata()
-        return {name: TensorMeta(numpy(m.dtype), None if m.shape is None else tuple(m.shape)) for name, m in meta.items()}
+        return {t.name: TensorMeta(numpy(t.dtype), None if t.shape is None else tuple(t.shape)) for t in self._inner.graph.inputs}
 
     def infer_impl(self, feed_dict: dict[str, Any]) -> dict[str, Any]:
-        return dict(self._inner.infer(feed_dict))
+        return dict(self._inner.infer(feed_dict, check_inputs=False))  # Parity's infer has checked the feed
