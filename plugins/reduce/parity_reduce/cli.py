@@ -286,6 +286,7 @@ def reduce_command(model: str, output: str | None = None, report: str | None = N
         {"the input model": model, "the --reference-model": params.get("reference_model"), "the --load-inputs file": params.get("load_inputs")},
         **{
             "-o": output,
+            "--save-debug-replay": params.get("save_debug_replay"),
             "--min-good": params.get("min_good"),
             "--iter-artifact": params.get("iter_artifact"),
             "--save-inputs": params.get("save_inputs"),
@@ -473,6 +474,7 @@ def precision_command(model: str, output: str | None = None, report: str | None 
         {"the input model": model, "the --load-inputs file": params.get("load_inputs")},
         **{
             "-o": output,
+            "--save-debug-replay": params.get("save_debug_replay"),
             "--save-nodes": params.get("save_nodes"),
             "--iter-artifact": params.get("iter_artifact"),
             "--save-inputs": params.get("save_inputs"),

@@ -205,3 +205,10 @@ def test_min_good_without_output(model, tmp_path):
     assert sorted(p.name for p in tmp_path.glob("*.onnx")) == ["good.onnx", "reducable.onnx"]
     code, _, err = reduce("--check", "true")
     assert code == 2 and "give -o PATH" in err and len(err.strip().splitlines()) == 1
+
+
+def test_replay_path_is_not_another_output(model, tmp_path):
+    code, _, err = reduce("-o", "red.onnx", "--save-debug-replay", "red.onnx", "--check", PY, "check.py", "parity_debug.onnx", "join")
+    assert code == 2 and "are the same file" in err and not (tmp_path / "red.onnx").exists()
+    code, _, err = reduce("-o", "red.onnx", "--save-debug-replay", "reducable.onnx", "--check", PY, "check.py", "parity_debug.onnx", "join")
+    assert code == 2 and (tmp_path / "reducable.onnx").read_bytes() == reducable().SerializeToString()
