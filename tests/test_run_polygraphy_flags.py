@@ -389,3 +389,20 @@ def test_pluginref_under_polygraphys_internal_checks(tmp_path: Path, parity_cli)
     ran = parity_cli("run", "inorm.onnx", "--pluginref", "--onnxrt", cwd=tmp_path, env={"POLYGRAPHY_INTERNAL_CORRECTNESS_CHECKS": "1"})
     assert ran.returncode == 0, ran.stderr
     assert "PASSED" in ran.stdout.splitlines()[-1]
+
+
+def test_convert_marks_a_model_whose_output_has_no_shape(tmp_path: Path, main):
+    """An older model's output may declare a type without a shape (onnx.checker refuses that in a written model):
+    the written model's outputs get the shapes inference finds."""
+    path = tmp_path / "ii.onnx"
+    nodes = [helper.make_node("Identity", ["x"], ["a"]), helper.make_node("Identity", ["a"], ["b"])]
+    out = helper.make_tensor_value_info("b", TensorProto.FLOAT, None)
+    graph = helper.make_graph(nodes, "ii", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])], [out])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 7
+    onnx.save(model, path)
+    code, _, err = main("convert", path, "-o", tmp_path / "all.onnx", "--onnx-outputs", "mark", "all")
+    assert code == 0, err
+    written = onnx.load(str(tmp_path / "all.onnx"))
+    onnx.checker.check_model(written, full_check=True)
+    assert [(o.name, [d.dim_value for d in o.type.tensor_type.shape.dim]) for o in written.graph.output] == [("a", [4, 4]), ("b", [4, 4])]

@@ -268,20 +268,24 @@ def outputs_by_type(proto: Any, types: Sequence[str], model: str, flag: str = "-
 
 
 def type_outputs(proto: Any) -> None:
-    """Marked outputs carry no type (``make_empty_tensor_value_info``), which a saved model may not: give each the
-    type and shape shape inference finds (on the graph; external weights stay unread)."""
+    """Marked outputs carry no type (``make_empty_tensor_value_info``), and an older model's outputs may lack a
+    shape, which onnx.checker refuses in a written model: give each the type and shape shape inference finds (on
+    the graph; external weights stay unread)."""
     import onnx  # here: only a command that writes a marked model gets here
 
-    untyped = [vi for vi in proto.graph.output if not vi.type.HasField("tensor_type")]
+    untyped = [vi for vi in proto.graph.output if not (vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"))]
     if not untyped:
         return
     try:
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False)
     except Exception:  # noqa: BLE001 - without inference the checker names the untyped output when the model is saved
         return
-    found = {vi.name: vi for vi in [*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input]}
+    found: dict[str, Any] = {}
+    for vi in [*inferred.graph.output, *inferred.graph.value_info, *inferred.graph.input]:
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"):
+            found.setdefault(vi.name, vi)
     for vi in untyped:
-        if vi.name in found and found[vi.name].type.HasField("tensor_type"):
+        if vi.name in found:
             vi.type.CopyFrom(found[vi.name].type)
 
 
