@@ -18,7 +18,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from parity.api import ParityError, UsageError, echo, first_line, write_text_atomic
+from parity.api import (
+    ConvertRequest,
+    ParityError,
+    RunnerRequest,
+    UsageError,
+    echo,
+    first_line,
+    get_registry,
+    missing_dependency,
+    write_text_atomic,
+)
 
 TIMED_RUNS = 5
 
@@ -87,21 +97,17 @@ class Timer:
         self.workdir, self.timing_cache, self.builds = workdir, timing_cache, 0
 
     def __call__(self, model_path: str) -> float:
-        from parity.api import DataLoader, missing_dependency  # here: the commands' --help never needs these
+        from parity.api import DataLoader  # here: it loads numpy, which the commands' --help never needs
 
-        try:
-            from parity_trt.api import EngineFromBytes, TrtRunner, convert  # parity-trt builds and runs the engines
-        except ImportError:
-            raise missing_dependency("parity-trt", "pip install parity-trt") from None
-
+        # TensorRT through the registry (the TensorRT plugin's converter and backend), not through its modules
+        registry = get_registry()
+        if "trt" not in registry.converters or "trt" not in registry.backends:
+            raise missing_dependency("parity-trt", "pip install parity-trt")
         engine = os.path.join(self.workdir, f"candidate_{self.builds}.engine")
         self.builds += 1
         options = {"load_timing_cache": self.timing_cache, "save_timing_cache": self.timing_cache} if self.timing_cache else {}
-        convert(model_path, engine, {**options, "trt_progress": False})
-        with open(engine, "rb") as handle:
-            data = handle.read()
-        os.remove(engine)
-        runner = TrtRunner(EngineFromBytes(data))
+        registry.converters["trt"].convert(ConvertRequest(model_path, engine, {**options, "trt_progress": False}))
+        runner = registry.backends["trt"].make_runner(RunnerRequest(engine, {}, model_kind="engine"))
         runner.activate()
         try:
             (feed,) = list(DataLoader(runner.get_input_metadata(), iterations=1))
@@ -113,6 +119,7 @@ class Timer:
                 times.append((time.perf_counter() - start) * 1000)
         finally:
             runner.deactivate()
+            os.remove(engine)
         return statistics.median(times)
 
 

@@ -10,11 +10,12 @@ B the first and last node index) with ``results.txt``, the table printed at the 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from parity.api import ModelError, UsageError, echo, onnx_external, onnx_models, write_text_atomic
+from parity.api import ConvertRequest, ModelError, UsageError, echo, get_registry, onnx_external, onnx_models, write_text_atomic
 from parity_trt import versions
 from parity_trt._trt import get_logger, import_trt
 
@@ -219,16 +220,25 @@ def _valid(path: str) -> bool:
 
 
 def _load(path: str, params: Mapping[str, Any]) -> Any:
-    model = onnx_models.load(path, external_data_dir=params.get("external_data_dir"))
     if params.get("fp_to_fp16"):
-        try:
-            from parity_surgeon.api import Fp16Converter  # parity-surgeon's converter, where it is installed
-        except ImportError:
-            raise UsageError("--fp-to-fp16 needs parity-surgeon (pip install parity-surgeon)") from None
-        model, _report = Fp16Converter(model, keep_io_types=True).build()
+        with tempfile.TemporaryDirectory(prefix="parity-capability-") as tmp:
+            model = onnx_models.load(fp16_copy(path, params.get("external_data_dir"), tmp))
+    else:
+        model = onnx_models.load(path, external_data_dir=params.get("external_data_dir"))
     if params.get("shape_inference"):
         model = _infer(model, onnxruntime=not params.get("no_onnxruntime_shape_inference"))
     return model
+
+
+def fp16_copy(path: str, data_dir: str | None, folder: str) -> str:
+    """``--fp-to-fp16``: the model converted to float16 (inputs and outputs kept float32) in ``folder``, by the ONNX
+    converter another plugin registers (parity-surgeon's, as ``parity convert --fp-to-fp16``); its path."""
+    converter = get_registry().converters.get("onnx")
+    if converter is None:
+        raise UsageError("--fp-to-fp16 needs the ONNX converter of parity-surgeon (pip install parity-surgeon)")
+    out = os.path.join(folder, "fp16_" + os.path.basename(path))
+    converter.convert(ConvertRequest(path, out, {"fp_to_fp16": True, "keep_io_types": True, "external_data_dir": data_dir}))
+    return out
 
 
 def _infer(model: Any, onnxruntime: bool) -> Any:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from parity.api import UsageError, echo, onnx_models
+from parity_trt.capability import fp16_copy
 
 # options of build_options() that shape the network (everything else is the builder config's); a name absent from
 # build_options() is simply not offered
@@ -64,13 +65,11 @@ def _save(model: Any, path: str) -> None:
 def edit_onnx(model: str, options: Mapping[str, Any], data_dir: str) -> Any:
     """The ONNX model with Polygraphy's ONNX edits before TensorRT parses it: ``--onnx-outputs`` (fnmatch patterns,
     or every tensor), ``--onnx-exclude-outputs``, ``--onnx-outputs-by-type``, ``--fp-to-fp16``."""
-    proto = onnx_models.load(model, load_external_data=bool(options.get("fp_to_fp16")), external_data_dir=data_dir)
     if options.get("fp_to_fp16"):
-        try:
-            from parity_surgeon.api import Fp16Converter  # parity-surgeon's converter, where it is installed
-        except ImportError:
-            raise UsageError("--fp-to-fp16 needs parity-surgeon (pip install parity-surgeon)") from None
-        proto, _report = Fp16Converter(proto, keep_io_types=True).build()
+        with tempfile.TemporaryDirectory(prefix="parity-network-") as tmp:
+            proto = onnx_models.load(fp16_copy(model, data_dir, tmp))
+    else:
+        proto = onnx_models.load(model, load_external_data=False, external_data_dir=data_dir)
     graph = proto.graph
     produced = [o for node in graph.node for o in node.output if o]
     names = [*(v.name for v in graph.input), *produced]

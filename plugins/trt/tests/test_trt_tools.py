@@ -148,7 +148,11 @@ def test_capability_shape_inference_gives_cut_points_their_types(trt_backend, tm
 
 
 @pytest.mark.skipif(HAVE_TRT, reason="checks the behaviour without TensorRT")
-@pytest.mark.parametrize("args", [["inspect", "capability", "{m}"], ["template", "trt-network", "{m}"], ["template", "trt-config", "-o", "{d}/c.py"]])
+@pytest.mark.parametrize(
+    "args",
+    [["inspect", "capability", "{m}"], ["template", "trt-network", "{m}"], ["template", "trt-config", "-o", "{d}/c.py"],
+     ["plugin", "autotune", "{m}", "--plugin-dir", "{d}", "-o", "{d}/t.onnx"]],
+)  # fmt: skip
 def test_without_tensorrt_one_line(tmp_path, args):
     model = relu_add(tmp_path / "model.onnx", (2, 3))
     result = invoke(*(a.format(m=model, d=tmp_path) for a in args))
@@ -392,3 +396,19 @@ def test_template_trt_config_tactic_replay(trt_backend, tmp_path):
         assert not _config(trt_backend, plain).get_flag(editable)  # the flag came from the replay
     refused = invoke("template", "trt-config", "--save-tactics", tmp_path / "r2.json")
     assert refused.exit_code == 2 and "--save-tactics" in refused.stderr
+
+
+def test_capability_fp_to_fp16(trt_backend, tmp_path):
+    # an op onnxruntime runs (so the fp16 converter can check its result) but the TensorRT model's parser has not
+    model = _partly_supported(tmp_path / "partly.onnx", domain="", op="Hardmax")
+    proto = onnx.load(str(model))
+    proto.graph.node[3].op_type = "Hardmax"
+    onnx.save(proto, str(model))
+    out = tmp_path / "parts"
+    result = invoke("inspect", "capability", model, "--with-partitioning", "--fp-to-fp16", "-o", out)
+    assert result.exit_code == 0, result
+    # Hardmax stays float32 between Casts the converter adds (onnxruntime has no fp16 Hardmax): the indices move
+    unsupported = sorted(out.glob("unsupported_*.onnx"))
+    assert len(unsupported) == 2 and all("Hardmax" in [n.op_type for n in onnx.load(str(f)).graph.node] for f in unsupported)
+    weights = [t for f in out.glob("supported_*.onnx") for t in onnx.load(str(f)).graph.initializer]
+    assert weights and all(t.data_type == TensorProto.FLOAT16 for t in weights)  # converted before cutting
