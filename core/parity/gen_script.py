@@ -6,6 +6,7 @@ to :func:`parity.run_comparison`. The script prints each comparison's verdict an
 from __future__ import annotations
 
 import ast
+import os
 import pprint
 import shlex
 import sys
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
+from parity import plugins
 from parity.errors import UsageError
 from parity.plugins import get_registry
 from parity.util.fs import atomic_write, refuse_overwrite
@@ -91,7 +93,7 @@ def script_for(request: RunRequest, command_line: Sequence[str] = (), flag: str 
 """{summary}"""
 
 import sys
-
+{_plugin_files()}
 from parity import RunRequest, run_comparison
 from parity.errors import ParityError
 
@@ -99,6 +101,16 @@ REQUEST = RunRequest(
 {body},
 )
 {_BODY}'''
+
+
+def _plugin_files() -> str:
+    """The lines that load the command's one-off plugin modules (``--plugin``, ``PARITY_PLUGINS``) in the script,
+    through the documented ``PARITY_PLUGINS`` (before Parity loads its plugins), or nothing."""
+    files = [*(plugins._env_list("PARITY_PLUGINS") or []), *plugins._EXTRA_FILES]
+    if not files:
+        return ""
+    joined = ",".join(dict.fromkeys(os.path.abspath(f) for f in files))
+    return f"import os\n\nos.environ[\"PARITY_PLUGINS\"] = {joined!r}  # the command's one-off plugins (--plugin, PARITY_PLUGINS)\n"
 
 
 def _backend_names() -> set[str]:
