@@ -25,6 +25,9 @@ _EXPORTS: dict[str, str] = {
     "model_options": "parity.cli.options",
     "onnx_options": "parity.cli.options",
     "data_options": "parity.cli.options",
+    "data_loader_options": "parity.cli.options",
+    "input_shapes_option": "parity.cli.options",
+    "onnx_load_options": "parity.cli.options",
     "compare_options": "parity.cli.options",
     "backend_params": "parity.cli.options",
     "cast_runner_settings": "parity.cli.run",
@@ -40,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "external_data_write_options": "parity.cli.options",
     "external_data_from_params": "parity.cli.options",
     "note_external_data": "parity.cli.options",
+    "with_params": "parity.cli.options",
 }
 
 __all__ = list(_EXPORTS)
@@ -53,14 +57,18 @@ if TYPE_CHECKING:  # what readers and type checkers see; at run time each name l
     from parity.cli.options import (
         backend_params,
         compare_options,
+        data_loader_options,
         data_options,
         external_data_from_params,
         external_data_options,
         external_data_read_options,
         external_data_write_options,
+        input_shapes_option,
         model_options,
         note_external_data,
+        onnx_load_options,
         onnx_options,
+        with_params,
     )
     from parity.cli.parsing import ParityCommand
     from parity.cli.progress import LiveProgress, progress_wanted

@@ -54,6 +54,7 @@ def _random(request: Any):
         val_range=request.val_range,
         input_shapes=request.input_shapes,
         style="cli",  # hints name --input-shapes, not DataLoader(input_shapes=...)
+        backend=request.get("data_loader_backend_module") or "numpy",
     )
 
 

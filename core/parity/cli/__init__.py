@@ -77,7 +77,8 @@ def build_cli() -> click.Group:
     table = plugins.command_table()
     groups = {**{name: (text, "parity") for name, text in CORE_GROUPS.items()}, **table.groups}
     for name, (text, _owner) in groups.items():
-        cli.add_command(LazyGroup(name=name, help=text, short_help=text, path=name, on_load=_extend))
+        # Polygraphy's logging flags between a tool and its subtool (parity surgeon -v sanitize), shown by --help
+        cli.add_command(verbosity_options(LazyGroup(name=name, help=text, short_help=text, path=name, on_load=_extend)))
     for path, target, text in CORE_COMMANDS:
         _place(cli, LazyCommand(path, target, text))
     for entry in table.commands:
@@ -164,9 +165,11 @@ def main(argv: list[str] | None = None) -> int:
         return cli.main(args=rest, prog_name="parity", standalone_mode=False)
 
     console._command.append(["parity", *args])
+    mark = console.log_mark()
     try:
         code = run_guarded(invoke)
     finally:
+        console.close_logs(mark)  # --log-file/--log-format end with the command, also when parsing failed
         console._command.pop()  # an in-process `parity run` (a debug check) gives the outer command back
     if argv is None:
         sys.exit(code)

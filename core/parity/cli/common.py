@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import traceback
 import warnings
@@ -10,8 +11,9 @@ from typing import Any
 
 import click
 
+from parity import console
 from parity.console import SETTINGS, echo
-from parity.errors import ExitCode, ParityError
+from parity.errors import ExitCode, ParityError, UsageError
 from parity.util.text import first_line, warn
 
 __all__ = ["SETTINGS", "echo", "install_warning_printer", "run_guarded", "verbosity_options", "warn"]
@@ -27,7 +29,8 @@ def install_warning_printer() -> None:
 
 
 def verbosity_options(func: Callable) -> Callable:
-    """``-v/--verbose`` (tracebacks, more detail) and ``-q/--quiet`` on every command."""
+    """``-v/--verbose`` (tracebacks, more detail), ``-q/--quiet`` and Polygraphy's other logging flags
+    (``--silent``, ``--verbosity``, ``--log-file``, ``--log-format``) on every command and group."""
 
     def set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
         if value:
@@ -38,7 +41,56 @@ def verbosity_options(func: Callable) -> Callable:
     func = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=set_verbose, help="More detail; tracebacks on errors.")(func)
     func = click.option("--silent", is_flag=True, expose_value=False, callback=set_silent, help="Polygraphy's spelling of -q.")(func)
     loudness = "Polygraphy's levels: verbose and above are -v; warning, error and critical are -q."
-    return click.option("--verbosity", metavar="LEVEL", expose_value=False, callback=set_verbosity, help=loudness)(func)
+    func = click.option("--verbosity", metavar="LEVEL", expose_value=False, callback=set_verbosity, help=loudness)(func)
+    log_format = click.Option(
+        ["--log-format"], multiple=True, type=click.Choice(console.LOG_FORMATS), expose_value=False, callback=set_log_format,
+        help="Prefix each printed line with the time (timestamp) or the file and line that printed it (line-info); no-colors: no colours.",
+    )  # fmt: skip
+    log_format.greedy = True  # type: ignore[attr-defined] # values space-separated after one flag, as parsing.GreedyOption's
+    func = click.option(
+        "--log-file", metavar="FILE", type=click.Path(dir_okay=False), expose_value=False, callback=set_log_file,
+        help="Also write every line printed (stdout and stderr) to FILE, as it is printed.",
+    )(func)  # fmt: skip
+    if isinstance(func, click.Command):
+        func.params.append(log_format)
+    else:  # as click.option does: click reverses the decorators' list when it builds the command
+        func.__dict__.setdefault("__click_params__", []).append(log_format)
+    return func
+
+
+def set_log_format(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    if value:
+        mark = console.log_mark()
+        console.set_log_format(value)
+        ctx.call_on_close(lambda: console.close_logs(mark))
+    return value
+
+
+def set_log_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--log-file FILE``: refused when FILE is also a file the command reads or writes (it would be truncated)."""
+    if value:
+        _refuse_log_on_argument(value)
+        mark = console.log_mark()
+        try:
+            console.open_log_file(value)
+        except OSError as exc:
+            raise click.BadParameter(f"cannot write '{value}': {exc.strerror or exc}", ctx, param) from None
+        ctx.call_on_close(lambda: console.close_logs(mark))
+    return value
+
+
+def _refuse_log_on_argument(path: str) -> None:
+    if not os.path.exists(path):
+        return
+    seen = 0
+    for token in console.command_line()[1:]:
+        candidate = token.partition("=")[2] if token.startswith("-") and "=" in token else token
+        try:
+            seen += bool(candidate) and os.path.exists(candidate) and os.path.samefile(candidate, path)
+        except OSError:
+            continue
+    if seen > 1:  # once as the --log-file value itself
+        raise UsageError(f"--log-file {path}: that file is also an argument of this command; write the log elsewhere")
 
 
 def set_silent(ctx: click.Context, param: click.Parameter, value: bool) -> bool:

@@ -22,10 +22,16 @@ RANDOM = ("data", "random")  # generated inputs: --data-loader random, without -
 
 def model_options() -> list[click.Parameter]:
     return [
-        # generated inputs read it, and backends that say so (TensorRT's default profile: Backend.honours)
-        owned(GreedyOption(["--input-shapes", "--inputs"], metavar="NAME:[D0,D1,..]", help="Shapes of model inputs, e.g. x:[1,3,224,224] (sets dynamic dims)."), RANDOM),
+        input_shapes_option("--input-shapes", "--inputs"),
         click.Option(["--model-type"], type=str, default=None, help="Model kind when the suffix does not tell (onnx, engine, ...)."),
     ]
+
+
+def input_shapes_option(*flags: str) -> click.Option:
+    """The shapes of the model's inputs (parameter ``input_shapes``): ``--input-shapes``/``--inputs``, or
+    Polygraphy's ``--model-input-shapes``/``--model-inputs`` where a command's ``--inputs`` means something else."""
+    # generated inputs read it, and backends that say so (TensorRT's default profile: Backend.honours)
+    return owned(GreedyOption([*flags, "input_shapes"], metavar="NAME:[D0,D1,..]", help="Shapes of model inputs, e.g. x:[1,3,224,224] (sets dynamic dims)."), RANDOM)
 
 
 def onnx_options() -> list[click.Parameter]:
@@ -37,15 +43,45 @@ def onnx_options() -> list[click.Parameter]:
 
 
 def data_options() -> list[click.Parameter]:
+    return [*data_loader_options(), click.Option(["--save-inputs"], type=click.Path(), help="Save the inputs used to PATH.")]
+
+
+def data_loader_options() -> list[click.Parameter]:
+    """Where a command's inputs come from (Polygraphy's data loader flags): generated, a script or saved files."""
     return [
         owned(click.Option(["--seed"], type=int, default=1, show_default=True, help="Seed of the random data."), RANDOM),
         owned(GreedyOption(["--val-range"], metavar="[NAME:][LO,HI]", help="Range of random values, per input or for all: [0,1] x:[-1,1]."), RANDOM),
         click.Option(["--iterations", "--iters"], type=click.IntRange(min=1), default=1, show_default=True, help="Number of inference iterations."),
         click.Option(["--data-loader-script"], metavar="FILE.py[:FUNC]", help="Python function (default load_data) returning an iterable of feed dicts."),
         click.Option(["--data-loader"], default="random", show_default=True, help="Registered data loader to use (see 'parity plugins')."),
-        GreedyOption(["--load-inputs"], metavar="PATH", type=click.Path(), help="Feed saved inputs (Parity or Polygraphy files), in order."),
-        click.Option(["--save-inputs"], type=click.Path(), help="Save the inputs used to PATH."),
+        GreedyOption(["--load-inputs", "--load-input-data"], metavar="PATH", type=click.Path(), help="Feed saved inputs (Parity or Polygraphy files), in order."),
+        owned(
+            click.Option(
+                ["--data-loader-backend-module"], type=click.Choice(["numpy", "torch"]), default=None,
+                help="What draws the generated values: numpy (the default, Polygraphy's values) or torch's generator (same seeds); numpy arrays either way.",
+            ),
+            RANDOM,
+        ),  # fmt: skip
     ]
+
+
+def onnx_load_options(*, shape_inference: bool = True, fp16: bool = True) -> list[click.Parameter]:
+    """Polygraphy's ONNX loading flags besides the external-data ones: what is done to the model as it is read,
+    before the command's own work (``--shape-inference``, ``--no-onnxruntime-shape-inference``, ``--fp-to-fp16``)."""
+    params: list[click.Parameter] = []
+    if shape_inference:
+        params += [
+            click.Option(["--shape-inference", "--do-shape-inference"], is_flag=True, help="Infer the shapes of the model's tensors as it is read."),
+            click.Option(
+                ["--no-onnxruntime-shape-inference"], is_flag=True,
+                help="Infer shapes with onnx.shape_inference only, not onnxruntime's symbolic shape inference.",
+            ),
+        ]  # fmt: skip
+    if fp16:
+        params.append(
+            click.Option(["--fp-to-fp16"], is_flag=True, help="Convert float32 tensors and weights to float16 as the model is read (inputs and outputs stay float32).")
+        )
+    return params
 
 
 def compare_options(registry: Registry) -> list[click.Parameter]:
@@ -102,7 +138,7 @@ def external_data_read_options(ignore: bool = False) -> list[click.Parameter]:
     ``--ignore-external-data``."""
     params: list[click.Parameter] = [
         click.Option(
-            ["--external-data-dir", "--ext"],
+            ["--external-data-dir", "--load-external-data", "--ext"],
             type=click.Path(file_okay=False),
             default=None,
             help="Folder of the model's external data files (default: the model's folder).",
@@ -117,7 +153,7 @@ def external_data_write_options() -> list[click.Parameter]:
     """Polygraphy's writing flags, same names and meaning (docs/big-models.md)."""
     return [
         click.Option(
-            ["--save-external-data"], is_flag=False, flag_value="", default=None, metavar="[PATH]",
+            ["--save-external-data", "--external-data-path"], is_flag=False, flag_value="", default=None, metavar="[PATH]",
             help="Write weights to an external data file beside the output (PATH: its name, default OUTPUT.data).",
         ),
         click.Option(
@@ -131,8 +167,13 @@ def external_data_write_options() -> list[click.Parameter]:
 def external_data_options(write: bool = True, ignore: bool = False) -> Callable[[Callable], Callable]:
     """The same options as a decorator, for commands written with ``@click.command``."""
 
+    return with_params(*external_data_read_options(ignore), *(external_data_write_options() if write else []))
+
+
+def with_params(*params: click.Parameter) -> Callable[[Callable], Callable]:
+    """Shared option sets (lists of click parameters) as a decorator, for commands written with ``@click.command``."""
+
     def decorate(func: Callable) -> Callable:
-        params = [*external_data_read_options(ignore), *(external_data_write_options() if write else [])]
         if isinstance(func, click.Command):
             func.params.extend(params)
         else:  # click reverses the decorators' list when it builds the command

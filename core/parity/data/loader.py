@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -83,6 +84,7 @@ class DataLoader:
         val_range: Mapping[str, tuple[float, float]] | tuple[float, float] | None = None,
         input_shapes: Mapping[str, tuple] | None = None,
         style: str = PYTHON,
+        backend: str = "numpy",
     ) -> None:
         self.input_metadata = dict(input_metadata or {})
         self.seed = seed
@@ -92,6 +94,9 @@ class DataLoader:
         self.val_range = {"": (0.0, 1.0), **(val_range or {})}
         self.input_shapes = dict(input_shapes or {})
         self.style = style  # "python" or "cli": the terms error messages use to say how to fix them
+        if backend not in ("numpy", "torch"):
+            raise UsageError(f"data loader backend '{backend}': choose numpy or torch")
+        self.backend = backend  # the module that draws the values (--data-loader-backend-module); numpy arrays either way
 
     def check_names(self) -> None:
         """Unknown names in ``input_shapes`` / ``val_range``, and inputs whose shape cannot be generated (dynamic
@@ -118,13 +123,34 @@ class DataLoader:
     def __getitem__(self, index: int) -> dict[str, np.ndarray]:
         if not 0 <= index < self.iterations:
             raise IndexError(index)
-        rng = np.random.RandomState(self.seed + index)
+        rng = np.random.RandomState(self.seed + index) if self.backend == "numpy" else _TorchDraws(self.seed + index)
         feed = {}
         for name, meta in self.input_metadata.items():
             shape = resolve_shape(name, meta, self.input_shapes.get(name), self.style)
             lo, hi = self.val_range.get(name, self.val_range[""])
             feed[name] = generate(rng, shape, meta.dtype or np.dtype(np.float32), lo, hi)
         return feed
+
+
+class _TorchDraws:
+    """``--data-loader-backend-module torch``: the values drawn by a ``torch.Generator`` seeded as NumPy's would be
+    (Polygraphy's torch loader draws with torch.randint and torch.rand), with RandomState's two methods."""
+
+    def __init__(self, seed: int) -> None:
+        try:
+            import torch  # here: only this backend needs it (torch takes seconds to import)
+        except ImportError:
+            raise UsageError("--data-loader-backend-module torch: torch is not installed (pip install torch)") from None
+
+        self.torch = torch
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def randint(self, lo: int, hi: int, size: tuple[int, ...], dtype: Any) -> np.ndarray:
+        drawn = self.torch.randint(lo, hi, tuple(size), generator=self.generator, dtype=self.torch.int64)
+        return drawn.numpy().astype(dtype)
+
+    def random_sample(self, size: tuple[int, ...]) -> np.ndarray:
+        return self.torch.rand(tuple(size), generator=self.generator, dtype=self.torch.float64).numpy()
 
 
 def generate(rng: np.random.RandomState, shape: tuple[int, ...], dtype: np.dtype, lo: float, hi: float) -> np.ndarray:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
 from parity.api import (
+    SETTINGS,
     ExitCode,
     GreedyOption,
     UsageError,
@@ -23,7 +25,17 @@ from parity.api import (
     refuse_overwrite,
     write_text_atomic,
 )
-from parity.commands import ParityCommand, external_data_from_params, external_data_options, note_external_data, verbosity_options
+from parity.commands import (
+    ParityCommand,
+    data_loader_options,
+    external_data_from_params,
+    external_data_options,
+    input_shapes_option,
+    note_external_data,
+    onnx_load_options,
+    verbosity_options,
+    with_params,
+)
 
 
 def _check_model(model: str, output: str | None = None) -> None:
@@ -39,6 +51,13 @@ def _open_lazy(model: str, output: str | None, params: dict[str, Any]) -> tuple[
     from parity_surgeon import graph as g  # here, not at the top: the commands' --help imports this module and never needs it
 
     _check_model(model, output)
+    if params.get("ignore_external_data") and output is not None:
+        raise UsageError(
+            "--ignore-external-data: this command writes a model, and a written model carries its weights (one onnxruntime "
+            "cannot load is never written); give --external-data-dir where they are"
+        )  # fmt: skip
+    if params.get("no_onnxruntime_shape_inference") and "shape_inference" in params and not params["shape_inference"]:
+        raise UsageError("--no-onnxruntime-shape-inference chooses how --shape-inference infers shapes: add --shape-inference")
     external = external_data_from_params(params)
     base = onnx_models.data_dir(model, params.get("external_data_dir"))
     proto = g.load(model, lazy=True, external_data_dir=base)
@@ -46,7 +65,73 @@ def _open_lazy(model: str, output: str | None, params: dict[str, Any]) -> tuple[
     if output is not None:
         outs = onnx_external.planned_data_files(proto, output, external)
         refuse_overwrite({"the input model": model, "the input model's external data": sources}, output, **{"the output's data file": outs})
-    return proto, base, external, sources
+    return _as_read(proto, base, params), base, external, sources
+
+
+def _as_read(proto: Any, base: Any, params: dict[str, Any]) -> Any:
+    """Polygraphy's loading steps, in its order: ``--fp-to-fp16``, then ``--shape-inference`` (onnxruntime's
+    symbolic inference where it applies, unless ``--no-onnxruntime-shape-inference``)."""
+    if params.get("fp_to_fp16"):
+        from parity_surgeon.fp16 import Fp16Converter  # here: only --fp-to-fp16 needs the converter
+
+        proto, report = Fp16Converter(proto, keep_io_types=True, base_dir=base).build()
+        for line in report.lines():
+            echo(line, err=True)
+    if params.get("shape_inference"):
+        from parity_surgeon.sanitizer import infer_shapes  # here: only --shape-inference needs it
+
+        proto, status, symbolic, notes = infer_shapes(proto, onnxruntime=not params.get("no_onnxruntime_shape_inference"))
+        for note in notes if SETTINGS["verbose"] else ():
+            echo(f"parity: note: {note}", err=True)
+        if status != "ok":
+            echo(f"parity: note: --shape-inference {status}", err=True)
+        elif SETTINGS["verbose"]:
+            echo(f"Inferred shapes in the model with {'`onnxruntime.tools.symbolic_shape_infer`' if symbolic else '`onnx.shape_inference`'}")
+    return proto
+
+
+def _feed(model: str, params: dict[str, Any], run: str) -> Mapping[str, Any] | None:
+    """The inputs of the one onnxruntime run a command makes (``run`` names it), from the data loader flags
+    given; None when none is given (the command generates its own)."""
+    from parity.api import as_feed, make_data_loader  # here: only a run that the user feeds needs them
+
+    if not data_flags_given():
+        return None
+    if params.get("iterations", 1) > 1:
+        raise UsageError(f"--iterations {params['iterations']}: {run} runs the model once")
+    return _LazyFeed(lambda: as_feed(next(iter(make_data_loader(params, model, "onnx", get_registry()))), 0))
+
+
+class _LazyFeed(Mapping):
+    """Inputs made when first read: a run that turns out not to be needed makes (and warns about) none."""
+
+    def __init__(self, make: Callable[[], dict[str, Any]]) -> None:
+        self._make, self._data = make, None
+
+    def _feed(self) -> dict[str, Any]:
+        if self._data is None:
+            self._data = self._make()
+        return self._data
+
+    def __getitem__(self, name: str) -> Any:
+        return self._feed()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._feed())
+
+    def __len__(self) -> int:
+        return len(self._feed())
+
+
+# the data loader's parameters (parity.commands.data_loader_options, and the input shapes it reads)
+_DATA_PARAMS = ("seed", "val_range", "iterations", "data_loader_script", "data_loader", "load_inputs", "input_shapes", "data_loader_backend_module")
+
+
+def data_flags_given() -> list[str]:
+    """The data loader flags on the command line, as written (``--seed``)."""
+    ctx = click.get_current_context()
+    given = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+    return [p.opts[0] for p in ctx.command.params if p.name in _DATA_PARAMS and ctx.get_parameter_source(p.name or "") in given]
 
 
 def _wrote(saved: Any) -> str:
@@ -69,9 +154,12 @@ def _size(text: str | None, option: str) -> int | None:
 @click.option("--fold-constants", is_flag=True, help="Fold constant subgraphs, repeating until nothing changes.")
 @click.option("--cleanup", is_flag=True, help="Remove unused nodes, tensors and initializers.")
 @click.option("--toposort", is_flag=True, help="Sort nodes topologically.")
-@click.option("--override-input-shapes", cls=GreedyOption, metavar="NAME:[D0,..]", help="Set input shapes, e.g. x:[1,3,224,224] (then inference and folding use them).")
+@click.option(
+    "--override-input-shapes", "--override-inputs", cls=GreedyOption, metavar="NAME:[D0,..]",
+    help="Set input shapes, e.g. x:[1,3,224,224] (then inference and folding use them).",
+)  # fmt: skip
 @click.option("--fold-size-threshold", default="64M", show_default=True, metavar="SIZE", help="Largest folded tensor kept as a constant (none: no limit).")
-@click.option("--num-passes", type=click.IntRange(min=1), default=10, show_default=True, help="Most folding passes.")
+@click.option("--num-passes", "--num-const-fold-passes", type=click.IntRange(min=1), default=10, show_default=True, help="Most folding passes.")
 @click.option("--no-fold-shapes", is_flag=True, help="Do not fold Shape nodes (keeps dynamic shapes dynamic).")
 @click.option(
     "--partitioning", type=click.Choice(["basic", "recursive"]), default=None,
@@ -82,11 +170,15 @@ def _size(text: str | None, option: str) -> int | None:
 @click.option("--no-onnxruntime-shape-inference", is_flag=True, help="Infer shapes with onnx.shape_inference only, not onnxruntime's symbolic shape inference.")
 @click.option("--force-fallback-shape-inference", is_flag=True, help="Every tensor's shape and dtype from one onnxruntime run (dynamic dims become static).")
 @click.option("--outputs", cls=GreedyOption, metavar="TENSOR", help="Make these tensors the graph outputs ('mark all': every tensor); what no output needs is removed.")
+@click.option("--exclude-outputs", cls=GreedyOption, metavar="TENSOR", help="Graph outputs to unmark (fnmatch patterns); what no output needs is removed.")
+@click.option("--outputs-by-type", cls=GreedyOption, metavar="OP", help="Make the outputs of nodes of these op types (any case) graph outputs (with --outputs: both).")
 @click.option(
     "--set-unbounded-dds-upper-bound", "upper_bounds", cls=GreedyOption, metavar="[TENSOR:]BOUND",
     help="Clamp tensors setting a data-dependent size (Range limit, Pad pads, Resize sizes, Tile repeats, Expand shape) with Min: 1000, x:4000.",
 )  # fmt: skip
-@external_data_options()
+@with_params(*onnx_load_options(shape_inference=False))
+@with_params(*data_loader_options())  # the inputs of the --force-fallback-shape-inference run
+@external_data_options(ignore=True)
 @verbosity_options
 def sanitize_cmd(
     model: str,
@@ -104,6 +196,8 @@ def sanitize_cmd(
     no_onnxruntime_shape_inference: bool,
     force_fallback_shape_inference: bool,
     outputs: tuple[str, ...],
+    exclude_outputs: tuple[str, ...],
+    outputs_by_type: tuple[str, ...],
     upper_bounds: tuple[str, ...],
     **params: Any,
 ) -> int:
@@ -120,9 +214,8 @@ def sanitize_cmd(
     (--save-external-data, or automatically past 2 GiB).
     """
     # here, not at the top: the command's --help imports this module and never needs these
-    from parity.api import SETTINGS
     from parity_surgeon import graph as g
-    from parity_surgeon.sanitizer import sanitize
+    from parity_surgeon.sanitizer import outputs_of_types, sanitize
 
     if no_shape_inference and force_fallback_shape_inference:
         raise UsageError("--no-shape-inference and --force-fallback-shape-inference: give one")
@@ -133,13 +226,19 @@ def sanitize_cmd(
         ignored = [f for f, v in (("--partitioning", partitioning), ("--no-per-pass-shape-inference", no_per_pass_shape_inference)) if v]
         if ignored:
             raise UsageError(f"{' and '.join(ignored)}: only with --fold-constants")
+    data_flags = data_flags_given()
+    if data_flags and not force_fallback_shape_inference:
+        raise UsageError(f"{data_flags[0]} sets the inputs of the --force-fallback-shape-inference run; this command runs no model without it")
     proto, base, external, sources = _open_lazy(model, output, params)
+    feed = _feed(model, {**params, "input_shapes": override_input_shapes}, "--force-fallback-shape-inference") if data_flags else None
+    if outputs_by_type:
+        outputs = (*outputs, *outputs_of_types(proto, outputs_by_type))  # with --outputs: both
     result, report = sanitize(
         proto, fold_constants, cleanup, toposort, shapes, threshold, num_passes, not no_fold_shapes, not no_shape_inference, base_dir=base,
         partitioning=partitioning, per_pass_shape_inference=not no_per_pass_shape_inference, onnxruntime_shape_inference=not no_onnxruntime_shape_inference,
-        outputs=outputs, force_fallback=force_fallback_shape_inference, upper_bounds=bounds,
+        outputs=outputs, force_fallback=force_fallback_shape_inference, upper_bounds=bounds, exclude_outputs=exclude_outputs, feed=feed,
     )  # fmt: skip
-    if not (fold_constants or cleanup or toposort or shapes or outputs or bounds or force_fallback_shape_inference):
+    if not (fold_constants or cleanup or toposort or shapes or outputs or exclude_outputs or bounds or force_fallback_shape_inference):
         echo("parity: note: no --fold-constants/--cleanup/--toposort/--override-input-shapes given: only shape inference ran", err=True)
     saved = g.save(result, output, model, "the sanitized model", base_dir=base, external=external, source_data=sources)
     for note in report.notes + (report.verbose_notes if SETTINGS["verbose"] else []):
@@ -181,7 +280,9 @@ def _parse_bounds(items: tuple[str, ...]) -> dict[str, int]:
     "--force-fallback-shape-inference", is_flag=True,
     help="Boundary shapes and dtypes from one onnxruntime run, over the model's own (dynamic dims become static).",
 )  # fmt: skip
-@external_data_options()
+@with_params(*onnx_load_options())
+@with_params(input_shapes_option("--model-input-shapes", "--model-inputs"), *data_loader_options())  # the inputs of the fallback run
+@external_data_options(ignore=True)
 @verbosity_options
 def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple[str, ...], force_fallback_shape_inference: bool, **params: Any) -> int:
     """Extract the subgraph of MODEL that computes --outputs from --inputs.
@@ -192,15 +293,17 @@ def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple
     model once on generated inputs (dynamic dims 1; noted). Of a model with external data only the kept
     nodes' weights are copied into the output (inside it, or in its data file with --save-external-data)."""
     # here, not at the top: the command's --help imports this module and never needs these
-    from parity.api import SETTINGS
     from parity_surgeon import graph as g
-    from parity_surgeon.extractor import extract, parse_input_spec, parse_output_spec
+    from parity_surgeon.extractor import RAN, extract, parse_input_spec, parse_output_spec
 
     in_specs, out_specs = [parse_input_spec(t) for t in inputs], [parse_output_spec(t) for t in outputs]
     proto, base, external, sources = _open_lazy(model, output, params)
     notes: list[str] = []
     events: list[str] = []
-    result = extract(proto, in_specs, out_specs, base_dir=base, force_fallback=force_fallback_shape_inference, notes=notes, events=events)
+    feed = _feed(model, params, "the fallback shape inference")
+    result = extract(proto, in_specs, out_specs, feed=feed, base_dir=base, force_fallback=force_fallback_shape_inference, notes=notes, events=events)
+    if feed is not None and RAN not in events:
+        notes.append(f"{', '.join(data_flags_given())}: the shapes and dtypes were known, so the model did not run on these inputs")
     saved = g.save(result, output, model, "the subgraph", base_dir=base, external=external, source_data=sources)
     for note in notes:
         echo(f"parity: note: {note}", err=True)
@@ -227,7 +330,8 @@ def extract_cmd(model: str, output: str, inputs: tuple[str, ...], outputs: tuple
 @click.option("--name", default=None, help="Name of the new node [OP_inserted].")
 @click.option("--attrs", cls=GreedyOption, metavar="NAME=VALUE", help="Attributes as Python literals: alpha=0.5 axes=[0,1] mode=linear.")
 @click.option("--domain", default=None, help="Op domain of the new node (added to the opset imports at version 1) [an op ONNX lacks: custom].")
-@external_data_options()
+@with_params(*onnx_load_options())
+@external_data_options(ignore=True)
 @verbosity_options
 def insert_cmd(
     model: str, output: str, op: str, inputs: tuple[str, ...], outputs: tuple[str, ...], name: str | None, attrs: tuple[str, ...], domain: str | None, **params: Any
@@ -263,19 +367,26 @@ def insert_cmd(
 @click.command("lint", cls=ParityCommand, short_help="ONNX checker plus common model problems, one line each.")
 @click.argument("model")
 @click.option("-o", "--output", "report_path", type=click.Path(), help="Write a JSON report to PATH.")
-@click.option("--no-onnxruntime", is_flag=True, help="Skip the onnxruntime load checks.")
+@click.option("--no-onnxruntime", is_flag=True, help="Skip the onnxruntime load and run checks.")
+@with_params(*onnx_load_options(shape_inference=False))
+@with_params(input_shapes_option("--input-shapes", "--inputs"), *data_loader_options())  # the inputs of the onnxruntime run
 @external_data_options(write=False, ignore=True)
 @verbosity_options
-def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool, external_data_dir: str | None, ignore_external_data: bool) -> int:
+def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool, external_data_dir: str | None, ignore_external_data: bool, **params: Any) -> int:
     """Check MODEL; exit 1 if any error is found (warnings alone pass).
 
     \b
       parity check lint model.onnx -o lint.json
       parity check lint llm.onnx --ignore-external-data
-    No weight is read: external data files are checked to exist and be long enough, and onnxruntime maps
-    them; with --ignore-external-data they need not exist, and the onnxruntime load is skipped.
+    External data files are checked to exist and be long enough, and onnxruntime maps them; with
+    --ignore-external-data they need not exist, and the onnxruntime load is skipped. A model that loads runs
+    once in onnxruntime, on generated inputs or those the data loader flags give (an error only running shows
+    is an 'inference' error); one whose weights are in external data files runs only with such a flag (no
+    weight is read otherwise). The JSON report holds Polygraphy's lint_entries and
+    summary.passing/failing next to Parity's issues.
     """
     # here, not at the top: the command's --help imports this module and never needs these
+    from parity_surgeon import graph as g
     from parity_surgeon.linter import lint
 
     _check_model(model)
@@ -283,7 +394,19 @@ def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool, external
         raise UsageError("--external-data-dir and --ignore-external-data: give one (the second skips the data the first locates)")
     if report_path:
         refuse_overwrite(model, **{"-o/--output": report_path})
-    report = lint(model, model, onnxruntime=not no_onnxruntime, external_data_dir=external_data_dir, ignore_external_data=ignore_external_data)
+    data_flags = data_flags_given()
+    if no_onnxruntime and data_flags:
+        raise UsageError(f"{data_flags[0]} sets the inputs of the onnxruntime run, which --no-onnxruntime skips")
+    source: Any = model
+    if params.get("fp_to_fp16"):
+        source = _as_read(g.load(model, lazy=True, external_data_dir=external_data_dir), onnx_models.data_dir(model, external_data_dir), params)
+    feed, no_feed = (None, None) if no_onnxruntime else _lint_feed(model, params, bool(data_flags))
+    report = lint(
+        source, model, onnxruntime=not no_onnxruntime, external_data_dir=external_data_dir, ignore_external_data=ignore_external_data,
+        feed=feed, run_external=bool(data_flags),
+    )  # fmt: skip
+    if no_feed:
+        report.skipped.append(f"the onnxruntime run ({no_feed})")
     for skipped in report.skipped:
         echo(f"parity: note: skipped {skipped}", err=True)
     for issue in report.issues:
@@ -293,6 +416,21 @@ def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool, external
     if report_path:
         write_text_atomic(report_path, json.dumps(report.to_json(), indent=1))
     return int(ExitCode.PASSED if report.passed else ExitCode.MISMATCH)
+
+
+def _lint_feed(model: str, params: dict[str, Any], given: bool) -> tuple[Mapping[str, Any] | None, str | None]:
+    """The inputs lint runs the model on, from the data loader flags, or generated; and why there are none.
+    Where no input can be made without flags (a dynamic dim Parity does not guess, a broken model), the run
+    is left out, and the report says why."""
+    if given:
+        feed = _feed(model, params, "check lint")
+        return (dict(feed) if feed is not None else None), None  # made now: a bad flag is a usage error, not the model's
+    from parity.api import as_feed, first_line, make_data_loader  # here: only lint's run needs them
+
+    try:
+        return as_feed(next(iter(make_data_loader(params, model, "onnx", get_registry()))), 0), None
+    except Exception as exc:  # noqa: BLE001 - a model whose inputs cannot be made: the checks say what is wrong with it
+        return None, first_line(exc)
 
 
 # --- convert --fp-to-fp16 ----------------------------------------------------------------------------

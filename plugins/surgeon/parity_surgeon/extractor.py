@@ -79,6 +79,9 @@ def _dtype(text: str, whole: str, option: str, np: Any) -> Any:
         raise UsageError(f"{option}: unknown dtype '{text}' in '{whole}' (e.g. float32, float16, int64, or auto)") from None
 
 
+RAN = "Ran the model once in onnxruntime for the shapes and dtypes shape inference could not tell"
+
+
 def extract(
     model: Any,
     inputs: Sequence[TensorSpec | str],
@@ -129,6 +132,8 @@ def extract(
     def run(names: Sequence[str]) -> dict[str, Any]:
         graph_inputs = {vi.name for vi in original.graph.input}
         run_feed = dict(feed) if feed is not None else fallback_feed(original, notes)
+        if events is not None:
+            events.append(RAN)
         seen = observe(original, [n for n in dict.fromkeys(names) if n not in graph_inputs], run_feed, base_dir, with_feed=True)
         return {n: seen[n] for n in names if n in seen}
 

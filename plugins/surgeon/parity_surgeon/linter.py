@@ -4,22 +4,26 @@ Rules (``rule`` in the JSON report): ``checker`` (onnx.checker), ``shape-inferen
 errors), ``dangling-input`` (a node reads a tensor nothing produces), ``dangling-output`` (a graph output
 nothing produces), ``duplicate-tensor`` (two producers of one name), ``duplicate-node-name``,
 ``unused-initializer``, ``unused-input``, ``dead-node`` (computes nothing that reaches an output),
-``unsorted`` (nodes out of topological order), ``opset`` / ``ir-version`` (beyond what the installed
+``unsorted`` (nodes out of topological order), ``inference`` (the model loads in onnxruntime but fails to
+run on the given inputs), ``opset`` / ``ir-version`` (beyond what the installed
 onnxruntime loads: probed by loading an empty model with the same header), ``onnxruntime`` (the model
 fails to load in onnxruntime for another reason, e.g. an op it does not implement).
 
-No weight byte is read: external tensors stay references (their files are checked to exist and be long
-enough, in ``external_data_dir`` or the model's folder); the checker runs on the model's path, or on a
-graph-only copy beside sparse stand-ins for the data files when the data is elsewhere or ignored; the
-onnxruntime load gets the path or the graph-only message plus the data's folder. ``ignore_external_data``:
-the structure alone (the data files need not exist); the onnxruntime load, which needs the weights, is
-skipped and :attr:`LintReport.skipped` says so.
+No weight byte is read unless the model runs (``feed``; with external data, only with ``run_external``):
+external tensors stay references (their files are checked to exist and be long enough, in
+``external_data_dir`` or the model's folder); the checker runs on the model's path, or on a graph-only copy
+beside sparse stand-ins for the data files when the data is elsewhere or ignored; the onnxruntime load gets
+the path or the graph-only message plus the data's folder. ``ignore_external_data``: the structure alone (the
+data files need not exist); the onnxruntime load, which needs the weights, is skipped and
+:attr:`LintReport.skipped` says so.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,12 +46,29 @@ class LintIssue:
         where = f" (node '{self.node}')" if self.node else ""
         return f"{self.level.upper():<7} [{self.rule}] {self.message}{where}"
 
+    def entry(self) -> dict[str, Any]:
+        """The issue as Polygraphy's lint entry (its levels and sources)."""
+        level = "exception" if self.level == ERROR else self.level
+        entry: dict[str, Any] = {"level": level, "source": _SOURCES.get(self.rule, "onnx_graphsurgeon"), "message": self.message}
+        if self.node:
+            entry["nodes"] = [self.node]
+        return entry
+
+
+# Polygraphy's lint entry sources by Parity's rule (the structural rules are its onnx_graphsurgeon checks)
+_SOURCES = {
+    "checker": "onnx_checker", "shape-inference": "onnx_checker",
+    "onnxruntime": "onnxruntime", "inference": "onnxruntime", "opset": "onnxruntime", "ir-version": "onnxruntime",
+}  # fmt: skip
+
 
 @dataclass
 class LintReport:
     model: str
     issues: list[LintIssue] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # checks not run, and why (one line each)
+    nodes: list[str] = field(default_factory=list)  # every node's name (its label where it has none), in graph order
+    ran: bool = False  # the model ran once in onnxruntime, without an error
 
     @property
     def passed(self) -> bool:
@@ -57,8 +78,15 @@ class LintReport:
         self.issues.append(LintIssue(level, rule, message, node, tensor))
 
     def to_json(self) -> dict[str, Any]:
-        counts = {lvl: sum(1 for i in self.issues if i.level == lvl) for lvl in (ERROR, WARNING)}
+        """Parity's report (``issues``, ``summary`` counts) with Polygraphy's keys beside it: ``lint_entries`` (level
+        exception/warning, source, message, nodes) and the ``summary``'s ``passing`` and ``failing`` nodes (a
+        node passes when the model ran in onnxruntime and no error names it; one an error names fails)."""
+        counts: dict[str, Any] = {lvl: sum(1 for i in self.issues if i.level == lvl) for lvl in (ERROR, WARNING)}
+        failing = list(dict.fromkeys(i.node for i in self.issues if i.level == ERROR and i.node))
+        counts["passing"] = [n for n in self.nodes if n not in failing] if self.ran else []
+        counts["failing"] = failing
         data = {"format": "parity-lint", "version": 1, "model": self.model, "passed": self.passed, "summary": counts, "issues": [asdict(i) for i in self.issues]}
+        data["lint_entries"] = [i.entry() for i in self.issues]
         if self.skipped:
             data["skipped"] = list(self.skipped)
         return data
@@ -77,15 +105,21 @@ def lint(
     *,
     external_data_dir: str | Path | None = None,
     ignore_external_data: bool = False,
+    feed: Mapping[str, Any] | None = None,
+    run_external: bool = False,
 ) -> LintReport:
     """Lint ``model`` (a path or ModelProto) without reading its weights. ``external_data_dir``: the folder of
-    a path's external data (default its folder); ``ignore_external_data``: structure only (see the module)."""
+    a path's external data (default its folder); ``ignore_external_data``: structure only (see the module).
+    ``feed``: inputs to run the model on once after it loads in onnxruntime, as Polygraphy's lint does (an
+    error that only running shows is an ``inference`` issue); None: load only. A model whose weights are in
+    external data files runs only with ``run_external`` (running reads every weight; lint otherwise reads none)."""
     import onnx
 
     path = Path(model) if isinstance(model, (str, Path)) else None
     proto = g.load(model, lazy=True, external_data_dir=external_data_dir, ignore_external_data=ignore_external_data)
     base = None if path is None or ignore_external_data else onnx_models.data_dir(path, external_data_dir)
     report = LintReport(label or (str(model) if path is not None else "<model>"))
+    report.nodes = [n.name or f"{n.op_type}_{i}" for i, n in enumerate(proto.graph.node)]
     try:
         _check(proto, path, base)
     except Exception as exc:  # ValidationError, or protobuf errors on malformed files
@@ -99,8 +133,26 @@ def lint(
         if ignore_external_data and onnx_external.has_external(proto):
             report.skipped.append("the onnxruntime load (it needs the weights; --ignore-external-data)")
         else:
-            _onnxruntime(proto, report, path, base)
+            session = _onnxruntime(proto, report, path, base)
+            if session is not None and feed is not None:
+                if run_external or not onnx_external.has_external(proto):
+                    _run(session, feed, report)
+                else:
+                    report.skipped.append("the onnxruntime run (it reads every weight, and these are in external data files: a data loader flag such as --seed runs it)")
     return report
+
+
+def _run(session: Any, feed: Mapping[str, Any], report: LintReport) -> None:
+    """One inference; a failure names the node onnxruntime names (``... node. Name:'x'``)."""
+    inputs = dict(feed)
+    try:
+        session.run(None, inputs)
+    except Exception as exc:
+        message = _first_line(exc)
+        named = re.search(r"Name:'([^']*)'", message)
+        report.add(ERROR, "inference", f"onnxruntime cannot run the model: {message}", named.group(1) if named else None)
+    else:
+        report.ran = True
 
 
 def _check(proto: Any, path: Path | None, base: Path | None) -> None:
@@ -255,9 +307,10 @@ def _probe_header(model: Any) -> tuple[str, str] | None:
     return rule, problem
 
 
-def _onnxruntime(model: Any, report: LintReport, path: Path | None = None, base: Path | None = None) -> None:
+def _onnxruntime(model: Any, report: LintReport, path: Path | None = None, base: Path | None = None) -> Any:
     """Load the model in onnxruntime's CPU provider: from the path when its data is beside it, else from the
-    graph-only message plus the data's folder (never from a message holding the weights)."""
+    graph-only message plus the data's folder (never from a message holding the weights). Returns the
+    session, or None when it did not load."""
     import onnxruntime as ort
 
     header = _probe_header(model)
@@ -265,12 +318,12 @@ def _onnxruntime(model: Any, report: LintReport, path: Path | None = None, base:
         rule, problem = header
         opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
         report.add(ERROR, rule, f"onnxruntime {ort.__version__} cannot load IR version {model.ir_version} / opsets {opsets}: {problem}")
-        return
+        return None
     options = ort.SessionOptions()
     options.log_severity_level = 4
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     # no pre-packing: MatMul kernels would copy every weight into packed buffers (as much memory as the
-    # weights); loading is the check, running is not
+    # weights); lint runs the model at most once, which needs no packed copies
     options.add_session_config_entry("session.disable_prepacking", "1")
     try:
         # a path onnxruntime cannot take (not UTF-8: its binding encodes str paths so) goes as the model's bytes
@@ -280,10 +333,11 @@ def _onnxruntime(model: Any, report: LintReport, path: Path | None = None, base:
             source, entries = onnx_external.runtime_bytes(model, base)
             for key, value in entries.items():
                 options.add_session_config_entry(key, value)
-        ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:
         if not any(i.level == ERROR and i.rule != "onnxruntime" for i in report.issues):
             report.add(ERROR, "onnxruntime", f"onnxruntime {ort.__version__} cannot load the model: {_first_line(exc)}")
+    return None
 
 
 def _utf8(text: str) -> bool:

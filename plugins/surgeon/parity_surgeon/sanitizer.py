@@ -15,8 +15,10 @@ every other weight (an LLM's MatMul weights) is never read. Any other value grap
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +86,8 @@ def sanitize(
     outputs: Sequence[str] = (),
     force_fallback: bool = False,
     upper_bounds: Mapping[str, int] | None = None,
+    exclude_outputs: Sequence[str] = (),
+    feed: Mapping[str, Any] | None = None,
 ) -> tuple[Any, SanitizeReport]:
     """Return a sanitized copy of ``model`` (path or ModelProto) and what changed; the input is not modified.
 
@@ -97,7 +101,8 @@ def sanitize(
     ``outputs``: the tensors to make the graph outputs (``["mark", "all"]``: every tensor). ``force_fallback``:
     shapes and dtypes of every tensor from one onnxruntime run on generated inputs (dynamic dims become
     those of the run). ``upper_bounds``: tensor -> bound (key ``""``: every tensor with an unbounded
-    data-dependent shape) clamped by a ``Min`` node."""
+    data-dependent shape) clamped by a ``Min`` node. ``exclude_outputs``: outputs to unmark (fnmatch patterns);
+    ``feed``: the inputs of the ``force_fallback`` run (default: generated)."""
     import onnx
 
     original = g.load(model)
@@ -110,19 +115,23 @@ def sanitize(
         m, report.shape_inference = _infer(m, onnxruntime_shape_inference and not force_fallback, report)
         return m
 
-    if outputs:
-        onnx_models.mark_outputs(work, _expand_patterns(work, list(outputs)))
+    if outputs or exclude_outputs:
+        marked = _expand_patterns(work, list(outputs)) if outputs else [vi.name for vi in work.graph.output]
+        onnx_models.mark_outputs(work, marked, _expand_patterns(work, list(exclude_outputs), "--exclude-outputs"))
+        if not work.graph.output:
+            raise UsageError("--exclude-outputs: no graph output would be left")
     if override_input_shapes:
         work = _override_shapes(work, dict(override_input_shapes), report)
     if force_fallback:
-        work = fallback_shapes(work, base_dir, report.notes)
+        work = fallback_shapes(work, base_dir, report.notes, feed)
         report.shape_inference = "from one onnxruntime run (--force-fallback-shape-inference)"
     elif shape_inference:
         work = infer(work)
-    if fold_constants or cleanup or toposort or outputs:
+    if fold_constants or cleanup or toposort or outputs or exclude_outputs:
         per_pass = infer if shape_inference and per_pass_shape_inference and not force_fallback else None
+        marked = bool(outputs) or bool(exclude_outputs)  # what no output needs goes
         work = _graphsurgeon_passes(
-            work, original, report, fold_constants, cleanup or bool(outputs), toposort, size_threshold, max_passes, fold_shapes, per_pass, base_dir, partitioning
+            work, original, report, fold_constants, cleanup or marked, toposort, size_threshold, max_passes, fold_shapes, per_pass, base_dir, partitioning
         )
         if shape_inference and not force_fallback:
             work = infer(work)
@@ -137,7 +146,7 @@ def sanitize(
     return g.keep_header(work, original), report
 
 
-def _expand_patterns(model: Any, names: list[str]) -> list[str]:
+def _expand_patterns(model: Any, names: list[str], option: str = "--outputs") -> list[str]:
     """``--outputs`` names with fnmatch wildcards (``conv_*``), as Polygraphy's: each pattern that is not a
     tensor's own name becomes the tensors it matches, in graph order; one that matches none is refused."""
     if onnx_models.wants_all(names):
@@ -150,9 +159,21 @@ def _expand_patterns(model: Any, names: list[str]) -> list[str]:
             continue
         hits = fnmatch.filter(produced, name)
         if not hits:
-            raise UsageError(f"--outputs: no tensor matches '{name}'")
+            raise UsageError(f"{option}: no tensor matches '{name}'")
         out += hits
     return list(dict.fromkeys(out))
+
+
+def outputs_of_types(model: Any, op_types: Sequence[str]) -> list[str]:
+    """``--outputs-by-type``: the output tensors of the nodes whose op type is one of ``op_types`` (any case), in
+    graph order; a type no node has is refused, naming the closest op types the model has."""
+    wanted = {t.lower() for t in op_types}
+    present = {n.op_type.lower(): n.op_type for n in model.graph.node}
+    for name in op_types:
+        if name.lower() not in present:
+            types = ", ".join(sorted(set(present.values())))
+            raise UsageError(f"--outputs-by-type: the model has no {name} node{did_you_mean(name, present.values())}; op types: {types}")
+    return [t for n in model.graph.node if n.op_type.lower() in wanted for t in n.output if t]
 
 
 def _symbolic_blocker(model: Any) -> str | None:
@@ -174,7 +195,10 @@ def _infer(model: Any, onnxruntime: bool, report: SanitizeReport) -> tuple[Any, 
             try:
                 from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
-                inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+                # where it cannot finish it saves sym_shape_infer_temp.onnx in the working folder: a stray file in
+                # the user's; it runs in a temporary one (the model has no external data to find: _symbolic_blocker)
+                with tempfile.TemporaryDirectory(prefix="parity-shapes-") as folder, contextlib.chdir(folder):
+                    inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
             except Exception as exc:  # noqa: BLE001 - any failure falls back to onnx's inference
                 blocker = f"it failed ({first_line(exc, 120)})"
             else:
@@ -186,6 +210,14 @@ def _infer(model: Any, onnxruntime: bool, report: SanitizeReport) -> tuple[Any, 
         if note not in report.verbose_notes:
             report.verbose_notes.append(note)
     return g.infer_shapes(model)
+
+
+def infer_shapes(model: Any, onnxruntime: bool = True) -> tuple[Any, str, bool, list[str]]:
+    """Shape inference as sanitize runs it, for the other commands' ``--shape-inference``: returns the model,
+    the status ("ok" or why not), whether onnxruntime's symbolic inference ran, and the notes on why it did not."""
+    report = SanitizeReport()
+    inferred, status = _infer(model, onnxruntime, report)
+    return inferred, status, report.symbolic, report.verbose_notes
 
 
 def _override_shapes(model: Any, shapes: dict[str, tuple], report: SanitizeReport) -> Any:
@@ -216,16 +248,17 @@ def _override_shapes(model: Any, shapes: dict[str, tuple], report: SanitizeRepor
     return model
 
 
-def fallback_shapes(model: Any, base_dir: str | Path | None = None, notes: list[str] | None = None) -> Any:
+def fallback_shapes(model: Any, base_dir: str | Path | None = None, notes: list[str] | None = None, feed: Mapping[str, Any] | None = None) -> Any:
     """``--force-fallback-shape-inference``: run ``model`` once in onnxruntime on generated inputs with every
     tensor marked, and write what was seen as the shapes and dtypes of the inputs, outputs and every other
-    tensor (dynamic dims become the run's: 1 where nothing else says, noted in ``notes``)."""
+    tensor (dynamic dims become the run's: 1 where nothing else says, noted in ``notes``). ``feed``: the run's
+    inputs (the data loader flags), instead of generated ones."""
     from onnx import helper
 
     from parity_surgeon.extractor import fallback_feed, observe
 
     produced = [t for node in model.graph.node for t in node.output if t]
-    seen = observe(model, produced, fallback_feed(model, notes), base_dir, with_feed=True)
+    seen = observe(model, produced, dict(feed) if feed is not None else fallback_feed(model, notes), base_dir, with_feed=True)
 
     def info(name: str) -> Any:
         arr = seen[name]

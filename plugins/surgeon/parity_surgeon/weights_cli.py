@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from parity.api import SETTINGS, ModelError, UsageError, echo, onnx_external, onnx_models, refuse_overwrite, warn
-from parity.commands import ParityCommand, external_data_options, verbosity_options
+from parity.commands import ParityCommand, external_data_options, onnx_load_options, verbosity_options, with_params
 
 
 def _open(model: str, output: str, params: dict[str, Any]) -> tuple[Any, Any, Any, list[Path]]:
@@ -17,27 +17,14 @@ def _open(model: str, output: str, params: dict[str, Any]) -> tuple[Any, Any, An
     # here, not at the top: the commands' --help imports this module and never needs these
     from parity_surgeon.cli import _open_lazy
 
-    proto, base, external, sources = _open_lazy(model, output, params)
-    if params.get("fp_to_fp16"):  # Polygraphy's --fp-to-fp16 of its model loading: float32 to float16 first
-        proto = _to_fp16(proto, base)
+    proto, base, external, sources = _open_lazy(model, output, params)  # --fp-to-fp16 converted there, first
     _complete_output_shapes(proto)
     return proto, base, external, sources
 
 
-def _to_fp16(proto: Any, base: Any) -> Any:
-    """``--fp-to-fp16``: the model with float32 tensors and weights in float16, inputs and outputs kept float32."""
-    # here, not at the top: the commands' --help imports this module and never needs the converter
-    from parity_surgeon.fp16 import Fp16Converter
-
-    converted, report = Fp16Converter(proto, keep_io_types=True, base_dir=base).build()
-    for line in report.lines():
-        echo(line, err=True)
-    return converted
-
-
-_FP16 = click.option(
-    "--fp-to-fp16", is_flag=True, help="Convert float32 tensors and weights to float16 first (inputs and outputs stay float32), as parity convert --fp-to-fp16."
-)
+def _fp16() -> Any:
+    """Polygraphy's --fp-to-fp16 of its model loading (a fresh option for each command)."""
+    return with_params(*onnx_load_options(shape_inference=False))
 
 
 def _complete_output_shapes(proto: Any) -> None:
@@ -84,8 +71,8 @@ def _done(report: Any, saved: Any) -> int:
 @click.command("prune", cls=ParityCommand, short_help="Prune weights to 2:4 structured sparsity (for functional tests).")
 @click.argument("model")
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the pruned model.")
-@_FP16
-@external_data_options()
+@_fp16()
+@external_data_options(ignore=True)
 @verbosity_options
 def prune_cmd(model: str, output: str, **params: Any) -> int:
     """Prune the weights of MODEL to 2:4 structured sparsity and write the result to -o OUTPUT.
@@ -170,8 +157,8 @@ def _raw_size(tensor: Any) -> int:
 @click.argument("model")
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the weightless model.")
 @click.option("--exclude-list", type=click.Path(), default=None, help="Text file naming initializers to keep, one a line.")
-@_FP16
-@external_data_options()
+@_fp16()
+@external_data_options(ignore=True)
 @verbosity_options
 def weight_strip_cmd(model: str, output: str, exclude_list: str | None, **params: Any) -> int:
     """Strip the weights of MODEL: write -o OUTPUT with the values of its weights removed and marked.
@@ -214,8 +201,8 @@ def weight_strip_cmd(model: str, output: str, exclude_list: str | None, **params
 @click.argument("model")
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the reconstructed model.")
 @click.option("--seed", type=int, default=None, help="Seed of the random values (the same weights each run); default: fresh ones.")
-@_FP16
-@external_data_options()
+@_fp16()
+@external_data_options(ignore=True)
 @verbosity_options
 def weight_reconstruct_cmd(model: str, output: str, seed: int | None, **params: Any) -> int:
     """Fill the weights of a weight-stripped MODEL with random values and write -o OUTPUT.
@@ -239,6 +226,8 @@ def weight_reconstruct_cmd(model: str, output: str, seed: int | None, **params: 
     except ValueError as exc:
         raise ModelError(f"{model}: {exc}") from None
     if fp_to_fp16:
-        result = _to_fp16(result, base)
+        from parity_surgeon.cli import _as_read  # here, as above
+
+        result = _as_read(result, base, {"fp_to_fp16": True})
     saved = g.save(result, output, model, "the reconstructed model", base_dir=base, external=external, source_data=sources)
     return _done(report, saved)
