@@ -4,7 +4,9 @@ effect on the loaded model or is refused in one line. click only at import; onnx
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -122,11 +124,16 @@ def load_model(model: str, params: Mapping[str, Any], note: Callable[[str], None
 def infer_shapes(proto: Any, onnxruntime: bool = True, note: Callable[[str], None] | None = None) -> Any:
     """onnxruntime's symbolic shape inference (it resolves more dims), else ONNX's; a failure of the first falls
     back to the second with a note."""
-    if onnxruntime:
+    external = any(onnx_models.is_external(t) for t in proto.graph.initializer)
+    if onnxruntime and external:  # it would look for the data files relative to the working folder
+        (note or (lambda m: echo(m, err=True)))("parity: note: the weights are in external data files; used ONNX's shape inference")
+    elif onnxruntime:
         try:
             from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
-            return SymbolicShapeInference.infer_shapes(proto, auto_merge=True)
+            # where it cannot finish it saves sym_shape_infer_temp.onnx in the working folder: it runs in a private one
+            with tempfile.TemporaryDirectory(prefix="parity-shapes-") as folder, contextlib.chdir(folder):
+                return SymbolicShapeInference.infer_shapes(proto, auto_merge=True)
         except Exception as exc:  # noqa: BLE001 - its failures are many and unnamed; ONNX's inference is the fallback
             (note or (lambda m: echo(m, err=True)))(f"parity: note: onnxruntime's shape inference failed ({first_line(exc, 120)}); used ONNX's")
     from parity_surgeon import graph as g  # here: see load_model

@@ -366,3 +366,18 @@ def test_shard_refusals(tmp_path, parity_invoke, args, words):
     result = parity_invoke("multi-device", "shard", model, *[a.format(hints=hints) for a in args], "-o", tmp_path / "o.onnx")
     assert result.exit_code == 2 and words in result.stderr, result.stderr
     assert not (tmp_path / "o.onnx").exists()
+
+
+def test_shape_inference_leaves_no_file_in_the_working_folder(tmp_path, toy, parity_invoke, monkeypatch):
+    model, plugins = toy
+    proto = onnx.load(str(model))
+    proto.graph.node[0].op_type, proto.graph.node[0].domain = "Custom", "example.custom"  # onnxruntime's inference stops here
+    proto.opset_import.append(helper.make_opsetid("example.custom", 1))
+    custom = tmp_path / "custom.onnx"
+    onnx.save(proto, str(custom))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    result = parity_invoke("plugin", "list", custom, "--plugin-dir", plugins, "--shape-inference")
+    assert result.exit_code == 0, result.stderr
+    assert list(work.iterdir()) == []

@@ -412,3 +412,15 @@ def test_capability_fp_to_fp16(trt_backend, tmp_path):
     assert len(unsupported) == 2 and all("Hardmax" in [n.op_type for n in onnx.load(str(f)).graph.node] for f in unsupported)
     weights = [t for f in out.glob("supported_*.onnx") for t in onnx.load(str(f)).graph.initializer]
     assert weights and all(t.data_type == TensorProto.FLOAT16 for t in weights)  # converted before cutting
+
+
+def test_capability_shape_inference_leaves_no_file_in_the_working_folder(trt_backend, tmp_path, monkeypatch):
+    # onnxruntime's symbolic inference cannot finish on custom ops and then saves sym_shape_infer_temp.onnx in the
+    # working folder: it must run elsewhere
+    model = _partly_supported(tmp_path / "partly.onnx")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    result = invoke("inspect", "capability", model, "--with-partitioning", "--shape-inference", "-o", tmp_path / "o")
+    assert result.exit_code == 0, result
+    assert list(work.iterdir()) == []
