@@ -218,3 +218,31 @@ def test_data_loader_backend_module_torch_draws_with_torch(parity_invoke, tmp_pa
     # saved inputs are not drawn: the flag is refused there, not ignored
     code, _, err = parity_invoke("run", model, "--onnxrt", "--data-loader-backend-module", "torch", "--load-inputs", tmp_path / "numpy.json")
     assert code == 2 and "--data-loader-backend-module" in err
+
+
+# --- inspect model's shape-inference flags (the shared onnx_load_options) -------------------------------------
+
+
+def test_inspect_model_do_shape_inference_and_no_onnxruntime_shape_inference(parity_invoke, tmp_path):
+    """--do-shape-inference is --shape-inference (for --list-unbounded-dds); --no-onnxruntime-shape-inference says
+    which inference it is (onnx.shape_inference, the one inspect runs) and needs it."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("ReduceSum", ["s"], ["n"], keepdims=0),
+        helper.make_node("Range", ["zero", "n", "one"], ["y"], name="range"),
+    ]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("zero", 0), ("one", 1))]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])], [helper.make_tensor_value_info("y", TensorProto.INT64, ["m"])], inits
+    )
+    model = tmp_path / "range.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10), str(model))
+    code, listed, err = parity_invoke("inspect", "model", model, "--list-unbounded-dds", "--shape-inference")
+    assert code == 0 and "Found tensors with unbounded DDS: n (input 1 of Range 'range')" in listed, err
+    for flags in (["--do-shape-inference"], ["--shape-inference", "--no-onnxruntime-shape-inference"]):
+        code, text, err = parity_invoke("inspect", "model", model, "--list-unbounded-dds", *flags)
+        assert code == 0 and text == listed, err
+    code, _, err = parity_invoke("inspect", "model", model, "--do-shape-inference")
+    assert code == 2 and "applies to --list-unbounded-dds" in err  # as --shape-inference: refused, not ignored
+    code, _, err = parity_invoke("inspect", "model", model, "--no-onnxruntime-shape-inference")
+    assert code == 2 and "add --shape-inference" in err

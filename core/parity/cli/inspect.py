@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from parity.cli.common import echo, verbosity_options
-from parity.cli.options import add_unique, external_data_read_options
+from parity.cli.options import add_unique, external_data_read_options, onnx_load_options
 from parity.cli.parsing import GreedyOption, ParityCommand
 from parity.errors import UsageError
 from parity.plugins import get_registry
@@ -40,10 +40,8 @@ def make_model_command() -> click.Command:
             ["--list-unbounded-dds"], is_flag=True,
             help="ONNX: also list the tensors that give a Range/Pad/Resize/Tile/Expand output an unbounded data-dependent shape.",
         ),
-        click.Option(
-            ["--shape-inference"], is_flag=True,
-            help="With --list-unbounded-dds: run ONNX shape inference first (tensors without shape info count as data-dependent).",
-        ),
+        # with --list-unbounded-dds: shape inference first (tensors without shape info count as data-dependent)
+        *onnx_load_options(fp16=False),
         click.Option(["--json", "as_json"], is_flag=True, help="Print inputs, outputs and model facts as JSON (schema: parity/schemas/model.schema.json)."),
         format_option(),
         click.Option(["--visual"], is_flag=True, help="ONNX: serve the graph as an interactive page on 127.0.0.1 (nodes clickable for "
@@ -140,6 +138,8 @@ def inspect_model(
     _check_external_options(kind, options)
     if shape_inference and not list_unbounded_dds:
         raise UsageError("--shape-inference applies to --list-unbounded-dds (inspect model shows no intermediate shapes)")
+    if options.pop("no_onnxruntime_shape_inference", False) and not shape_inference:  # with it: onnx.shape_inference, all inspect runs
+        raise UsageError("--no-onnxruntime-shape-inference chooses how --shape-inference infers shapes: add --shape-inference")
     if list_unbounded_dds and (kind != "onnx" or as_json):
         raise UsageError("--list-unbounded-dds applies to an ONNX model, without --json")
     kind = _display_kind(kind, display_as, as_json, registry.model_kinds)
