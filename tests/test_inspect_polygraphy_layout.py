@@ -458,3 +458,30 @@ def test_engine_polygraphy_layout(tmp_path):
         assert expected in lines, expected
     assert any(line.startswith("    Device Memory: ") and line.endswith(" bytes") for line in lines)
     assert lines[-1].startswith("    ---- ") and lines[-1].endswith(" Layer(s) ----")
+
+
+def test_shape_inference_and_unbounded_dds_in_polygraphy_layout(main, tmp_path):
+    """--shape-inference: Polygraphy's layout shows the model with every tensor's inferred shape (ONNX Runtime's
+    symbolic inference; ONNX's with --no-onnxruntime-shape-inference); --list-unbounded-dds ends with Polygraphy's
+    ``Found tensors with unbounded DDS: [Variable (...): (shape=..., dtype=...)]`` line."""
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("start", 0), ("delta", 1))]
+    nodes = [helper.make_node("ReduceMax", ["x"], ["m"], keepdims=0, name="max"),
+             helper.make_node("Cast", ["m"], ["limit"], to=TensorProto.INT64, name="cast"),
+             helper.make_node("Range", ["start", "limit", "delta"], ["r"], name="range"),
+             helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT, name="back")]
+    graph = helper.make_graph(nodes, "dds", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])], inits)
+    model = _save(_model(graph), tmp_path / "dds.onnx")
+    code, out, err = main("inspect", "model", str(model), "--format", "polygraphy", "--show", "layers", "--shape-inference")
+    assert code == 0, err
+    assert "         -> {limit [dtype=int64, shape=()]}" in out.splitlines()  # inferred: unknown without inference
+    code, plain, _ = main("inspect", "model", str(model), "--format", "polygraphy", "--show", "layers")
+    assert "         -> {limit}" in plain.splitlines()
+    code, onnx_only, err = main("inspect", "model", str(model), "--format", "polygraphy", "--show", "layers", "--shape-inference",
+                                "--no-onnxruntime-shape-inference")
+    assert code == 0 and "         -> {limit [dtype=int64, shape=()]}" in onnx_only.splitlines(), err
+    code, out, err = main("inspect", "model", str(model), "--format", "polygraphy", "--list-unbounded-dds", "--shape-inference")
+    assert code == 0, err
+    assert out.splitlines()[-1] == "[I] Found tensors with unbounded DDS: [Variable (limit): (shape=[], dtype=int64)]"
+    code, _, err = main("inspect", "model", str(model), "--format", "parity", "--shape-inference")
+    assert code == 2 and "--shape-inference applies to --list-unbounded-dds" in err

@@ -136,9 +136,8 @@ def inspect_model(
     check_model_path(model)
     kind = detect_model_kind(model, registry, model_type)
     _check_external_options(kind, options)
-    if shape_inference and not list_unbounded_dds:
-        raise UsageError("--shape-inference applies to --list-unbounded-dds (inspect model shows no intermediate shapes)")
-    if options.pop("no_onnxruntime_shape_inference", False) and not shape_inference:  # with it: onnx.shape_inference, all inspect runs
+    onnx_inference_only = bool(options.pop("no_onnxruntime_shape_inference", False))
+    if onnx_inference_only and not shape_inference:  # with it: onnx.shape_inference, all inspect runs
         raise UsageError("--no-onnxruntime-shape-inference chooses how --shape-inference infers shapes: add --shape-inference")
     if list_unbounded_dds and (kind != "onnx" or as_json):
         raise UsageError("--list-unbounded-dds applies to an ONNX model, without --json")
@@ -148,7 +147,13 @@ def inspect_model(
     if visual or save_visual or visual_port is not None:
         return _visual(model, kind, visual, visual_port, save_visual, as_json or list_unbounded_dds, options)
     layout, explicit = resolve_layout(layout)
-    if layout == "polygraphy" and not as_json and (explicit or _has_polygraphy_layout(kind, registry.model_kinds)):
+    polygraphy = layout == "polygraphy" and not as_json and (explicit or _has_polygraphy_layout(kind, registry.model_kinds))
+    # Polygraphy's layout of an ONNX model shows the inferred shapes of every tensor; Parity's shows none
+    if shape_inference and not list_unbounded_dds and not (polygraphy and kind == "onnx"):
+        raise UsageError("--shape-inference applies to --list-unbounded-dds, or to an ONNX model with --format polygraphy "
+                         "(inspect model shows no intermediate shapes)")
+    if polygraphy:
+        options["onnx_inference_only"] = onnx_inference_only
         return _inspect_polygraphy(model, kind, set(show), list_unbounded_dds, shape_inference, options)
     if as_json and kind is not None:
         echo(json.dumps(model_json(model, kind, registry.model_kinds[kind], options), indent=1))
@@ -177,12 +182,11 @@ def _inspect_polygraphy(
     if not _has_polygraphy_layout(kind, kinds):
         raise UsageError(f"--format polygraphy: Polygraphy's layout is not available for {kind or 'this model'}; give --format parity")
     if kind == "onnx":
-        echo(pl.describe_onnx(model, show, options))
+        found = [name for name, *_ in unbounded_dds_tensors(model, shape_inference)] if list_unbounded_dds else None
+        inference = ("onnx" if options.get("onnx_inference_only") else "onnxruntime") if shape_inference else None
+        echo(pl.describe_onnx(model, show, options, inference, found))
     else:
         echo(kinds[kind].describe(model, show, options, layout="polygraphy"))  # type: ignore[call-arg,index,misc]
-    if list_unbounded_dds:
-        found = [name for name, *_ in unbounded_dds_tensors(model, shape_inference)]
-        echo(pl.message("I", f"Found tensors with unbounded DDS: {found}"))
     return 0
 
 

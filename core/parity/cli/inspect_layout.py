@@ -211,15 +211,59 @@ class OnnxLayout:
         return None
 
 
-def describe_onnx(path: str, show: Iterable[str] = (), options: object = None) -> str:
-    """``inspect model --format polygraphy`` for an ONNX file: Polygraphy's messages, one per block of lines."""
+def infer_shapes(model: onnx.ModelProto, onnxruntime: bool = True) -> onnx.ModelProto:
+    """Shape inference as Polygraphy's ``--shape-inference`` runs it: ONNX Runtime's symbolic shape inference (its
+    dimension names, e.g. ``Range_5_o0__d0``), else (or with ``--no-onnxruntime-shape-inference``) ONNX's."""
+    import onnx
+
+    if not onnxruntime:
+        return onnx.shape_inference.infer_shapes(model)
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference  # here: only --shape-inference needs it
+
+        inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+        if inferred is not None:
+            return inferred
+    except Exception:  # noqa: BLE001 - symbolic inference refuses some models; ONNX's is Polygraphy's fallback too
+        pass
+    return onnx.shape_inference.infer_shapes(model)
+
+
+def dds_variables(model: onnx.ModelProto, names: Iterable[str]) -> str:
+    """Polygraphy's list of unbounded-DDS tensors: ``[Variable (name): (shape=[...], dtype=int64)]``."""
+    import onnx
+
+    graph = model.graph
+    values = {v.name: v for v in (*graph.input, *graph.value_info, *graph.output)}
+    entries = []
+    for name in names:
+        value = values.get(name)
+        shape = dtype = None
+        if value is not None and value.type.tensor_type.HasField("shape"):
+            shape = [d.dim_value if d.HasField("dim_value") else d.dim_param if d.HasField("dim_param") else None
+                     for d in value.type.tensor_type.shape.dim]
+        if value is not None and value.type.tensor_type.elem_type:
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
+        entries.append(f"Variable ({name}): (shape={shape}, dtype={dtype})")
+    return "[" + ", ".join(entries) + "]"
+
+
+def describe_onnx(path: str, show: Iterable[str] = (), options: object = None, inference: str | None = None,
+                  unbounded_dds: Iterable[str] | None = None) -> str:
+    """``inspect model --format polygraphy`` for an ONNX file: Polygraphy's messages, one per block of lines.
+    ``inference``: describe the model with shapes inferred by ``onnxruntime`` (symbolic) or ``onnx``;
+    ``unbounded_dds``: the tensors ``--list-unbounded-dds`` found, listed after the model."""
     given = options if isinstance(options, Mapping) else {}
     ignore = bool(given.get("ignore_external_data"))
     folder = given.get("external_data_dir") or None
     model = load(path, load_external_data=False, external_data_dir=folder, ignore_external_data=ignore)
+    if inference:
+        model = infer_shapes(model, onnxruntime=inference == "onnxruntime")
     layout = OnnxLayout(set(show), str(data_dir(path, folder)), ignore)
     text = layout.model(model)
     blocks = [message("I", f"Loading model: {path}")]
     blocks += [message(severity, text) for severity, text in layout.messages]
     blocks.append(message("I", f"==== ONNX Model ====\n{text}"))
+    if unbounded_dds is not None:
+        blocks.append(message("I", f"Found tensors with unbounded DDS: {dds_variables(model, unbounded_dds)}"))
     return "\n".join(blocks)
