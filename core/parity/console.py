@@ -93,8 +93,8 @@ class _Copying:
         return True
 
     def write(self, text: str) -> int:
-        if not isinstance(text, str):
-            text = bytes(text).decode(self.encoding, "replace")
+        if not isinstance(text, str):  # a text stream, as click asks (b"" must fail): bytes would skip the copy
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         out = self._prefixed(text) if (_log.formats - {"no-colors"}) else text
         self.stream.write(out)
         if _log.file is not None:
@@ -114,6 +114,8 @@ class _Copying:
         self.stream.flush()
 
     def __getattr__(self, name: str) -> Any:  # fileno, reconfigure, ...: the terminal stream's own
+        if name == "buffer":  # what is written there would reach the terminal only, not the log
+            raise AttributeError(name)
         return getattr(self.stream, name)
 
 
