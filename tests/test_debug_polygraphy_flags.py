@@ -181,3 +181,10 @@ def test_save_debug_replay_never_overwrites_another_file(tmp_path):
     code, _, err = _repeat("--until", "2", "--save-debug-replay", "model.onnx", "--check", PY, "check.py", "0")
     assert code == 2 and "exists and is not a debug replay" in err
     assert (tmp_path / "model.onnx").read_bytes() == b"not a replay" and not _ran(tmp_path)
+
+
+def test_help_shows_no_parameter_names_as_defaults():
+    # a parameter name given as click.Option's second argument is its show_default: help said "[default: (fail_code)]"
+    code, out, _ = _repeat("--help")
+    assert code == 0 and "--check-inference" in out and "--ignore-fail-returncode" in out
+    assert "[default: (" not in out

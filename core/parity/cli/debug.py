@@ -29,14 +29,13 @@ def debug_options(default_artifact: str = "parity_debug.onnx", jobs: bool = True
     """``--check ... --fail-code ... --artifacts ...``: add them with ``params=[..., *debug_options()]``."""
     params: list[click.Parameter] = [
         GreedyOption(
-            ["--fail-code", "--fail-returncode"],
-            "fail_code",
+            ["--fail-code", "--fail-returncode", "fail_code"],
             type=int,
             metavar="CODE",
             help="Exit codes that mean bad (one or more); other codes are good. Default: any non-zero code is bad.",
         ),
         GreedyOption(
-            ["--ignore-fail-code", "--ignore-fail-returncode"], "ignore_fail_code", type=int, metavar="CODE", help="Exit codes that mean good even if not 0 (one or more)"
+            ["--ignore-fail-code", "--ignore-fail-returncode", "ignore_fail_code"], type=int, metavar="CODE", help="Exit codes that mean good even if not 0 (one or more)"
         ),
         GreedyOption(
             ["--fail-regex"],
@@ -64,7 +63,7 @@ def debug_options(default_artifact: str = "parity_debug.onnx", jobs: bool = True
         ),
         click.Option(["--no-remove-intermediate"], is_flag=True, help="Keep the iteration's files after its check."),
         click.Option(["--iteration-info", "--iter-info"], metavar="PATH", help="Write a JSON file the check can read: iteration number, candidate, sizes."),
-        click.Option(["--state"], "state", metavar="PATH", help="State file for resuming an interrupted run [<iter-artifact>.state.json]."),
+        click.Option(["--state", "state"], metavar="PATH", help="State file for resuming an interrupted run [<iter-artifact>.state.json]."),
         click.Option(["--no-resume"], is_flag=True, help="Start over even if a state file from an interrupted run exists."),
         click.Option(
             ["--save-debug-replay"],
@@ -92,7 +91,7 @@ def debug_options(default_artifact: str = "parity_debug.onnx", jobs: bool = True
         params += executor_options()
     params.append(
         RemainderOption(
-            ["--check", "--check-inference"], "check", default=None, help="The check command: the rest of the line. Without it, you are asked at the terminal."
+            ["--check", "--check-inference", "check"], default=None, help="The check command: the rest of the line. Without it, you are asked at the terminal."
         )
     )
     return params

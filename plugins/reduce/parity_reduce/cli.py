@@ -102,7 +102,7 @@ def add_commands(cli: click.Group) -> None:
     reduce_params = [
         click.Argument(["model"]),
         click.Option(["-o", "--output"], metavar="PATH", help="Where to write the minimal failing model (-o and/or --min-good, as Polygraphy)."),
-        click.Option(["--min-good", "--minimal-good"], "min_good", metavar="PATH", help="Also write the largest passing model close to the result."),
+        click.Option(["--min-good", "--minimal-good", "min_good"], metavar="PATH", help="Also write the largest passing model close to the result."),
         click.Option(
             ["--mode"],
             default="auto",
@@ -110,8 +110,7 @@ def add_commands(cli: click.Group) -> None:
             help=f"Search strategy: {', '.join(_modes('reduce'))}. auto: staged, or dichotomic when the check reads --iter-inputs.",
         ),  # fmt: skip
         GreedyOption(
-            ["--model-input-shapes", "--model-inputs"],
-            "model_input_shapes",
+            ["--model-input-shapes", "--model-inputs", "model_input_shapes"],
             metavar="NAME:[D0,...]",
             help="Freeze input shapes first (dynamic dims), e.g. x:[1,3,224,224].",
         ),
