@@ -71,7 +71,7 @@ def run_options() -> list[click.Parameter]:
             help="Also mark the outputs of every node of these op types (case-insensitive), e.g. Conv Add.",
         ),
         click.Option(
-            ["--save-onnx"], type=click.Path(dir_okay=False), default=None,
+            ["--save-onnx"], type=click.Path(dir_okay=False), default=None, metavar="PATH",
             help="Save the ONNX model as the runners load it (outputs marked) to PATH; checked (onnx.checker, onnxruntime) before it appears.",
         ),
         *opts.external_data_write_options(),
