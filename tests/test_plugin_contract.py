@@ -635,7 +635,7 @@ def test_plugin_written_against_an_older_hook_signature_keeps_working():
     pm.check_pending()  # the impl names fewer arguments than the spec: still valid
     registered = []
     pm.hook.parity_register_comparators(register=registered.append, options={"cosine_min": 0.5})
-    assert sorted(spec.name for spec in registered) == ["cosine", "psnr", "rel-l2", "snr", "topk-agree"]
+    assert sorted(spec.name for spec in registered) == ["cosine", "psnr-db", "rel-l2", "snr-db", "topk-agree"]
     # Parity's own caller (registration hooks are called plugin by plugin) passes only what each impl names
     from parity.plugins import _call_impl
 

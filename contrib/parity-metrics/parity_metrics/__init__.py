@@ -1,6 +1,6 @@
 """Comparison metrics for Parity, registered through ``parity_register_comparators``.
 
-From the CLI: ``parity run m.onnx --onnxrt --onnx-ref --compare-func cosine snr --cosine-min 0.9999``.
+From the CLI: ``parity run m.onnx --onnxrt --onnx-ref --compare-func cosine snr-db --cosine-min 0.9999``.
 From Python, by name (default thresholds) or as objects (your thresholds)::
 
     from parity import Comparator

@@ -69,15 +69,15 @@ def parity_register_comparators(register):
     rel_l2_max = _threshold_option("--rel-l2-max", "rel-l2: highest relative L2 error that passes [1e-3].")
     register(ComparatorSpec("cosine", _cosine, "cosine similarity of each output with the reference", (cosine_min,)))
     register(ComparatorSpec("rel-l2", _rel_l2, "relative L2 error ||a-b||/||b||", (rel_l2_max,)))
-    register(ComparatorSpec("snr", _snr, "signal-to-noise ratio in dB", (_threshold_option("--snr-min", "snr: lowest SNR in dB that passes [40]."),)))
+    register(ComparatorSpec("snr-db", _snr, "signal-to-noise ratio in dB", (_threshold_option("--snr-min", "snr-db: lowest SNR in dB that passes [40]."),)))
     register(
         ComparatorSpec(
-            "psnr",
+            "psnr-db",
             _psnr,
             "peak signal-to-noise ratio in dB",
             (
-                _threshold_option("--psnr-min", "psnr: lowest PSNR in dB that passes [40]."),
-                click.Option(["--psnr-peak"], type=float, default=None, help="psnr: peak value (data range), e.g. 1 or 255 [max |reference|]."),
+                _threshold_option("--psnr-min", "psnr-db: lowest PSNR in dB that passes [40]."),
+                click.Option(["--psnr-peak"], type=float, default=None, help="psnr-db: peak value (data range), e.g. 1 or 255 [max |reference|]."),
             ),
         )
     )

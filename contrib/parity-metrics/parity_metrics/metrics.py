@@ -134,7 +134,7 @@ def _db(signal_power: float, noise_power: float) -> float:
 class SNR(Metric):
     """Signal-to-noise ratio in dB: ``10 log10(mean(reference^2) / mean((actual - reference)^2))``."""
 
-    name, key, option = "snr", "db", "--snr-min"
+    name, key, option = "snr-db", "db", "--snr-min"
 
     def __init__(self, min_db: Threshold = 40.0) -> None:
         super().__init__(min_db)
@@ -147,7 +147,7 @@ class PSNR(Metric):
     """Peak signal-to-noise ratio in dB: ``10 log10(peak^2 / MSE)``; ``peak`` defaults to ``max|reference|``
     (give the data range, e.g. 1.0 or 255, for images)."""
 
-    name, key, option = "psnr", "db", "--psnr-min"
+    name, key, option = "psnr-db", "db", "--psnr-min"
 
     def __init__(self, min_db: Threshold = 40.0, peak: float | None = None) -> None:
         super().__init__(min_db)

@@ -15,7 +15,7 @@ from parity_metrics import PSNR, SNR, Cosine, RelativeL2, TopKAgreement
 from parity.testing import CliResult, invoke
 
 TINY_CNN = Path(__file__).resolve().parents[3] / "examples" / "models" / "tiny_cnn.onnx"
-METRICS = ("cosine", "rel-l2", "snr", "psnr", "topk-agree")
+METRICS = ("cosine", "rel-l2", "snr-db", "psnr-db", "topk-agree")
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +71,8 @@ def test_values_match_their_definitions(runs):
     assert got["cosine"]["similarity"] == pytest.approx(a.ravel() @ b.ravel() / np.linalg.norm(a) / np.linalg.norm(b), rel=1e-9)
     assert got["rel-l2"]["error"] == pytest.approx(np.linalg.norm(a - b) / np.linalg.norm(b), rel=1e-6)
     noise = np.mean((a - b) ** 2)
-    assert got["snr"]["db"] == pytest.approx(10 * math.log10(np.mean(b**2) / noise), rel=1e-6)
-    assert got["psnr"]["db"] == pytest.approx(10 * math.log10(np.abs(b).max() ** 2 / noise), rel=1e-6)
+    assert got["snr-db"]["db"] == pytest.approx(10 * math.log10(np.mean(b**2) / noise), rel=1e-6)
+    assert got["psnr-db"]["db"] == pytest.approx(10 * math.log10(np.abs(b).max() ** 2 / noise), rel=1e-6)
     assert got["topk-agree"]["agreement"] == pytest.approx(np.mean(a.argmax(-1) == b.argmax(-1)))
     assert got["topk-agree"]["rows"] == 8
 
@@ -92,18 +92,18 @@ def test_thresholds_decide_the_verdict(runs):
 
 
 def test_several_metrics_must_all_pass(runs):
-    result, checks = compare_drift(runs, "--compare-func", "cosine", "snr", "--cosine-min", "0.5", "--snr-min", "300")
+    result, checks = compare_drift(runs, "--compare-func", "cosine", "snr-db", "--cosine-min", "0.5", "--snr-min", "300")
     assert result.exit_code == 1
-    assert [(c["metric"], c["passed"]) for c in checks] == [("cosine", True), ("snr", False)]
+    assert [(c["metric"], c["passed"]) for c in checks] == [("cosine", True), ("snr-db", False)]
 
 
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
         (("--compare-func", "cosine", "--cosine-min", "1.5"), "--cosine-min must be in [-1, 1]"),
-        (("--compare-func", "snr", "--snr-min", "loud"), "--snr-min: cannot read 'loud'"),
+        (("--compare-func", "snr-db", "--snr-min", "loud"), "--snr-min: cannot read 'loud'"),
         (("--compare-func", "topk-agree", "--topk-agree-k", "0"), "--topk-agree-k must be >= 1"),
-        (("--compare-func", "psnr", "--psnr-peak", "-1"), "--psnr-peak must be > 0"),
+        (("--compare-func", "psnr-db", "--psnr-peak", "-1"), "--psnr-peak must be > 0"),
         (("--compare-func", "cosin"), "unknown comparison function 'cosin'"),
     ],
 )

@@ -67,10 +67,8 @@ def _factory(name: str):
     return factory
 
 
-# Polygraphy's psnr and snr are run by quality_metrics (--psnr-threshold, --snr-threshold) but not registered under
-# their own names: parity-metrics registers metrics called psnr and snr (other definitions, --psnr-min/--snr-min),
-# and two plugins registering one name stop every command. Registering them here waits on that name clash.
-_OWN_NAMES = ("l2", "cosine_similarity")
+# Each of Polygraphy's single metrics under its own name too (--compare psnr --psnr-threshold 30).
+_OWN_NAMES = ("l2", "cosine_similarity", "psnr", "snr")
 
 
 @hookimpl

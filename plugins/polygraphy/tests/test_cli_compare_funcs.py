@@ -378,3 +378,12 @@ def test_perceptual_metrics_plumbing_with_a_stand_in_network(monkeypatch):
     monkeypatch.setitem(sys.modules, "lpips", types.SimpleNamespace(LPIPS=broken))
     with pytest.raises(UsageError, match="LPIPS network could not be loaded .*no network"):
         make_perceptual({})("img", a, b)
+
+
+@pytest.mark.parametrize("metric", ["psnr", "snr"])
+def test_psnr_and_snr_alone_are_polygraphys(case, metric):
+    """--compare psnr/snr is Polygraphy's metric with its threshold flag (parity-metrics' own are psnr-db/snr-db)."""
+    values = [expected(case, it, out)[metric] for it in range(2) for out in ("y", "z")]
+    flag = f"--{metric}-threshold"
+    assert run(case, "--compare", metric, flag, repr(min(values) - 0.01)).exit_code == 0
+    assert run(case, "--compare", metric, flag, repr(max(values) + 1.0)).exit_code == 1
