@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 _NUMBER = re.compile(r"^-\d|^-\.\d|^-inf$|^-\[")
+_INTEGER = re.compile(r"^[+-]?\d+$")
 
 
 class GreedyOption(click.Option):
@@ -57,11 +58,13 @@ def _is_option(token: str) -> bool:
 
 
 def normalize(command: click.Command, ctx: click.Context, args: list[str]) -> list[str]:
-    greedy, remainder, backends = set(), set(), {}
+    greedy, numeric, remainder, backends = set(), set(), set(), {}
     for param in command.params:
         if isinstance(param, click.Option):
             if getattr(param, "greedy", False):
                 greedy.update(param.opts)
+                if isinstance(param.type, click.types.IntParamType):  # --fail-code 1 model.onnx: the model is no code
+                    numeric.update(param.opts)
             if getattr(param, "remainder", False):
                 remainder.update(param.opts)
             if isinstance(param, BackendFlag):
@@ -88,7 +91,7 @@ def normalize(command: click.Command, ctx: click.Context, args: list[str]) -> li
             continue
         if key in greedy and not eq:
             j = i + 1
-            while j < len(args) and not _is_option(args[j]):
+            while j < len(args) and not _is_option(args[j]) and not (key in numeric and j > i + 1 and not _INTEGER.match(args[j])):
                 out.append(f"{key}={args[j]}")
                 j += 1
             if j == i + 1:

@@ -212,3 +212,11 @@ def test_replay_path_is_not_another_output(model, tmp_path):
     assert code == 2 and "are the same file" in err and not (tmp_path / "red.onnx").exists()
     code, _, err = reduce("-o", "red.onnx", "--save-debug-replay", "reducable.onnx", "--check", PY, "check.py", "parity_debug.onnx", "join")
     assert code == 2 and (tmp_path / "reducable.onnx").read_bytes() == reducable().SerializeToString()
+
+
+def test_fail_code_codes_then_the_model(model):
+    # --fail-code takes one or more codes, as Polygraphy's; the model after them is not read as a code
+    check = ["--check", PY, "check.py", "parity_debug.onnx", "join", "--else", "2"]
+    code, out, err = invoke("debug", "reduce", "--fail-code", "1", "3", "reducable.onnx", "-o", "red.onnx", "--no-repro", *check)
+    assert code == 0, err
+    assert nodes("red.onnx") == ["join"]  # exit 2 of passing candidates: not a --fail-code, so not bad (unresolved)
