@@ -246,3 +246,23 @@ def test_inspect_model_do_shape_inference_and_no_onnxruntime_shape_inference(par
     assert code == 2 and "applies to --list-unbounded-dds" in err  # as --shape-inference: refused, not ignored
     code, _, err = parity_invoke("inspect", "model", model, "--no-onnxruntime-shape-inference")
     assert code == 2 and "add --shape-inference" in err
+
+
+# --- convert's loading flags ---------------------------------------------------------------------------------
+
+
+def test_convert_shape_inference_writes_the_inferred_model(parity_invoke, tmp_path):
+    model = _matmul(tmp_path / "m.onnx")
+    assert not onnx.load(str(model)).graph.value_info
+    out = tmp_path / "inferred.onnx"
+    code, _, err = parity_invoke("convert", model, "-o", out, "--do-shape-inference")
+    assert code == 0, err
+    inferred = onnx.load(str(out))
+    assert [v.name for v in inferred.graph.value_info] == ["h"]
+    onnx.checker.check_model(inferred, full_check=True)
+    code, _, err = parity_invoke("convert", model, "-o", tmp_path / "both.onnx", "--shape-inference", "--no-onnxruntime-shape-inference")
+    assert code == 0, err
+    for flags, message in ((["--no-onnxruntime-shape-inference"], "add --shape-inference"), (["--ignore-external-data"], "--ignore-external-data")):
+        code, _, err = parity_invoke("convert", model, "-o", tmp_path / "x.onnx", "--fp-to-fp16", *flags)
+        assert code == 2 and message in err
+    assert not (tmp_path / "x.onnx").exists()

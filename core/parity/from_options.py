@@ -291,24 +291,31 @@ def type_outputs(proto: Any) -> None:
 
 def marked_onnx(model: str, params: Mapping[str, Any], flags: Mapping[str, str] | None = None, warn: Callable[[str], None] = warn) -> Any | None:
     """The graph of ONNX ``model`` (weights left in their files) with its outputs marked as ``params`` say
-    (``onnx_outputs``, ``onnx_exclude_outputs``, ``onnx_outputs_by_type``) and typed, or None when none is given."""
+    (``onnx_outputs``, ``onnx_exclude_outputs``, ``onnx_outputs_by_type``) and typed, then its shapes inferred
+    (``shape_inference``: ONNX's own inference, with data propagation), or None when none is given."""
     outputs, exclude, types = (list(params.get(k) or ()) for k in ("onnx_outputs", "onnx_exclude_outputs", "onnx_outputs_by_type"))
-    if not (outputs or exclude or types):
+    infer = bool(params.get("shape_inference"))
+    if not (outputs or exclude or types or infer):
         return None
     from parity import onnx_models  # here: only marking reads the graph
 
     proto = onnx_models.load(model, load_external_data=False, external_data_dir=params.get("external_data_dir"))
-    if types and not onnx_models.wants_all(outputs):
-        flag = (flags or {}).get("onnx_outputs_by_type", "--onnx-outputs-by-type")
-        outputs = list(dict.fromkeys([*outputs, *outputs_by_type(proto, types, model, flag, warn)]))
-    onnx_models.mark_outputs(proto, outputs or [o.name for o in proto.graph.output], exclude)
-    type_outputs(proto)
+    if outputs or exclude or types:
+        if types and not onnx_models.wants_all(outputs):
+            flag = (flags or {}).get("onnx_outputs_by_type", "--onnx-outputs-by-type")
+            outputs = list(dict.fromkeys([*outputs, *outputs_by_type(proto, types, model, flag, warn)]))
+        onnx_models.mark_outputs(proto, outputs or [o.name for o in proto.graph.output], exclude)
+        type_outputs(proto)
+    if infer:
+        import onnx  # here: only --shape-inference gets this far
+
+        proto = onnx.shape_inference.infer_shapes(proto, data_prop=True)  # reads no weight: they stay references
     return proto
 
 
 def convert_marked(conv: Any, model: str, output: str, params: Mapping[str, Any], warn: Callable[[str], None] = warn) -> bool:
-    """``parity convert`` with ``--onnx-outputs``/``--onnx-exclude-outputs``/``--onnx-outputs-by-type`` (Polygraphy's
-    ONNX loader marks before any conversion): False when none is given. An ``.onnx`` output with nothing else to
+    """``parity convert`` with ``--onnx-outputs``/``--onnx-exclude-outputs``/``--onnx-outputs-by-type`` or
+    ``--shape-inference`` (Polygraphy's ONNX loader marks and infers before any conversion): False when none is given. An ``.onnx`` output with nothing else to
     convert is the marked model itself, written with the external-data flags and checked before it appears; any
     other conversion reads the marked graph from a private temporary file, its weights still read from the
     model's data folder."""

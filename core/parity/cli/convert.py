@@ -26,8 +26,9 @@ def make_command() -> click.Command:
         click.Option(["-o", "--output"], required=True, type=click.Path(), help="Where to write the converted model."),
         click.Option(["--convert-to"], default=None, help=f"Output kind: {', '.join(sorted(registry.converters)) or 'none installed'} (default: from the suffix)."),
         *opts.model_options(),
-        *opts.external_data_read_options(),
+        *opts.external_data_read_options(ignore=True),  # --ignore-external-data: refused (a conversion needs the weights)
         *opts.external_data_write_options(),
+        *opts.onnx_load_options(fp16=False),  # --fp-to-fp16 is the onnx converter's own
         *opts.data_options(),
         *onnx_marking_options(),
         *tensorflow_options(CONVERT_FLAGS),  # hidden: each refuses in one line (Parity has no TensorFlow backend)
@@ -95,6 +96,10 @@ def _unknown(name: str, registry: Any):
 
 def convert_command(model: str, output: str, convert_to: str | None, **params: Any) -> int:
     check_model_path(model)
+    if params.get("ignore_external_data"):
+        raise UsageError("--ignore-external-data: a conversion writes the model's weights, so it reads them; give --external-data-dir where they are")
+    if params.pop("no_onnxruntime_shape_inference", False) and not params.get("shape_inference"):  # with it: ONNX's inference, what convert runs
+        raise UsageError("--no-onnxruntime-shape-inference chooses how --shape-inference infers shapes: add --shape-inference")
     reads, writes = plugin_files(params, get_registry())
     refuse_overwrite({"the model": model, **reads}, output, **writes)
     conv = pick_converter(output, convert_to)
