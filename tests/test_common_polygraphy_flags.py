@@ -266,3 +266,28 @@ def test_convert_shape_inference_writes_the_inferred_model(parity_invoke, tmp_pa
         code, _, err = parity_invoke("convert", model, "-o", tmp_path / "x.onnx", "--fp-to-fp16", *flags)
         assert code == 2 and message in err
     assert not (tmp_path / "x.onnx").exists()
+
+
+# --- debug reduce's loading flags ----------------------------------------------------------------------------
+
+
+def test_debug_reduce_loading_flags(parity_invoke, tmp_path, monkeypatch):
+    pytest.importorskip("parity_reduce")
+    monkeypatch.chdir(tmp_path)
+    _matmul(tmp_path / "m.onnx")
+    check = ("--check", "false")  # takes the rest of the line: last
+
+    def reduce(*flags: str):
+        return parity_invoke("debug", "reduce", "m.onnx", "--no-repro", *flags, *check)
+
+    code, _, err = reduce("-o", "plain.onnx")
+    assert code == 0, err
+    # reduce infers shapes with onnx.shape_inference: --no-onnxruntime-shape-inference asks for what it does
+    code, _, err = reduce("-o", "onnx_only.onnx", "--no-onnxruntime-shape-inference")
+    assert code == 0, err
+    assert onnx.load("onnx_only.onnx") == onnx.load("plain.onnx")
+    code, _, err = reduce("-o", "x.onnx", "--no-onnxruntime-shape-inference", "--force-fallback-shape-inference")
+    assert code == 2 and "exclude each other" in err
+    code, _, err = reduce("-o", "x.onnx", "--ignore-external-data")
+    assert code == 2 and "--ignore-external-data" in err
+    assert not Path("x.onnx").exists()

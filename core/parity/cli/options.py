@@ -65,6 +65,13 @@ def data_loader_options() -> list[click.Parameter]:
     ]
 
 
+def no_onnxruntime_shape_inference_option() -> click.Option:
+    """Polygraphy's ``--no-onnxruntime-shape-inference`` (also on commands whose shape inference is on by default)."""
+    return click.Option(
+        ["--no-onnxruntime-shape-inference"], is_flag=True, help="Infer shapes with onnx.shape_inference only, not onnxruntime's symbolic shape inference."
+    )
+
+
 def onnx_load_options(*, shape_inference: bool = True, fp16: bool = True) -> list[click.Parameter]:
     """Polygraphy's ONNX loading flags besides the external-data ones: what is done to the model as it is read,
     before the command's own work (``--shape-inference``, ``--no-onnxruntime-shape-inference``, ``--fp-to-fp16``)."""
@@ -72,11 +79,8 @@ def onnx_load_options(*, shape_inference: bool = True, fp16: bool = True) -> lis
     if shape_inference:
         params += [
             click.Option(["--shape-inference", "--do-shape-inference"], is_flag=True, help="Infer the shapes of the model's tensors as it is read."),
-            click.Option(
-                ["--no-onnxruntime-shape-inference"], is_flag=True,
-                help="Infer shapes with onnx.shape_inference only, not onnxruntime's symbolic shape inference.",
-            ),
-        ]  # fmt: skip
+            no_onnxruntime_shape_inference_option(),
+        ]
     if fp16:
         params.append(
             click.Option(["--fp-to-fp16"], is_flag=True, help="Convert float32 tensors and weights to float16 as the model is read (inputs and outputs stay float32).")

@@ -40,6 +40,7 @@ from parity.commands import (
     external_data_read_options,
     external_data_write_options,
     group,
+    no_onnxruntime_shape_inference_option,
     note_external_data,
     report_option,
     session_from_options,
@@ -154,7 +155,8 @@ def add_commands(cli: click.Group) -> None:
         report_option("parity_reduce/schemas/reduce-report.schema.json"),
         *report_file_options(None),
         *data_options(),
-        *external_data_read_options(),
+        *external_data_read_options(ignore=True),  # --ignore-external-data: refused (candidates run with their weights)
+        no_onnxruntime_shape_inference_option(),
         *external_data_write_options(),
         *debug_options("parity_debug.onnx"),
     ]
@@ -319,6 +321,11 @@ def reduce_command(model: str, output: str | None = None, report: str | None = N
             )
     if params.get("no_shape_inference") and params.get("force_fallback_shape_inference"):
         raise UsageError("--no-shape-inference and --force-fallback-shape-inference exclude each other")
+    if params.get("ignore_external_data"):
+        raise UsageError("--ignore-external-data: each candidate runs, and writing it needs its weights; give --external-data-dir where they are")
+    # reduce infers shapes with onnx.shape_inference (never onnxruntime's symbolic inference): the flag asks for that
+    if params.get("no_onnxruntime_shape_inference") and params.get("force_fallback_shape_inference"):
+        raise UsageError("--no-onnxruntime-shape-inference and --force-fallback-shape-inference (shapes from an onnxruntime run) exclude each other")
     shape_inference = "none" if params.get("no_shape_inference") else "fallback" if params.get("force_fallback_shape_inference") else "onnx"
     mode = _auto_mode(params["mode"], iter_inputs)
     session = session_from_options(params, label="reduce", fingerprint=_fingerprint(model, ext_dir))

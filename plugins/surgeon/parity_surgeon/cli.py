@@ -31,6 +31,7 @@ from parity.commands import (
     external_data_from_params,
     external_data_options,
     input_shapes_option,
+    no_onnxruntime_shape_inference_option,
     note_external_data,
     onnx_load_options,
     verbosity_options,
@@ -167,7 +168,7 @@ def _size(text: str | None, option: str) -> int | None:
 )  # fmt: skip
 @click.option("--no-per-pass-shape-inference", is_flag=True, help="Do not infer shapes between folding passes.")
 @click.option("--no-shape-inference", is_flag=True, help="Skip shape inference.")
-@click.option("--no-onnxruntime-shape-inference", is_flag=True, help="Infer shapes with onnx.shape_inference only, not onnxruntime's symbolic shape inference.")
+@with_params(no_onnxruntime_shape_inference_option())
 @click.option("--force-fallback-shape-inference", is_flag=True, help="Every tensor's shape and dtype from one onnxruntime run (dynamic dims become static).")
 @click.option("--outputs", cls=GreedyOption, metavar="TENSOR", help="Make these tensors the graph outputs ('mark all': every tensor); what no output needs is removed.")
 @click.option("--exclude-outputs", cls=GreedyOption, metavar="TENSOR", help="Graph outputs to unmark (fnmatch patterns); what no output needs is removed.")
