@@ -293,7 +293,9 @@ def marked_onnx(model: str, params: Mapping[str, Any], flags: Mapping[str, str] 
     """The graph of ONNX ``model`` (weights left in their files) with its outputs marked as ``params`` say
     (``onnx_outputs``, ``onnx_exclude_outputs``, ``onnx_outputs_by_type``) and typed, then its shapes inferred
     (``shape_inference``: ONNX's own inference, with data propagation), or None when none is given."""
-    outputs, exclude, types = (list(params.get(k) or ()) for k in ("onnx_outputs", "onnx_exclude_outputs", "onnx_outputs_by_type"))
+    # read by the flags' parameter names (--onnx-outputs: onnx_outputs): the core names no plugin's option
+    flags_ = ("--onnx-outputs", "--onnx-exclude-outputs", "--onnx-outputs-by-type")
+    outputs, exclude, types = (list(params.get(flag[2:].replace("-", "_")) or ()) for flag in flags_)
     infer = bool(params.get("shape_inference"))
     if not (outputs or exclude or types or infer):
         return None

@@ -41,7 +41,7 @@ def debug_options(default_artifact: str = "parity_debug.onnx", jobs: bool = True
             ["--fail-regex"],
             metavar="REGEX",
             help="Bad iff the check's output matches one of these (with --fail-code: and the code matches). One regex: the text it matched "
-            "must be the original's (reduce, precision); several: a match of any of them is the failure, as in Polygraphy.",
+            "must be the original's (searches); several: a match of any of them is the failure, as in Polygraphy.",
         ),
         click.Option(
             ["--check-timeout"],

@@ -8,17 +8,9 @@ does take under Polygraphy's spelling (``--silent``, ``--verbosity``, ``-v``/``-
 from __future__ import annotations
 
 INSTEAD: dict[str, str] = {
-    "--gen": "Parity writes no scripts: the Python API runs the same comparison (parity.RunRequest and parity.run_comparison; docs/architecture.md)",
-    "--gen-script": "Parity writes no scripts: the Python API runs the same comparison (parity.RunRequest and parity.run_comparison; docs/architecture.md)",
-    "--log-file": "Parity does not copy its output to a file: redirect it, e.g. 'parity run ... 2>&1 | tee run.log'",
-    "--compare-func-script": "register the function as a metric in a one-off plugin file (--plugin metric.py, docs/plugins/) and choose it with --compare-func NAME",
-    "--no-shape-check": "Parity always checks shapes: outputs whose shapes differ fail the comparison",
-    "--warm-up": "Parity has no warm-up runs: run --iterations N; the timings it prints are medians",
-    "--use-subprocess": "Parity runs each backend in its own process only for debug checks (--check-timeout); 'parity run' needs no subprocess",
-    "--postprocess": "Parity does not post-process outputs: compare top-k classes with --compare-func indices --top-k K",
+    # Polygraphy's debug precision builds TensorRT engines with per-layer precisions; Parity's edits the ONNX model.
     "--layer-precisions": (
-        "Parity sets no per-layer TensorRT precision: 'parity debug precision' finds the nodes that must stay fp32"
-        " and writes them into the ONNX model, which strongly typed TensorRT follows"
+        "on debug precision Parity searches the ONNX model itself: it finds the nodes that must stay fp32 and writes them"
+        " into the model, which strongly typed TensorRT follows (--layer-precisions is an option of run/convert/debug build --trt)"
     ),
-    "--onnx-outputs-by-type": "mark every tensor (--onnx-outputs mark all) and read the first-divergence report, or name the tensors: --onnx-outputs NAME ...",
 }

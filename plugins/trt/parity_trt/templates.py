@@ -37,20 +37,21 @@ NEITHER = frozenset({"save_timing_cache", "trt_network_func", "save_engine", "tr
 def load_network_with(model: str | None, options: Mapping[str, Any]) -> tuple[Any, ...]:
     """``(builder, network, parser)`` for an ONNX ``model`` with the network ``options`` applied, or
     ``(builder, network)``, an empty network (``strongly_typed`` honoured), without a model."""
-    from parity_trt import factory, network  # here: generated scripts call this; the CLI's --help never does
+    from parity_trt import factory  # here: generated scripts call this; the CLI's --help never does
+    from parity_trt import network as networks  # not `network`: the conformance walk reads network.X as TensorRT's INetworkDefinition
 
     if model is None:
-        return network.CreateNetwork(strongly_typed=bool(options.get("strongly_typed")))()
+        return networks.CreateNetwork(strongly_typed=bool(options.get("strongly_typed")))()
     factory.check_options(options)
     if not any(options.get(key) for key in ONNX_EDITS):
-        return tuple(network.unpack(factory.network_loader(model, options)()))
+        return tuple(networks.unpack(factory.network_loader(model, options)()))
     # the ONNX model edited first, parsed from a private copy; its external data still read from where it is
     data_dir = str(onnx_models.data_dir(model, options.get("external_data_dir")))
     with tempfile.TemporaryDirectory(prefix="parity-network-") as tmp:
         edited = os.path.join(tmp, os.path.basename(model))
         _save(edit_onnx(model, options, data_dir), edited)
         rest = {k: v for k, v in options.items() if k not in ONNX_EDITS}
-        return tuple(network.unpack(factory.network_loader(edited, {**rest, "external_data_dir": data_dir})()))
+        return tuple(networks.unpack(factory.network_loader(edited, {**rest, "external_data_dir": data_dir})()))
 
 
 ONNX_EDITS = ("onnx_outputs", "onnx_exclude_outputs", "onnx_outputs_by_type", "fp_to_fp16")
@@ -96,10 +97,11 @@ def _matching(patterns: list[str], names: list[str], option: str) -> list[str]:
 def load_config_with(model: str | None, options: Mapping[str, Any]) -> Any:
     """A ``(builder, network) -> IBuilderConfig`` callable applying the build ``options`` (``model``: for int8
     calibration data, optional)."""
-    from parity_trt import config, factory  # here: see load_network_with
+    from parity_trt import config as configs  # not `config`: the conformance walk reads config.X as IBuilderConfig's
+    from parity_trt import factory  # here: see load_network_with
 
     factory.check_options(options)
-    return factory.config_loader(model or "", options, config.build_extensions(options))
+    return factory.config_loader(model or "", options, configs.build_extensions(options))
 
 
 def _literal(options: Mapping[str, Any]) -> str:

@@ -95,6 +95,12 @@ GATES: dict[str, Gate] = {
     # device memory query renamed (the _v2 form exists from 10.7 on, the old one until 11.0)
     "ICudaEngine.device_memory_size": Gate(until="11.0", why="use device_memory_size_v2"),
     "ICudaEngine.device_memory_size_v2": Gate(since="10.7"),
+    # the ONNX parser's capability query (inspect capability): the tuple-returning form until 11.0, the _v2 one from 10.7
+    "OnnxParser.supports_model": Gate(until="11.0", why="use supports_model_v2"),
+    "OnnxParser.supports_model_v2": Gate(since="10.7"),
+    "OnnxParser.num_subgraphs": Gate(since="10.7"),
+    "OnnxParser.is_subgraph_supported": Gate(since="10.7"),
+    "OnnxParser.get_subgraph_nodes": Gate(since="10.7"),
     # unfused-tensor debug capture; first seen in the 10.16 manifest (10.9-10.15 were not checked)
     "INetworkDefinition.mark_unfused_tensors_as_debug_tensors": Gate(
         since="10.16", why="capturing unfused tensors needs a newer TensorRT; use --mark-debug NAMES instead"
