@@ -27,7 +27,7 @@ def surface(**env: str) -> tuple[set[str], set[str]]:
     options, commands = set(), set()
     for page in HELPS:
         out = parity(*page, **env).stdout
-        options |= set(re.findall(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)", out))
+        options |= set(re.findall(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*[a-z0-9])(?![\w-])", out))
         if page[0] not in ("run", "convert") and "Commands:" in out:
             prefix = " ".join(page[:-1])
             commands |= {f"{prefix} {m}".strip() for m in re.findall(r"^  ([a-z][\w-]*)", out.split("Commands:", 1)[1], re.M)}

@@ -71,11 +71,52 @@ ALWAYS = {
     "--set-unbounded-dds-upper-bound": "sanitize",
     "--exclude-list": "weight-strip", "--seed": "weight-reconstruct's random weights (elsewhere --seed belongs to the generated inputs)",
     "--fp-to-fp16": "surgeon prune/weight-strip/weight-reconstruct convert the model (convert: the onnx converter's)",
+    # Polygraphy's flags (issue 29)
+    "--log-file": "every command's output is copied there", "--log-format": "every line written to --log-file",
+    "--format": "inspect's layout (parity or polygraphy)", "--save-debug-replay": "the debug loop's verdicts",
+    "--load-debug-replay": "the debug loop's verdicts (refused for another command's or model's replay)",
+    "--visual": "inspect model serves the page (refused for a model that is not ONNX)",
+    "--save-visual": "inspect model writes the page (refused for a model that is not ONNX)",
+    "--visual-port": "inspect model --visual (refused without it)",
+    "--exclude-outputs": "sanitize's outputs", "--outputs-by-type": "sanitize's outputs",
+    "--warm-up": "run's loop, every runner", "--use-subprocess": "run's loop, every runner", "--sequential-runners": "run's loop (its only mode)",
+    "--gen-script": "run writes the script instead of running", "--save-onnx": "run writes the model the runners load (refused without an ONNX model)",
+    "--save-input-blob": "written from the feeds", "--onnx-outputs-by-type": "marking (run: refused without a runner that marks; convert: the marked model)",
+    "--save-accuracy-results": "written from the metrics' values", "--no-shape-check": "every metric (refused when nothing is compared)",
+    "--postprocess": "every compared output (refused when nothing is compared)",
+    "--postprocess-func-script": "every compared output (refused when nothing is compared)",
+    "--compare-func-script": "replaces the metrics (refused with --compare-func or a metric's option)",
+    "--tf": "TensorFlow: refused in one line", "--tftrt": "TensorFlow: refused in one line", "--ckpt": "TensorFlow: refused in one line",
+    "--freeze-graph": "TensorFlow: refused in one line", "--opset": "TensorFlow-to-ONNX: refused in one line",
+    "--tf-outputs": "TensorFlow: refused in one line", "--save-pb": "TensorFlow: refused in one line",
+    "--save-tensorboard": "TensorFlow: refused in one line", "--save-timeline": "TensorFlow: refused in one line",
+    "--gpu-memory-fraction": "TensorFlow: refused in one line", "--allow-growth": "TensorFlow: refused in one line",
+    "--xla": "TensorFlow: refused in one line", "--dynamic-op": "TensorFlow: refused in one line",
+    "--minimum-segment-size": "TensorFlow: refused in one line",
 }  # fmt: skip
+
+# inspect model's TensorRT network options: read when the model is shown as a TensorRT network, refused otherwise.
+INSPECT_NETWORK = {
+    "--all-tensor-datatypes", "--all-tensor-formats", "--decomposable-attentions", "--enable-uint8-asymmetric-quantization-dla",
+    "--layer-precisions", "--mark-debug", "--mark-unfused-tensors-as-debug-tensors", "--onnx-flags", "--plugin-instancenorm",
+    "--plugins", "--strongly-typed", "--tensor-datatypes", "--tensor-formats", "--trt-network-postprocess-script",
+    "--load-runtime", "--dla-workspace-allocation-strategy",
+}  # fmt: skip
+ALWAYS.update(dict.fromkeys(INSPECT_NETWORK - set(ALWAYS), "inspect model as a TensorRT network or engine (refused for other models)"))
 
 # Commands whose backend-specific options are the command itself (no backend flag to choose): every option of
 # the TensorRT builder is read by `debug build`.
-COMMAND_OWNS = {"debug build": "rebuilds TensorRT engines: every builder and tactic option is its own"}
+COMMAND_OWNS = {
+    "debug build": "rebuilds TensorRT engines: every builder and tactic option is its own",
+    "check accuracy": "re-checks saved metrics: every metric option is its own (those that cannot act on saved numbers refuse)",
+    "inspect capability": "one TensorRT parser query",
+    "template trt-network": "writes a script that applies every network option given",
+    "template trt-config": "writes a script that applies every builder option given",
+    "template onnx-gs": "writes a script that applies every loading option given",
+    "template shard-hints": "every hint option is written into the hints",
+    "multi-device shard": "every hint option shards the model",
+    **{f"plugin {name}": "Polygraphy's plugin tool: every option is its own (data-loader flags refused)" for name in ("list", "match", "replace", "autotune")},
+}
 
 
 def _commands():
@@ -206,7 +247,7 @@ def test_every_option_is_consumed_or_refused(main, tmp_path):
         (["--onnxrt", "--onnxrt=fp16=1"], "--onnxrt: setting 'fp16' applies to a TensorRT runner (--trt), not to an ONNX Runtime runner"),
         (["--onnxrt", "--onnxrt", "--error-quantile", "0.5"], "--error-quantile applies to --check-error-stat quantile"),
         (["--onnxrt", "--onnx-exclude-outputs", "relu"], "--onnx-exclude-outputs applies to outputs marked with --onnx-outputs"),
-        (["--trt", "--onnx-outputs", "mark", "all"], "ONNX Runtime runner (--onnxrt); this command has none"),  # and onnx-ref where installed
+        (["--trt", "--onnx-outputs", "mark", "all"], "ONNX Runtime runner (--onnxrt) or a Polygraphy plugin references runner (--pluginref); this command has none"),  # and onnx-ref where installed
         (["--load-outputs", "g.npz", "--seed", "3"], "--seed applies to generated inputs (--data-loader random); it runs no model"),
         (["--onnxrt", "--load-inputs", "in.npz", "--val-range", "[0,2]"], "--val-range applies to generated inputs (--data-loader random); it feeds --load-inputs"),
         (["--onnxrt", "--onnxrt", "--atol", "lgits:1e-3"], "--atol: no output 'lgits'; the model's outputs: probs"),
