@@ -451,11 +451,12 @@ def _html_data(title: str, verdict: str, facts: list, **sections: Any) -> dict[s
     return {"title": title, "passed": None, "verdict": verdict, "command": command_line(), "facts": facts, **sections}
 
 
-def _precision_flags(params: dict[str, Any]) -> None:
+def _precision_flags(params: dict[str, Any], engines: bool = False) -> None:
     """Polygraphy's precision flags: --fp16 is -p float16; --int8 and --tf32 (TensorRT builder flags, with
-    per-layer precision TensorRT 11 no longer has) are refused; --direction picks Polygraphy's search (bisect by default)."""
+    per-layer precision TensorRT 11 no longer has) apply to the engines it builds (``engines``), else are refused;
+    --direction picks Polygraphy's search (bisect by default)."""
     for flag in ("int8", "tf32"):
-        if params.get(flag):
+        if params.get(flag) and not engines:
             raise UsageError(
                 f"--{flag}: debug precision writes precision into the ONNX model (TensorRT 11 is strongly typed, without per-layer "
                 f"precision flags); search float16 or bfloat16 with -p, and give {'Q/DQ nodes' if flag == 'int8' else 'builder flags'} to the --check's build"
@@ -468,7 +469,7 @@ def _precision_flags(params: dict[str, Any]) -> None:
 
 
 def precision_command(model: str, output: str | None = None, report: str | None = None, **params: Any) -> int:
-    from parity_reduce.precision import PrecisionSearch
+    from parity_reduce.precision import PrecisionSearch, engine_options_for
 
     started = time.perf_counter()
     check_model_path(model)
@@ -497,7 +498,8 @@ def precision_command(model: str, output: str | None = None, report: str | None 
         save_report_html=params.get("save_report_html"),
         save_model_explorer=params.get("save_model_explorer"),
     )
-    _precision_flags(params)
+    engine_options = engine_options_for(params, tuple(params.get("check") or ()))  # TensorRT builder flags: engines
+    _precision_flags(params, engines=engine_options is not None)
     if params.get("mode") not in _modes("precision"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")
     if params.get("save_inputs"):  # the data options make the inputs the check reads, as in debug reduce
@@ -524,6 +526,7 @@ def precision_command(model: str, output: str | None = None, report: str | None 
         if params.get("save_nodes"):
             write_text_atomic(
                 params["save_nodes"],
+            engine_options=engine_options,
                 json.dumps(
                     {
                         "format": "parity-precision-nodes",

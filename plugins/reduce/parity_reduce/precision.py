@@ -17,7 +17,7 @@ them) and to those lowered weights: no check copies weights.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,9 @@ import onnx
 from onnx import TensorProto
 
 from parity.api import (
+    Candidate,
+    CommandCheck,
+    ConvertRequest,
     DebugSession,
     ExitCode,
     ExternalData,
@@ -47,6 +50,12 @@ from parity_reduce.strategies import DEFAULT_MODE
 
 LOW = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
 DIRECTIONS = ("forward", "reverse")  # Polygraphy's --direction: fp32 spans from the inputs, or from the outputs
+ENGINE_CONVERTER = "trt"  # the TensorRT plugin's converter (parity_register_converters): never imported here
+ENGINE_TOKENS = ("polygraphy_debug.engine", "parity_debug.engine")  # a check naming one of these reads an engine
+ONNX_TOKENS = ("polygraphy_debug.onnx", "parity_debug.onnx")
+# debug precision's own flags, which the builder reads too when it builds engines (--fp16 alone is -p float16; without
+# an engine --int8/--tf32 are refused): alone, none of them asks for engines
+OWN_BUILDER_FLAGS = ("fp16", "int8", "tf32")
 
 
 class AlwaysFails(ParityError):
@@ -153,6 +162,65 @@ class MixedPrecision:
             tensor.data_type = low_type
 
 
+def _given(value: Any, default: Any) -> bool:
+    return value not in (None, False, (), [], "") and value != default
+
+
+def engine_options_for(params: Mapping[str, Any], check_argv: list[str] | tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The options each candidate's engine is built with, or None when debug precision builds no engine.
+
+    Engines are built, as by Polygraphy's debug precision, when a TensorRT builder option is given (those the TensorRT
+    plugin's converter declares, but for debug precision's own --fp16/--int8/--tf32, which then apply too), when
+    --iter-artifact is an ``.engine`` or when the check names ``polygraphy_debug.engine``/``parity_debug.engine``.
+    The TensorRT plugin is reached through the registry, never imported."""
+    converter = get_registry().converters.get(ENGINE_CONVERTER)
+    names = {o.name: o.default for o in converter.options} if converter is not None else {}
+    flags = [n for n, default in names.items() if n not in OWN_BUILDER_FLAGS and _given(params.get(n), default)]
+    artifact = str(params.get("iter_artifact") or "")
+    wanted = flags or artifact.endswith(".engine") or any(tok in ENGINE_TOKENS for tok in check_argv)
+    if not wanted:
+        return None
+    if converter is None:
+        what = ", ".join(f"--{n.replace('_', '-')}" for n in flags) or "an engine for the check"
+        raise UsageError(f"{what}: debug precision builds TensorRT engines with the TensorRT plugin: pip install parity-trt")
+    # tf32: debug precision's flag is on/off; the builder's default (None) is TensorRT's own
+    return {**params, "tf32": True if params.get("tf32") else None, "save_engine": None, "trt_progress": False}
+
+
+class EngineBuilds:
+    """Each candidate also built into an engine (the TensorRT plugin's converter, ``options`` as for
+    ``parity convert``): the check reads the engine (``{artifact}``, ``polygraphy_debug.engine``, ``parity_debug.engine``,
+    ``$PARITY_DEBUG_ARTIFACT``), the candidate ONNX stays beside it (``polygraphy_debug.onnx``, ``parity_debug.onnx``)."""
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        converter = get_registry().converters.get(ENGINE_CONVERTER)
+        if converter is None:
+            raise UsageError("building engines for debug precision needs the TensorRT plugin: pip install parity-trt")
+        self.converter = converter
+        self.options = dict(options)
+        self.built: list[str] = []  # each engine built, in order (for the Python API and tests)
+
+    def wrap(self, candidate: Candidate) -> Candidate:
+        inner = candidate.make_artifact
+
+        def make_artifact(it: Any) -> str:
+            if it.artifact.endswith(".engine"):  # --iter-artifact names the engine: the ONNX goes beside it
+                it.artifact = str(Path(it.artifact).with_suffix(".onnx"))
+            written = inner(it)
+            onnx_path = str(written) if written is not None else it.artifact
+            engine = it.slot_path(str(Path(it.default_artifact).with_suffix(".engine")))
+            self.converter.convert(ConvertRequest(onnx_path, engine, self.options))
+            self.built.append(engine)
+            for token in (*ONNX_TOKENS, it.default_artifact):
+                if token.endswith(".onnx"):
+                    it.substitutions[token] = onnx_path
+            for token in ENGINE_TOKENS:
+                it.substitutions[token] = engine
+            return engine
+
+        return Candidate(candidate.key, make_artifact, candidate.info, candidate.payload)
+
+
 class PrecisionSearch:
     """Find a small set of nodes that must stay fp32 (Python API of ``parity debug precision``).
 
@@ -173,6 +241,7 @@ class PrecisionSearch:
         external_data_dir: str | Path | None = None,
         work_dir: str | Path | None = None,
         direction: str | None = None,
+        engine_options: Mapping[str, Any] | None = None,
     ) -> None:
         if (predicate is None) == (session is None):
             raise UsageError("give PrecisionSearch either a predicate or a DebugSession")
@@ -182,6 +251,10 @@ class PrecisionSearch:
             raise UsageError(f"--precision: expected one of {', '.join(LOW)}, got '{low}'")
         # A Python predicate says "passes"; the session's verdict is "bad", so invert it there.
         self.session = session or DebugSession(PredicateCheck(lambda it: not predicate(it.payload)))  # type: ignore[misc]
+        # engine_options (engine_options_for): each candidate also built into an engine, which the check reads
+        self.engines = EngineBuilds(engine_options) if engine_options is not None else None
+        if self.engines is not None and not isinstance(self.session.check, CommandCheck):
+            raise UsageError("debug precision builds engines for a --check command; a Python predicate gets the candidate model")
         loaded = load_model(model, external_data_dir)
         self.base_dir = data_dir_of(model, external_data_dir)
         self.files: CandidateFiles | None = None
@@ -241,6 +314,8 @@ class PrecisionSearch:
         cands = self.mixed.candidates
         # Items are positions in the candidate list; the subset is the set kept in fp32.
         search = Search(self.session, lambda s: self.mixed.build({cands[k] for k in s}), describe=lambda s: f"{len(s)} node(s) in fp32", files=self.files)
+        if self.engines is not None:  # the check reads each candidate's engine
+            search.candidate = lambda subset, plain=search.candidate: self.engines.wrap(plain(subset))  # type: ignore[method-assign,union-attr]
         oracle = search.oracle(False, empty=None)
         full = list(range(len(cands)))
         passes_low = False

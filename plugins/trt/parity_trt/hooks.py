@@ -86,10 +86,14 @@ def parity_register_backends(register):
 @hookimpl
 def parity_register_options(register):
     from parity.api import OptionSpec  # here: discovery imports this module and never needs the registry
-    from parity_trt.options import check_inspect_options, inspect_options
+    from parity_trt.options import check_inspect_options, check_precision_options, inspect_options, precision_options
 
     register(OptionSpec("trt-inspect", ("inspect model",), tuple(inspect_options()), check_inspect_options,
                         "TensorRT network and runtime options of inspect model", reads=("load_runtime",)))
+    # debug precision builds each candidate into an engine with these (the "trt" converter), as Polygraphy's does
+    register(OptionSpec("trt-precision", ("debug precision",), tuple(precision_options()), check_precision_options,
+                        "TensorRT builder options of debug precision's engines", reads=("load_timing_cache",),
+                        writes=("save_timing_cache",)))
 
 
 @hookimpl

@@ -562,6 +562,26 @@ def runner_options() -> list[click.Option]:
     ]
 
 
+# ---- parity debug precision: each candidate (an ONNX model) built into an engine with these ----------------------
+# debug precision's own flags (--fp16 is its -p float16; --int8/--tf32 it passes to the builder when it builds engines)
+# and what cannot apply to an ONNX candidate (--trt-network-func builds from a script, not the candidate)
+PRECISION_OWN = ("--fp16", "--int8", "--tf32", "--trt-network-func")
+
+
+def precision_options() -> list[click.Option]:
+    """The builder options of ``parity debug precision`` (the same definitions as ``run --trt``/``convert``/``debug
+    build``): given any of them, each candidate is also built into an engine with them, for the check."""
+    return [o for o in build_options() if o.opts[0] not in PRECISION_OWN]
+
+
+def check_precision_options(command: str, params: Mapping[str, object], ctx: object = None) -> None:
+    """Refuse, before any work, what cannot mean anything for debug precision's engines."""
+    if params.get("layer_precisions"):
+        raise UsageError("--layer-precisions: debug precision computes each node's precision (the fp32 set it searches) "
+                         "and writes it into each candidate; give the other builder flags for its engines")
+    check_polygraphy_options({**params, "tf32": params.get("tf32") or None})
+
+
 def validate_precisions(options: Mapping[str, object], trt_major: int) -> list[str]:
     """Precision flags requested, or a :class:`UsageError` on TensorRT 11, which has no such flags."""
     asked = [p for p in PRECISIONS if options.get(p)]
