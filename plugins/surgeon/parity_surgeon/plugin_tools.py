@@ -140,7 +140,9 @@ def replace_subgraph(graph: Any, input_tensors: list[Any], output_tensors: list[
     for node in doomed.values():
         node.inputs.clear()
         node.outputs.clear()
-    new = graph.layer(op=op, inputs=list(input_tensors), outputs=list(output_tensors), attrs=dict(attrs or {}), name=f"{op}_{len(graph.nodes)}")
+    taken = {n.name for n in graph.nodes}  # node names must stay unique (onnxruntime refuses a model with two alike)
+    name = next(f"{op}_{i}" for i in range(len(taken) + 1) if f"{op}_{i}" not in taken)
+    new = graph.layer(op=op, inputs=list(input_tensors), outputs=list(output_tensors), attrs=dict(attrs or {}), name=name)
     node = next(n for n in graph.nodes if n.outputs and n.outputs[0] is new[0])
     node.domain = PLUGIN_DOMAIN
     graph.cleanup().toposort()

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from parity.api import onnx_external
+from parity.api import names_preview, onnx_external
 
 # ops whose first input reaches the output element for element: the pruned axis stays where it is
 _PASS_THROUGH = frozenset({"QuantizeLinear", "DequantizeLinear", "TRT_FP8QuantizeLinear", "TRT_FP8DequantizeLinear", "Cast"})
@@ -38,8 +38,8 @@ class SparsityReport:
 
 
 def candidates(model: Any) -> dict[str, int]:
-    """Initializer name -> the axis 2:4 sparsity runs along, for each weight that a MatMul, Gemm or Conv reduces
-    over (in node order; a weight met twice keeps its last axis)."""
+    """Weight name (an initializer's, or a Constant node's output) -> the axis 2:4 sparsity runs along, for each
+    weight that a MatMul, Gemm or Conv reduces over (in node order; a weight met twice keeps its last axis)."""
     weights = {t.name for t in model.graph.initializer}
     producer = {out: node for node in model.graph.node for out in node.output}
     found: dict[str, int] = {}
@@ -51,6 +51,8 @@ def candidates(model: Any) -> dict[str, int]:
             if node is None or name in seen:
                 return  # a graph input, or a cycle in an invalid graph: not a weight
             seen.add(name)
+            if node.op_type == "Constant":
+                break  # a weight held by a Constant node: eligible() names it, skipped, with the way to fold it
             if node.op_type in _PASS_THROUGH and node.input:
                 name = node.input[0]
             elif node.op_type == "Transpose":
@@ -98,8 +100,12 @@ def eligible(model: Any, skip: Iterable[str] = ()) -> SparsityReport:
     skip = set(skip)
     by_name = {t.name: t for t in model.graph.initializer}
     report = SparsityReport()
+    held: list[str] = []  # exporters such as Paddle's keep weights in Constant nodes; TensorRT prunes initializers
     for name, axis in candidates(model).items():
-        tensor = by_name[name]
+        tensor = by_name.get(name)
+        if tensor is None:
+            held.append(name)
+            continue
         dims = list(tensor.dims)
         if name in skip:
             report.skipped.append(f"{name}: marked to skip")
@@ -111,6 +117,10 @@ def eligible(model: Any, skip: Iterable[str] = ()) -> SparsityReport:
             report.skipped.append(f"{name}: axis {axis} of {dims} is not a multiple of 4")
         else:
             report.eligible[name] = axis
+    if held:
+        report.skipped.append(
+            f"{names_preview(held)}: {len(held)} weight(s) held by Constant nodes; 'parity surgeon sanitize --fold-constants' makes them initializers"
+        )
     return report
 
 
