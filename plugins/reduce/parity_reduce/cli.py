@@ -42,6 +42,7 @@ from parity.commands import (
     group,
     no_onnxruntime_shape_inference_option,
     note_external_data,
+    onnx_load_options,
     report_option,
     session_from_options,
     verbosity_options,
@@ -186,7 +187,9 @@ def add_commands(cli: click.Group) -> None:
         ),
         GreedyOption(["--model-input-shapes"], metavar="NAME:[D0,...]", help="Input shapes for the generated inputs (dynamic dims), e.g. x:[1,3,224,224]."),
         *data_options(),
-        *external_data_read_options(),
+        click.Option(["--model-type"], default=None, help="The model's kind: only onnx applies."),
+        *onnx_load_options(),  # --shape-inference applies; --fp-to-fp16 is refused (the search converts)
+        *external_data_read_options(ignore=True),  # --ignore-external-data: refused (candidates run with their weights)
         *external_data_write_options(),
         *debug_options("parity_debug.onnx"),
     ]
@@ -469,7 +472,7 @@ def _precision_flags(params: dict[str, Any], engines: bool = False) -> None:
 
 
 def precision_command(model: str, output: str | None = None, report: str | None = None, **params: Any) -> int:
-    from parity_reduce.precision import PrecisionSearch, engine_options_for
+    from parity_reduce.precision import PrecisionSearch, engine_options_for, loading_flags
 
     started = time.perf_counter()
     check_model_path(model)
@@ -500,6 +503,7 @@ def precision_command(model: str, output: str | None = None, report: str | None 
     )
     engine_options = engine_options_for(params, tuple(params.get("check") or ()))  # TensorRT builder flags: engines
     _precision_flags(params, engines=engine_options is not None)
+    shape_inference = loading_flags(params)
     if params.get("mode") not in _modes("precision"):
         raise UsageError(f"unknown --mode '{params.get('mode')}'; known: {', '.join(_modes('precision'))}")
     if params.get("save_inputs"):  # the data options make the inputs the check reads, as in debug reduce
@@ -518,6 +522,8 @@ def precision_command(model: str, output: str | None = None, report: str | None 
             keep_out_of_range=not params.get("clamp_out_of_range"),
             external_data_dir=ext_dir,
             direction=params.get("direction"),
+            engine_options=engine_options,
+            shape_inference=shape_inference,
         )
         _refuse_data_overwrite(search.data_files, external, **{"-o": output})
         result = search.run()
@@ -526,7 +532,6 @@ def precision_command(model: str, output: str | None = None, report: str | None 
         if params.get("save_nodes"):
             write_text_atomic(
                 params["save_nodes"],
-            engine_options=engine_options,
                 json.dumps(
                     {
                         "format": "parity-precision-nodes",

@@ -187,6 +187,21 @@ def engine_options_for(params: Mapping[str, Any], check_argv: list[str] | tuple[
     return {**params, "tf32": True if params.get("tf32") else None, "save_engine": None, "trt_progress": False}
 
 
+def loading_flags(params: Mapping[str, Any]) -> bool:
+    """Polygraphy's ONNX loading flags on debug precision: whether to infer shapes (--shape-inference, with ONNX's
+    shape inference, which --no-onnxruntime-shape-inference asks for); the others are refused in one line."""
+    if params.get("fp_to_fp16"):
+        raise UsageError("--fp-to-fp16: debug precision converts to fp16 itself (each candidate is the model in -p's precision "
+                         "with the searched nodes kept fp32); give it the float32 model")
+    if params.get("ignore_external_data"):
+        raise UsageError("--ignore-external-data: debug precision runs and writes candidates with their weights, so it reads them")
+    if params.get("model_type") not in (None, "onnx"):
+        raise UsageError(f"--model-type {params['model_type']}: debug precision searches an ONNX model (onnx)")
+    if params.get("no_onnxruntime_shape_inference") and not params.get("shape_inference"):
+        raise UsageError("--no-onnxruntime-shape-inference applies with --shape-inference (debug precision infers shapes only then)")
+    return bool(params.get("shape_inference"))
+
+
 class EngineBuilds:
     """Each candidate also built into an engine (the TensorRT plugin's converter, ``options`` as for
     ``parity convert``): the check reads the engine (``{artifact}``, ``polygraphy_debug.engine``, ``parity_debug.engine``,
@@ -242,6 +257,7 @@ class PrecisionSearch:
         work_dir: str | Path | None = None,
         direction: str | None = None,
         engine_options: Mapping[str, Any] | None = None,
+        shape_inference: bool = False,
     ) -> None:
         if (predicate is None) == (session is None):
             raise UsageError("give PrecisionSearch either a predicate or a DebugSession")
@@ -256,10 +272,12 @@ class PrecisionSearch:
         if self.engines is not None and not isinstance(self.session.check, CommandCheck):
             raise UsageError("debug precision builds engines for a --check command; a Python predicate gets the candidate model")
         loaded = load_model(model, external_data_dir)
+        if shape_inference:  # Polygraphy's --shape-inference: every candidate (and its engine) carries the inferred shapes
+            loaded = onnx.shape_inference.infer_shapes(loaded)  # a new proto; external weights stay references
         self.base_dir = data_dir_of(model, external_data_dir)
         self.files: CandidateFiles | None = None
         if onnx_external.has_external(loaded):
-            if isinstance(model, onnx.ModelProto):  # the caller's: only its graph is copied (weights are references)
+            if loaded is model:  # the caller's: only its graph is copied (weights are references)
                 loaded = onnx.ModelProto()
                 loaded.CopyFrom(model)
             self.files = CandidateFiles(loaded, self.base_dir, work_dir if work_dir is not None else work_near(self.session), print_warning)

@@ -121,3 +121,33 @@ def test_tensorrt_11_refuses_the_precision_flags(monkeypatch, tmp_path):
         uninstall()
     assert result.exit_code == 2 and "--fp16" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert log(tmp_path) == []  # refused at the first build, before its check
+
+
+# ---- Polygraphy's ONNX loading flags on debug precision ------------------------------------------------------
+VALUE_INFO = "import onnx, sys\nm = onnx.load(sys.argv[1])\nopen(sys.argv[2], 'a').write(' '.join(v.name for v in m.graph.value_info) + '\\n')\n"
+
+
+@pytest.mark.parametrize("flags", [(), ("--shape-inference",), ("--do-shape-inference", "--no-onnxruntime-shape-inference")])
+def test_shape_inference_reaches_every_candidate(tmp_path, flags):
+    model = relu_add(tmp_path / "m.onnx", (2, 3))
+    (tmp_path / "vi.py").write_text(VALUE_INFO)
+    seen = tmp_path / "value_info.txt"
+    result = invoke("debug", "precision", model, *flags, "--check", sys.executable, tmp_path / "vi.py", "parity_debug.onnx", seen)
+    assert result.exit_code == 0, result.stderr
+    lines = seen.read_text().splitlines()
+    assert lines and all(("h" in line.split()) == bool(flags) for line in lines)  # the inner tensor's shape: only when inferred
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (("--fp-to-fp16",), "converts to fp16 itself"),
+        (("--ignore-external-data",), "with their weights"),
+        (("--model-type", "engine"), "searches an ONNX model"),
+        (("--no-onnxruntime-shape-inference",), "applies with --shape-inference"),
+    ],
+)
+def test_loading_flags_that_cannot_apply_are_refused(tmp_path, flags, says):
+    result = precision(tmp_path, *flags, check_args=("parity_debug.onnx", "parity_debug.onnx"))
+    assert result.exit_code == 2 and says in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert log(tmp_path) == []
