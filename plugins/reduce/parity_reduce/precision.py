@@ -173,8 +173,12 @@ def engine_options_for(params: Mapping[str, Any], check_argv: list[str] | tuple[
     plugin's converter declares, but for debug precision's own --fp16/--int8/--tf32, which then apply too), when
     --iter-artifact is an ``.engine`` or when the check names ``polygraphy_debug.engine``/``parity_debug.engine``.
     The TensorRT plugin is reached through the registry, never imported."""
-    converter = get_registry().converters.get(ENGINE_CONVERTER)
+    registry = get_registry()
+    converter = registry.converters.get(ENGINE_CONVERTER)
     names = {o.name: o.default for o in converter.options} if converter is not None else {}
+    for spec in registry.command_options.values():  # what plugins add to debug precision is for its engines (tactics...)
+        if "debug precision" in spec.commands:
+            names.update({o.name: o.default for o in spec.options})
     flags = [n for n, default in names.items() if n not in OWN_BUILDER_FLAGS and _given(params.get(n), default)]
     artifact = str(params.get("iter_artifact") or "")
     wanted = flags or artifact.endswith(".engine") or any(tok in ENGINE_TOKENS for tok in check_argv)

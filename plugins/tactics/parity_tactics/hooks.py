@@ -29,7 +29,7 @@ def parity_register_options(register):
 
     # --save-tactics/--load-tactics reach the TensorRT builder through the run options: the TensorRT plugin
     # passes every option to parity_trt_build_extension below.
-    register(OptionSpec("tactics", ("run", "convert"), tuple(tactic_options()), _validate, "tactic record/replay for TensorRT builds",
+    register(OptionSpec("tactics", ("run", "convert", "debug precision"), tuple(tactic_options()), _validate, "tactic record/replay for TensorRT builds",
                         reads=("load_tactics",), writes=("save_tactics",), backends=("trt",)))
 
 

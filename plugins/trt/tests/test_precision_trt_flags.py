@@ -151,3 +151,12 @@ def test_loading_flags_that_cannot_apply_are_refused(tmp_path, flags, says):
     result = precision(tmp_path, *flags, check_args=("parity_debug.onnx", "parity_debug.onnx"))
     assert result.exit_code == 2 and says in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert log(tmp_path) == []
+
+
+def test_tactic_replay_is_saved_from_the_candidates_engines(builds, tmp_path):
+    _, seen = builds
+    replay = tmp_path / "replay.json"
+    result = precision(tmp_path, "--save-tactic-replay", replay, check_args=("parity_debug.onnx", "parity_debug.onnx"))
+    assert result.exit_code == 0, result.stderr
+    assert seen and len(seen) == len(log(tmp_path))  # --save-tactics alone asks for engines
+    assert json.loads(replay.read_text())  # the tactics of the last candidate's build
