@@ -91,6 +91,7 @@ _EXPORTS: dict[str, str] = {
     # options -> data loader and compare functions, as `parity run` builds them
     "make_data_loader": "parity.from_options",
     "make_compare_funcs": "parity.from_options",
+    "loaded_onnx": "parity.from_options",
     "OutputNames": "parity.compare.names",
     # the debug engine
     # composing loaders (Polygraphy's func.extend), for every backend
@@ -173,7 +174,7 @@ if TYPE_CHECKING:  # what readers and type checkers see; at run time each name l
     from parity.debug.session import Candidate, DebugSession, Iteration, OriginalNotFailing, Summary, file_fingerprint
     from parity.debug.strategy import Oracle, Strategy, subset_key
     from parity.errors import BackendError, ExitCode, ModelError, ParityError, PluginError, UsageError, missing_dependency
-    from parity.from_options import make_compare_funcs, make_data_loader
+    from parity.from_options import loaded_onnx, make_compare_funcs, make_data_loader
     from parity.func import extend
     from parity.hookspecs import hookimpl
     from parity.onnx_external import ExternalData, SavedModel, WeightReader, runtime_bytes, save_model

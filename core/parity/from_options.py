@@ -8,7 +8,9 @@ where a message names a plugin's option, the caller's ``flags`` or the flag the 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -368,3 +370,68 @@ def external_data(params: Mapping[str, Any], flags: Mapping[str, str] | None = N
         return ExternalData()
     bad = "{option}: cannot read '{text}'; write a size such as 1024, 64K or 1M"
     return ExternalData(location, 1024 if threshold is None else parse_size(threshold, spell["external_data_size_threshold"], bad), one_file)
+
+
+# --- the ONNX model as Polygraphy's ONNX loader hands it on: --shape-inference, --fp-to-fp16 ----------------------
+
+_LOADING_FLAGS = {"shape_inference": "--shape-inference", "no_onnxruntime_shape_inference": "--no-onnxruntime-shape-inference", "fp_to_fp16": "--fp-to-fp16"}
+
+
+def check_loading_flags(params: Mapping[str, Any], command: str, runs: bool = True) -> None:
+    """One line for a loading flag that cannot apply: ``--no-onnxruntime-shape-inference`` without
+    ``--shape-inference`` (it chooses how that infers), and, where ``command`` runs the model (``runs``),
+    ``--ignore-external-data`` (running needs the weights)."""
+    if params.get("no_onnxruntime_shape_inference") and not params.get("shape_inference"):
+        raise UsageError("--no-onnxruntime-shape-inference chooses how --shape-inference infers shapes: add --shape-inference")
+    if runs and params.get("ignore_external_data"):
+        raise UsageError(f"--ignore-external-data: {command} runs the model, which needs its weights; give --external-data-dir where they are")
+
+
+def loading_flags_given(params: Mapping[str, Any]) -> bool:
+    """Whether ``params`` ask for the model to be changed as it is read (``--shape-inference``, ``--fp-to-fp16``)."""
+    return bool(params.get("shape_inference") or params.get("fp_to_fp16"))
+
+
+def stage_loaded_onnx(model: str, params: Mapping[str, Any], folder: str, registry: Registry | None = None) -> tuple[str, str | None]:
+    """``model`` as Polygraphy's ONNX loader hands it to the runners, written in ``folder`` (a private temporary
+    one the caller removes): shapes inferred (``shape_inference``: ONNX's inference with data propagation, the
+    one --no-onnxruntime-shape-inference asks for; weights stay in their files), then float32 converted to float16
+    (``fp_to_fp16``: the registered ``onnx`` converter, what ``parity convert --fp-to-fp16`` runs; inputs and
+    outputs stay float32). Returns ``(path, external data folder)``: ``model`` itself when neither is given."""
+    from pathlib import Path  # 6 ms at parity run --help, which never needs it
+
+    base = params.get("external_data_dir")
+    if not loading_flags_given(params):
+        return model, base
+    from parity import onnx_external, onnx_models  # here: only a changed model reads the graph
+
+    path = model
+    if params.get("shape_inference"):
+        import onnx  # here: likewise
+
+        proto = onnx_models.load(model, load_external_data=False, external_data_dir=base)
+        proto = onnx.shape_inference.infer_shapes(proto, data_prop=True)  # reads no weight: they stay references
+        base = str(onnx_models.data_dir(model, base))
+        path = str(Path(folder, "inferred") / Path(model).name)  # the model's own name, in messages
+        Path(path).parent.mkdir()
+        Path(path).write_bytes(onnx_external.serialize(proto, "the model with its shapes inferred"))
+    if params.get("fp_to_fp16"):
+        from parity.registry import ConvertRequest  # here: only --fp-to-fp16 converts
+
+        converter = (registry or get_registry()).converters.get("onnx")
+        if converter is None:
+            raise UsageError("--fp-to-fp16 needs the onnx converter (parity-surgeon): pip install parity-surgeon")
+        output = str(Path(folder, "fp16") / Path(model).name)
+        Path(output).parent.mkdir()
+        with contextlib.redirect_stdout(sys.stderr):  # the converter's report is a note: stdout is the command's own
+            converter.convert(ConvertRequest(path, output, {"fp_to_fp16": True, "external_data_dir": base}))
+        path, base = output, None  # the converted weights are written beside it
+    return path, base
+
+
+def loaded_onnx(model: str, params: Mapping[str, Any], folder: str, command: str, registry: Registry | None = None) -> tuple[str, str | None]:
+    """For a command that runs or builds ``model``: its loading flags checked (:func:`check_loading_flags`) and
+    the model as Polygraphy's ONNX loader hands it on (:func:`stage_loaded_onnx`, staged in ``folder``):
+    ``(path, external data folder)``, ``model`` itself when no flag changes it."""
+    check_loading_flags(params, command)
+    return stage_loaded_onnx(model, params, folder, registry)

@@ -20,6 +20,7 @@ never builds a flag from a parameter name.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -36,9 +37,11 @@ from parity.compare.names import OutputNames
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
 from parity.errors import ExitCode, UsageError
 from parity.from_options import (
+    check_loading_flags,
     check_requirements,
     detect_model_kind,
     external_data,
+    loading_flags_given,
     make_compare_funcs,
     make_data_loader,
     make_runners,
@@ -47,6 +50,7 @@ from parity.from_options import (
     outputs_by_type,
     outputs_were_marked,
     refuse_overwrite_inputs,
+    stage_loaded_onnx,
     type_outputs,
 )
 from parity.plugins import call_hook, get_registry
@@ -351,6 +355,11 @@ class RunRequest:
     # the model
     model_type: str | None = None
     external_data_dir: str | None = None
+    ignore_external_data: bool = False  # refused: a run needs the weights (the flag is Polygraphy's)
+    # the ONNX model as Polygraphy's loader hands it to the runners: shapes inferred, float32 made float16
+    shape_inference: bool = False
+    no_onnxruntime_shape_inference: bool = False
+    fp_to_fp16: bool = False
     # the inputs: generated (seed, ranges, shapes), a registered loader, a script, or saved files
     input_shapes: Sequence[str] = ()
     seed: int = 1
@@ -431,6 +440,11 @@ def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, regi
     :func:`parity.reporting.run_reporter`), and write the ``--report`` file; plugins' run watchers (hook
     ``parity_watch_run``) are told of each step and write their own reports. Errors are
     :class:`parity.errors.ParityError` subclasses carrying the exit code."""
+    with contextlib.ExitStack() as stack:  # a staged model (--shape-inference, --fp-to-fp16): its folder goes at the end
+        return _run_comparison(request, reporter, registry, stack)
+
+
+def _run_comparison(request: RunRequest, reporter: RunReporter | Any, registry: Registry | None, stack: Any) -> RunOutcome:
     if registry is None:
         registry = get_registry()
     reporter = run_reporter(reporter)
@@ -468,16 +482,17 @@ def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, regi
     names.check_model(model, kind, golden, marked, request.external_data_dir)
     if request.marking_check:
         _check_onnx_marks(request, model, kind)
+    loaded = _loaded_model(request, kind, registry, stack)  # what the runners load: the model, or its staged copy
     if request.save_onnx:
-        _save_onnx(request, model, kind)
+        _save_onnx(loaded, loaded.model, kind)
     elif request.save_external_data is not None or request.external_data_size_threshold is not None or request.no_save_all_tensors_to_one_file:
         raise UsageError(f"{_given_external(request)} applies to the model {request.flag('save_onnx')} writes: add {request.flag('save_onnx')} PATH")
     for watcher in watchers:
         watcher.check_model(model, kind)
-    runner_options = [_runner_options(request, name, settings, registry) for name, settings in chosen]
-    runners = make_runners(model, kind, chosen, runner_options, registry)  # validates backend options: usage errors come first
+    runner_options = [_runner_options(loaded, name, settings, registry) for name, settings in chosen]
+    runners = make_runners(loaded.model, kind, chosen, runner_options, registry)  # validates backend options: usage errors come first
     check_requirements([name for name, _ in chosen], registry)  # a missing library before the inputs are examined
-    twins = _unmarked_twins(request, kind, runner_options, registry) if request.marking_check else {}
+    twins = _unmarked_twins(loaded, kind, runner_options, registry) if request.marking_check else {}
     if request.warm_up or request.use_subprocess:
         from parity.run_modes import wrap_runners  # only with --warm-up or --use-subprocess
 
@@ -489,7 +504,7 @@ def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, regi
     if request.validate and marked:
         from parity.compare.nonfinite import NonFiniteLocator  # only for layerwise validation: a plain run does not import it
 
-        locator = NonFiniteLocator(model, request.external_data_dir)
+        locator = NonFiniteLocator(loaded.model, loaded.external_data_dir)
     compared = [w.on_compared for w in watchers]
     if names:  # and against the first compared outputs (engines; tensors not marked)
         compared.append(names.on_compared)
@@ -547,6 +562,23 @@ def check_work(request: RunRequest, registry: Registry) -> None:
     if not chosen and not request.load_outputs:
         flags = " ".join(b.cli_flag for b in registry.backends.values())
         raise UsageError(f"choose at least one backend ({flags or 'none installed: see parity plugins'}) or {request.flag('load_outputs')}")
+    check_loading_flags(request.options(), "parity run")
+
+
+def _loaded_model(request: RunRequest, kind: str | None, registry: Registry, stack: Any) -> RunRequest:
+    """The request the runners get: with ``--shape-inference``/``--fp-to-fp16``, its model is the changed copy
+    (:func:`parity.from_options.stage_loaded_onnx`) in a private folder ``stack`` removes; else ``request``."""
+    params = request.options()
+    if not loading_flags_given(params) or not request.model or not request.runners:
+        return request
+    if kind != "onnx":
+        given = next(request.flag(n) for n in ("shape_inference", "fp_to_fp16") if params.get(n))
+        raise UsageError(f"{given}: {request.model} is not an ONNX model; the flag changes an ONNX model as it is read")
+    import tempfile  # 4.5 ms at start-up: only a changed model needs a folder
+
+    folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="parity-run-"))
+    model, base = stage_loaded_onnx(request.model, params, folder, registry)
+    return replace(request, model=model, external_data_dir=base)
 
 
 def _check_run_modes(request: RunRequest) -> RunRequest:

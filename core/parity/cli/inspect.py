@@ -6,6 +6,7 @@ import inspect
 import json
 import os
 import sys
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -13,6 +14,7 @@ import click
 from parity.cli.common import echo, verbosity_options
 from parity.cli.options import add_unique, external_data_read_options, onnx_load_options
 from parity.cli.parsing import GreedyOption, ParityCommand
+from parity.cli.tensorflow_flags import tensorflow_options
 from parity.errors import UsageError
 from parity.plugins import get_registry
 from parity.util.fs import check_model_path
@@ -41,7 +43,7 @@ def make_model_command() -> click.Command:
             help="ONNX: also list the tensors that give a Range/Pad/Resize/Tile/Expand output an unbounded data-dependent shape.",
         ),
         # with --list-unbounded-dds: shape inference first (tensors without shape info count as data-dependent)
-        *onnx_load_options(fp16=False),
+        *onnx_load_options(),  # --fp-to-fp16: the model shown as the fp16 converter writes it
         click.Option(["--json", "as_json"], is_flag=True, help="Print inputs, outputs and model facts as JSON (schema: parity/schemas/model.schema.json)."),
         format_option(),
         click.Option(["--visual"], is_flag=True, help="ONNX: serve the graph as an interactive page on 127.0.0.1 (nodes clickable for "
@@ -55,6 +57,8 @@ def make_model_command() -> click.Command:
     add_unique(params, external_data_read_options(ignore=True))
     for kind in get_registry().model_kinds.values():
         add_unique(params, kind.options)
+    add_unique(params, [_save_timing_cache_option()])  # after the kinds': one that builds an engine would own it
+    params += tensorflow_options(("--ckpt", "--freeze-graph"))  # hidden: each refuses in one line (no TensorFlow backend)
     return verbosity_options(ParityCommand(
         "model",
         params=params,
@@ -68,6 +72,50 @@ def make_model_command() -> click.Command:
 
 
 FORMAT_ENV = "PARITY_INSPECT_FORMAT"
+
+
+def _save_timing_cache_option() -> click.Option:
+    """Polygraphy's ``--save-timing-cache`` of inspect model (its TensorRT engine-building flags): inspect reads
+    an engine or shows a network and builds none, so there is no timing cache to save; refused in one line."""
+
+    def refuse(ctx: click.Context, param: click.Parameter, value: object) -> None:  # noqa: ARG001 - click's callback signature
+        if value is not None:
+            raise UsageError("--save-timing-cache: inspect model builds no engine (it reads one, or shows the network), so no timing cache is made")
+
+    return click.Option(["--save-timing-cache"], metavar="PATH", default=None, expose_value=False, callback=refuse,
+                        help="Polygraphy's engine-building flag: refused, inspect model builds no engine.")  # fmt: skip
+
+
+def inspect_model(model: str, **params: Any) -> int:
+    """``--fp-to-fp16``: the model shown as the onnx converter writes it (a private copy, removed after); else as it is."""
+    if not params.pop("fp_to_fp16", False):
+        return _inspect_model(model, **params)
+    import tempfile  # 4.5 ms at start-up: only --fp-to-fp16 stages a copy
+
+    from parity.cli.run import detect_model_kind  # here: as _inspect_model's, which inspect --help never needs
+    from parity.from_options import stage_loaded_onnx  # here: only --fp-to-fp16 stages a copy
+
+    check_model_path(model)
+    if detect_model_kind(model, get_registry(), params.get("model_type")) != "onnx":
+        raise UsageError(f"--fp-to-fp16 converts an ONNX model; {model} is not one")
+    if params.get("ignore_external_data"):
+        raise UsageError("--fp-to-fp16 converts the weights, which --ignore-external-data leaves unread")
+    with tempfile.TemporaryDirectory(prefix="parity-inspect-") as folder:
+        staged, base = stage_loaded_onnx(model, {"fp_to_fp16": True, "external_data_dir": params.get("external_data_dir")}, folder)
+        token = _STAGED.set((staged, model))
+        try:
+            return _inspect_model(staged, **{**params, "external_data_dir": base})
+        finally:
+            _STAGED.reset(token)
+
+
+# (staged copy, the model given): what inspect shows names the model given, not its converted copy
+_STAGED: ContextVar[tuple[str, str] | None] = ContextVar("parity_inspect_staged", default=None)
+
+
+def _as_given(text: str) -> str:
+    staged = _STAGED.get()
+    return text.replace(json.dumps(staged[0])[1:-1], json.dumps(staged[1])[1:-1]).replace(staged[0], staged[1]) if staged else text
 
 
 def format_option() -> click.Option:
@@ -116,7 +164,7 @@ def make_data_command() -> click.Command:
 _EXTERNAL = {"external_data_dir": "--external-data-dir", "ignore_external_data": "--ignore-external-data"}
 
 
-def inspect_model(
+def _inspect_model(
     model: str,
     show: tuple[str, ...],
     model_type: str | None,
@@ -156,14 +204,14 @@ def inspect_model(
         options["onnx_inference_only"] = onnx_inference_only
         return _inspect_polygraphy(model, kind, set(show), list_unbounded_dds, shape_inference, options)
     if as_json and kind is not None:
-        echo(json.dumps(model_json(model, kind, registry.model_kinds[kind], options), indent=1))
+        echo(_as_given(json.dumps(model_json(model, kind, registry.model_kinds[kind], options), indent=1)))
         return 0
     if kind is None or registry.model_kinds[kind].describe is None:
         raise UsageError(f"don't know how to read {model}; give --model-type ({', '.join(registry.model_kinds)})")
     describe = registry.model_kinds[kind].describe
     # describe(path, show) is the original contract; options came later: old plugins must keep working
     args = (model, set(show), options) if _takes_positional(describe, 3) else (model, set(show))
-    echo(describe(*args))  # type: ignore[misc]
+    echo(_as_given(describe(*args)))  # type: ignore[misc]
     if list_unbounded_dds:
         found = unbounded_dds_tensors(model, shape_inference)
         listed = ", ".join(f"{name} (input {index} of {op} '{node}')" for name, op, index, node in found)
@@ -184,9 +232,9 @@ def _inspect_polygraphy(
     if kind == "onnx":
         found = [name for name, *_ in unbounded_dds_tensors(model, shape_inference)] if list_unbounded_dds else None
         inference = ("onnx" if options.get("onnx_inference_only") else "onnxruntime") if shape_inference else None
-        echo(pl.describe_onnx(model, show, options, inference, found))
+        echo(_as_given(pl.describe_onnx(model, show, options, inference, found)))
     else:
-        echo(kinds[kind].describe(model, show, options, layout="polygraphy"))  # type: ignore[call-arg,index,misc]
+        echo(_as_given(kinds[kind].describe(model, show, options, layout="polygraphy")))  # type: ignore[call-arg,index,misc]
     return 0
 
 

@@ -35,7 +35,8 @@ def add_to(cli: click.Group) -> None:
 def make_command() -> click.Command:
     """``parity run``, built when it is used: its options come from the registry (backends, metrics)."""
     registry = get_registry()
-    params = [click.Argument(["model"], required=False), *opts.model_options(), *opts.onnx_options(), *opts.external_data_read_options(), *opts.data_options()]
+    params = [click.Argument(["model"], required=False), *opts.model_options(), *opts.onnx_options(), *opts.external_data_read_options(ignore=True), *opts.data_options()]
+    params += opts.onnx_load_options()  # --shape-inference, --no-onnxruntime-shape-inference, --fp-to-fp16: on the model the runners load
     params += [*opts.compare_options(registry), opts.marking_check_option(), *run_options(), *opts.backend_params(registry)]
     params += tensorflow_options()  # hidden: each refuses in one line (Parity has no TensorFlow backend)
     _polygraphy_spellings(params)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,7 @@ def add_commands(cli: click.Group) -> None:
         *data_options(),
         *external_data_read_options(ignore=True),  # --ignore-external-data: refused (candidates run with their weights)
         no_onnxruntime_shape_inference_option(),
+        *onnx_load_options(shape_inference=False),  # --fp-to-fp16: the fp16 model is what is reduced
         *external_data_write_options(),
         *debug_options("parity_debug.onnx"),
     ]
@@ -334,9 +336,13 @@ def reduce_command(model: str, output: str | None = None, report: str | None = N
     session = session_from_options(params, label="reduce", fingerprint=_fingerprint(model, ext_dir))
     fields = {"name": "parity-reduce-report", "command": "debug reduce", "model": model, "started": started}
     reducer = None
+    staged = tempfile.TemporaryDirectory(prefix="parity-reduce-")  # --fp-to-fp16: the converted model, reduced
     try:
+        from parity.api import loaded_onnx  # here: `debug reduce --help` never needs it
+
+        source, source_dir = loaded_onnx(model, {"fp_to_fp16": params.get("fp_to_fp16"), "external_data_dir": ext_dir}, staged.name, "debug reduce")
         reducer = Reducer(
-            model,
+            source,
             session=session,
             mode=mode,
             inputs=feeds,
@@ -349,7 +355,7 @@ def reduce_command(model: str, output: str | None = None, report: str | None = N
             max_checks=params.get("max_checks"),
             max_time=params.get("max_time"),
             save_best=output,  # each smaller failing model is written at once: stopping keeps the best so far
-            external_data_dir=ext_dir,
+            external_data_dir=source_dir,
             external=external,
             reference_model=reference_model,
             iter_expected=iter_expected,
@@ -408,6 +414,7 @@ def reduce_command(model: str, output: str | None = None, report: str | None = N
     finally:
         if reducer is not None:
             reducer.close()  # the candidates' work folder
+        staged.cleanup()
     if report:
         key = subset_key(result.indices)
         found = {

@@ -37,6 +37,7 @@ from parity.commands import (
     verbosity_options,
     with_params,
 )
+from parity_surgeon.onnx_load import onnxrt_session_options
 
 
 def _check_model(model: str, output: str | None = None) -> None:
@@ -371,6 +372,7 @@ def insert_cmd(
 @click.option("--no-onnxruntime", is_flag=True, help="Skip the onnxruntime load and run checks.")
 @with_params(*onnx_load_options(shape_inference=False))
 @with_params(input_shapes_option("--input-shapes", "--inputs"), *data_loader_options())  # the inputs of the onnxruntime run
+@with_params(*onnxrt_session_options())  # its session: the onnxrt backend's --providers, --graph-optimization-level
 @external_data_options(write=False, ignore=True)
 @verbosity_options
 def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool, external_data_dir: str | None, ignore_external_data: bool, **params: Any) -> int:
@@ -404,7 +406,7 @@ def lint_cmd(model: str, report_path: str | None, no_onnxruntime: bool, external
     feed, no_feed = (None, None) if no_onnxruntime else _lint_feed(model, params, bool(data_flags))
     report = lint(
         source, model, onnxruntime=not no_onnxruntime, external_data_dir=external_data_dir, ignore_external_data=ignore_external_data,
-        feed=feed, run_external=bool(data_flags),
+        feed=feed, run_external=bool(data_flags), providers=params.get("providers") or (), graph_optimization_level=params.get("graph_optimization_level"),
     )  # fmt: skip
     if no_feed:
         report.skipped.append(f"the onnxruntime run ({no_feed})")

@@ -23,12 +23,12 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parity.api import module_available, onnx_external, onnx_models
+from parity.api import BackendError, UsageError, module_available, onnx_external, onnx_models
 from parity_surgeon import graph as g
 
 ERROR, WARNING = "error", "warning"
@@ -107,12 +107,16 @@ def lint(
     ignore_external_data: bool = False,
     feed: Mapping[str, Any] | None = None,
     run_external: bool = False,
+    providers: Sequence[str] = (),
+    graph_optimization_level: str | None = None,
 ) -> LintReport:
     """Lint ``model`` (a path or ModelProto) without reading its weights. ``external_data_dir``: the folder of
     a path's external data (default its folder); ``ignore_external_data``: structure only (see the module).
     ``feed``: inputs to run the model on once after it loads in onnxruntime, as Polygraphy's lint does (an
     error that only running shows is an ``inference`` issue); None: load only. A model whose weights are in
-    external data files runs only with ``run_external`` (running reads every weight; lint otherwise reads none)."""
+    external data files runs only with ``run_external`` (running reads every weight; lint otherwise reads none).
+    ``providers``/``graph_optimization_level``: the onnxruntime session's, as ``--onnxrt`` takes them (default:
+    the CPU provider, no graph optimization)."""
     import onnx
 
     path = Path(model) if isinstance(model, (str, Path)) else None
@@ -133,7 +137,7 @@ def lint(
         if ignore_external_data and onnx_external.has_external(proto):
             report.skipped.append("the onnxruntime load (it needs the weights; --ignore-external-data)")
         else:
-            session = _onnxruntime(proto, report, path, base)
+            session = _onnxruntime(proto, report, path, base, providers, graph_optimization_level)
             if session is not None and feed is not None:
                 if run_external or not onnx_external.has_external(proto):
                     _run(session, feed, report)
@@ -307,10 +311,13 @@ def _probe_header(model: Any) -> tuple[str, str] | None:
     return rule, problem
 
 
-def _onnxruntime(model: Any, report: LintReport, path: Path | None = None, base: Path | None = None) -> Any:
+def _onnxruntime(
+    model: Any, report: LintReport, path: Path | None = None, base: Path | None = None, providers: Sequence[str] = (), level: str | None = None
+) -> Any:
     """Load the model in onnxruntime's CPU provider: from the path when its data is beside it, else from the
     graph-only message plus the data's folder (never from a message holding the weights). Returns the
-    session, or None when it did not load."""
+    session, or None when it did not load. ``providers``/``level`` given: the session the onnxrt backend makes
+    with them (:class:`parity_onnxrt.api.SessionFromOnnx`, its partial provider names and levels)."""
     import onnxruntime as ort
 
     header = _probe_header(model)
@@ -326,6 +333,8 @@ def _onnxruntime(model: Any, report: LintReport, path: Path | None = None, base:
     # weights); lint runs the model at most once, which needs no packed copies
     options.add_session_config_entry("session.disable_prepacking", "1")
     try:
+        if providers or level:
+            return _backend_session(str(path) if path is not None and base is not None else model, base, providers, level)
         # a path onnxruntime cannot take (not UTF-8: its binding encodes str paths so) goes as the model's bytes
         if path is not None and base is not None and os.path.realpath(base) == os.path.realpath(path.parent) and _utf8(str(path)):
             source: Any = str(path)
@@ -334,10 +343,26 @@ def _onnxruntime(model: Any, report: LintReport, path: Path | None = None, base:
             for key, value in entries.items():
                 options.add_session_config_entry(key, value)
         return ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
+    except UsageError:
+        raise
     except Exception as exc:
         if not any(i.level == ERROR and i.rule != "onnxruntime" for i in report.issues):
             report.add(ERROR, "onnxruntime", f"onnxruntime {ort.__version__} cannot load the model: {_first_line(exc)}")
     return None
+
+
+def _backend_session(model: Any, base: Path | None, providers: Sequence[str], level: str | None) -> Any:
+    """The onnxrt backend's session of ``model`` (a path, or a ModelProto whose data is in ``base``) with
+    ``providers`` and ``level``; a provider onnxruntime lacks is a usage error, not the model's."""
+    from parity_onnxrt.api import SessionFromOnnx  # here: only --providers/--graph-optimization-level need it
+
+    loader = SessionFromOnnx(model, providers=list(providers) or None, graph_optimization_level=level or "disable", log_severity_level=4, prepack=False, base_dir=base)
+    try:
+        return loader()
+    except BackendError as exc:
+        if "no provider matching" in str(exc):
+            raise UsageError(f"--providers: {exc}") from None
+        raise
 
 
 def _utf8(text: str) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from parity.api import SETTINGS, GreedyOption, UsageError, echo, first_line, onnx_models, parse_shapes
+from parity.commands import external_data_read_options, onnx_load_options
 
 # flags that read the data loader (Polygraphy's DataLoaderArgs): the commands here run no inference, so each is refused
 DATA_FLAGS = {
@@ -26,19 +27,12 @@ def read_options(*, input_shapes: bool = True, shape_inference: bool = True, out
     params: list[click.Parameter] = []
     if input_shapes:
         params.append(GreedyOption(["--input-shapes", "--inputs"], metavar="NAME:[D0,D1,..]", help="Set the shapes of model inputs before anything reads the graph."))
-    if shape_inference:
-        params += [
-            click.Option(["--shape-inference", "--do-shape-inference"], is_flag=True, help="Run shape inference on the loaded model."),
-            click.Option(["--no-onnxruntime-shape-inference"], is_flag=True, help="With --shape-inference: ONNX's own inference instead of onnxruntime's symbolic one."),
-        ]
-    params += [
-        click.Option(
-            ["--external-data-dir", "--load-external-data", "--ext"], type=click.Path(file_okay=False), default=None,
-            help="Folder of the model's external data (default: the model's folder).",
-        ),
-        click.Option(["--ignore-external-data"], is_flag=True, help="Read the structure only; external data files need not exist."),
-        click.Option(["--fp-to-fp16"], is_flag=True, help="Convert float32 tensors and weights to float16 first (inputs and outputs stay float32)."),
-    ]
+    # the shared definitions (parity.commands): --shape-inference/--do-shape-inference, --no-onnxruntime-shape-inference,
+    # --fp-to-fp16, --external-data-dir/--load-external-data/--ext, --ignore-external-data
+    loading = onnx_load_options(shape_inference=shape_inference)
+    params += [p for p in loading if p.name != "fp_to_fp16"]
+    params += external_data_read_options(ignore=True)
+    params += [p for p in loading if p.name == "fp_to_fp16"]
     if outputs:
         params += [
             GreedyOption(["--onnx-outputs"], metavar="NAME", help="Make these tensors the graph outputs (fnmatch patterns; '*' or 'mark all': every tensor)."),
@@ -46,6 +40,15 @@ def read_options(*, input_shapes: bool = True, shape_inference: bool = True, out
             GreedyOption(["--onnx-outputs-by-type"], metavar="OP", help="Mark the outputs of nodes of these op types (case-insensitive) as graph outputs."),
         ]
     return params
+
+
+def onnxrt_session_options() -> list[click.Parameter]:
+    """The onnxrt backend's own ``--providers``/``--execution-providers`` and ``--graph-optimization-level`` (its
+    definitions, from the registry), for a command that runs the model once in onnxruntime (``check lint``)."""
+    from parity.api import get_registry  # here: only the commands that run onnxruntime build these
+
+    backend = get_registry().backends.get("onnxrt")
+    return [o for o in (backend.options if backend is not None else ()) if o.name in ("providers", "graph_optimization_level")]
 
 
 def refused_data_options() -> list[click.Parameter]:

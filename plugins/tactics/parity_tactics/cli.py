@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 
 import click
 
@@ -95,6 +96,7 @@ def debug_build_command() -> click.Command:
         data_options,
         debug_options,
         external_data_read_options,
+        onnx_load_options,
         report_option,
         until_option,
     )
@@ -110,7 +112,9 @@ def debug_build_command() -> click.Command:
         click.Option(["--input-shapes"], multiple=True, help="Static input shapes name:[d0,...] (the default profile)."),
         *build_options(),
         *tactic_options(),
-        *external_data_read_options(),
+        *external_data_read_options(ignore=True),  # --ignore-external-data: refused (a build needs the weights)
+        *onnx_load_options(),  # the model as the builder reads it: shapes inferred, float32 made float16
+        click.Option(["--model-type"], type=str, default=None, help="The model's kind when the suffix does not tell: a build reads onnx."),
         *[p for p in data_options() if p.name in CALIBRATION_DATA],  # Polygraphy's data loader: int8 calibration data
         until_option(),
         report_option("parity_tactics/schemas/build-report.schema.json"),
@@ -140,7 +144,7 @@ Exit code 1 if any build was bad; 3 if none was bad but some checks were unresol
 
 
 # the data loader flags debug build takes, as Polygraphy's does: the TensorRT builder reads them to calibrate int8
-CALIBRATION_DATA = ("seed", "val_range", "iterations", "data_loader_script", "load_inputs")
+CALIBRATION_DATA = ("seed", "val_range", "iterations", "data_loader_script", "load_inputs", "data_loader_backend_module")
 
 
 def _refuse_data_without_int8(params: dict[str, object]) -> None:
@@ -154,6 +158,29 @@ def _refuse_data_without_int8(params: dict[str, object]) -> None:
             raise UsageError(f"{flag}: debug build reads input data only to calibrate int8 (--int8); this build has no --int8")
 
 
+def _loaded_model(model: str, params: dict[str, object], folder: str) -> object | None:
+    """Polygraphy's ONNX loading flags on a build: ``--model-type`` (onnx only: TensorRT builds from ONNX),
+    ``--ignore-external-data`` refused, and with ``--shape-inference``/``--fp-to-fp16`` a build function that
+    builds the changed copy of the model (staged in ``folder``); None when the model is built as it is."""
+    from parity.api import check_model_path, loaded_onnx  # here: the command's --help never needs them
+
+    declared = params.pop("model_type", None)
+    if declared not in (None, "onnx"):
+        raise UsageError(f"--model-type {declared}: debug build builds TensorRT engines from ONNX models")
+    if not (params.get("shape_inference") or params.get("fp_to_fp16")):
+        loaded_onnx(model, params, folder, "debug build")  # checks the flags; changes nothing
+        return None
+    check_model_path(model)
+    from parity_trt.api import check_options, import_trt  # here: only a build of a changed model checks them first
+
+    from parity_tactics.debug_build import trt_build
+
+    check_options(params)  # what debug_build checks before its session, for its own build function
+    import_trt()
+    staged, base = loaded_onnx(model, params, folder, "debug build")
+    return lambda _model, engine, options: trt_build(staged, engine, {**options, "external_data_dir": base})
+
+
 def _debug_build(model: str, until: str, **params: object) -> int:
     from parity_tactics.debug_build import debug_build
 
@@ -161,7 +188,11 @@ def _debug_build(model: str, until: str, **params: object) -> int:
         raise UsageError("debug build needs the TensorRT plugin: pip install parity-trt")
     _refuse_data_without_int8(params)
     check = params.pop("check", None)
-    result = debug_build(model, until, check, **params)  # type: ignore[arg-type]
+    with tempfile.TemporaryDirectory(prefix="parity-build-") as folder:
+        staged = _loaded_model(model, params, folder)
+        if staged is not None:  # each build reads the changed copy; the report and the fingerprint name the model
+            params["build"] = staged
+        result = debug_build(model, until, check, **params)  # type: ignore[arg-type]
     echo(f"{result.summary.line()} | builds: {result.good} good, {result.bad} bad, {result.unresolved} unresolved")
     echo(result.summary.pass_rate_line())  # Polygraphy's line, for scripts written for it
     if params.get("save_tactics") and params["save_tactics"] in (params.get("artifacts") or ()):
