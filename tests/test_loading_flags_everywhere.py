@@ -214,3 +214,22 @@ def test_debug_build_model_type_onnx_reads_a_file_of_any_name(tmp_path, monkeypa
     model = mlp(tmp_path / "m.onnx").rename(tmp_path / "model.bin")
     result = _build(tmp_path, model, "out", "--model-type", "onnx")
     assert result.exit_code == 0, result
+
+
+@pytest.mark.usefixtures("trt10")
+def test_debug_build_data_loader_backend_module_draws_the_int8_calibration_data(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 2, 2])],
+    )  # fmt: skip
+    model = tmp_path / "identity.onnx"
+    onnx.save(helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", 17)]), model)
+    engines = {}
+    for name, flags in {"numpy": (), "numpy_again": ("--data-loader-backend-module", "numpy"), "torch": ("--data-loader-backend-module", "torch")}.items():
+        result = _build(tmp_path, model, name, "--int8", *flags)
+        assert result.exit_code == 0, result
+        engines[name] = next((tmp_path / name / "good").glob("parity_debug_N0*.engine")).read_bytes()
+    # the engine holds the ranges TensorRT calibrated on the drawn values: torch's generator draws others
+    assert engines["numpy"] == engines["numpy_again"] and engines["torch"] != engines["numpy"]

@@ -120,7 +120,7 @@ def network_loader(model: str, options: Mapping[str, Any]) -> Any:
 
 def synthetic_calibration_data(options: Mapping[str, Any]) -> Callable[[Mapping[str, tuple[Any, tuple[int, ...]]]], Any]:
     """``--int8`` with neither data nor a cache calibrates on the run's synthetic inputs (``--seed``, ``--val-range``,
-    ``--iterations``), as Polygraphy does, with a warning: ranges from random data rarely fit real inputs."""
+    ``--iterations``, ``--data-loader-backend-module``), as Polygraphy does, with a warning: ranges from random data rarely fit real inputs."""
 
     def feeds(inputs: Mapping[str, tuple[Any, tuple[int, ...]]]) -> Any:
         import numpy as np  # here: this module is imported to build the command line, which never loads numpy
@@ -131,7 +131,8 @@ def synthetic_calibration_data(options: Mapping[str, Any]) -> Callable[[Mapping[
                       "random inputs, whose ranges rarely fit real data", stacklevel=2)
         meta = {name: TensorMeta(np.dtype(dtype), tuple(shape)) for name, (dtype, shape) in inputs.items()}
         return DataLoader(meta, seed=options.get("seed", 1), iterations=options.get("iterations") or 1,
-                          val_range=parse_val_ranges(options.get("val_range") or ()), style="cli")
+                          val_range=parse_val_ranges(options.get("val_range") or ()), style="cli",
+                          backend=options.get("data_loader_backend_module") or "numpy")  # --data-loader-backend-module
 
     return feeds
 
