@@ -53,9 +53,9 @@ DIRECTIONS = ("forward", "reverse")  # Polygraphy's --direction: fp32 spans from
 ENGINE_CONVERTER = "trt"  # the TensorRT plugin's converter (parity_register_converters): never imported here
 ENGINE_TOKENS = ("polygraphy_debug.engine", "parity_debug.engine")  # a check naming one of these reads an engine
 ONNX_TOKENS = ("polygraphy_debug.onnx", "parity_debug.onnx")
-# debug precision's own flags, which the builder reads too when it builds engines (--fp16 alone is -p float16; without
-# an engine --int8/--tf32 are refused): alone, none of them asks for engines
-OWN_BUILDER_FLAGS = ("fp16", "int8", "tf32")
+# --fp16 alone is debug precision's -p float16 (no engine); the builder reads it too when engines are built.
+# --int8 and --tf32, debug precision's own options, are TensorRT builder flags: they ask for engines.
+OWN_BUILDER_FLAGS = ("fp16",)
 
 
 class AlwaysFails(ParityError):
@@ -170,7 +170,7 @@ def engine_options_for(params: Mapping[str, Any], check_argv: list[str] | tuple[
     """The options each candidate's engine is built with, or None when debug precision builds no engine.
 
     Engines are built, as by Polygraphy's debug precision, when a TensorRT builder option is given (those the TensorRT
-    plugin's converter declares, but for debug precision's own --fp16/--int8/--tf32, which then apply too), when
+    plugin's converter declares, and --int8/--tf32; not --fp16 alone, which is -p float16, and applies then too), when
     --iter-artifact is an ``.engine`` or when the check names ``polygraphy_debug.engine``/``parity_debug.engine``.
     The TensorRT plugin is reached through the registry, never imported."""
     registry = get_registry()

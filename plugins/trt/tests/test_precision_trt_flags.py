@@ -6,6 +6,7 @@ check saw, or the one-line refusal."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from trt_model.install import install, uninstall
 from parity.testing import CliResult, invoke, relu_add
 
 V10, V11 = "10.7.0", "11.4.0.106"
+HAVE_TRT = importlib.util.find_spec("tensorrt") is not None
 
 # The check: records what it was given, passes when the candidate keeps node "add" in fp32 (so the search has work).
 CHECK = """
@@ -31,6 +33,11 @@ with open(log, "a") as f:
                         "env": os.environ.get("PARITY_DEBUG_ARTIFACT"), "add_fp32": add_fp32}) + "\\n")
 sys.exit(0 if add_fp32 else 1)
 """
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the checks' state file is written in the working folder
 
 
 @pytest.fixture
@@ -160,3 +167,21 @@ def test_tactic_replay_is_saved_from_the_candidates_engines(builds, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert seen and len(seen) == len(log(tmp_path))  # --save-tactics alone asks for engines
     assert json.loads(replay.read_text())  # the tactics of the last candidate's build
+
+
+@pytest.mark.parametrize(("flag", "builder_flag"), [("--int8", "INT8"), ("--tf32", "TF32")])
+def test_int8_and_tf32_are_builder_flags_of_each_candidate(builds, tmp_path, flag, builder_flag):
+    trt, seen = builds
+    # Polygraphy's own sanity run: debug precision --int8 --check true (int8 calibrates on generated inputs)
+    result = precision(tmp_path, flag, check_args=("parity_debug.onnx", "parity_debug.onnx"))
+    assert result.exit_code == 0, result.stderr
+    assert seen and len(seen) == len(log(tmp_path))
+    assert all(config.get_flag(getattr(trt.BuilderFlag, builder_flag)) for _, config in seen)
+
+
+@pytest.mark.skipif(HAVE_TRT, reason="checks the behaviour without TensorRT")
+@pytest.mark.parametrize("flags", [("--int8",), ("--tf32",), ("--fp16", "--strongly-typed"), ("--iter-artifact", "x.engine")])
+def test_without_tensorrt_one_line(tmp_path, flags):
+    result = precision(tmp_path, *flags, check_args=("parity_debug.onnx", "parity_debug.onnx"))
+    assert result.exit_code == 3 and result.stderr.strip().startswith("parity: error: tensorrt is not installed")
+    assert len(result.stderr.strip().splitlines()) == 1 and log(tmp_path) == []
