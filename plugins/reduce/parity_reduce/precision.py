@@ -188,7 +188,8 @@ def engine_options_for(params: Mapping[str, Any], check_argv: list[str] | tuple[
         what = ", ".join(f"--{n.replace('_', '-')}" for n in flags) or "an engine for the check"
         raise UsageError(f"{what}: debug precision builds TensorRT engines with the TensorRT plugin: pip install parity-trt")
     # tf32: debug precision's flag is on/off; the builder's default (None) is TensorRT's own
-    return {**params, "tf32": True if params.get("tf32") else None, "save_engine": None, "trt_progress": False}
+    # external_data_dir: a candidate's weights are beside it (the work folder), not in the input's data folder
+    return {**params, "tf32": True if params.get("tf32") else None, "save_engine": None, "trt_progress": False, "external_data_dir": None}
 
 
 def loading_flags(params: Mapping[str, Any]) -> bool:

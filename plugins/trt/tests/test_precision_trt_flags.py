@@ -185,3 +185,28 @@ def test_without_tensorrt_one_line(tmp_path, flags):
     result = precision(tmp_path, *flags, check_args=("parity_debug.onnx", "parity_debug.onnx"))
     assert result.exit_code == 3 and result.stderr.strip().startswith("parity: error: tensorrt is not installed")
     assert len(result.stderr.strip().splitlines()) == 1 and log(tmp_path) == []
+
+
+def test_engines_of_a_model_with_external_data_read_the_candidates_weights(builds, tmp_path):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    from parity.testing import save_graph
+
+    _, seen = builds
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2, 3], np.arange(6, dtype=np.float32).tolist())
+    nodes = [helper.make_node("Add", ["x", "w"], ["s"], name="add"), helper.make_node("Relu", ["s"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [w])
+    model = onnx.load(save_graph(graph, tmp_path / "plain.onnx"))
+    (tmp_path / "weights").mkdir()
+    onnx.save(model, tmp_path / "weights" / "m.onnx", save_as_external_data=True, location="m.data", size_threshold=0)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "weights" / "m.onnx").rename(tmp_path / "models" / "m.onnx")  # the data in another folder: --external-data-dir
+    (tmp_path / "check.py").write_text(CHECK)
+    check = ["--check", sys.executable, tmp_path / "check.py", "polygraphy_debug.engine", "polygraphy_debug.onnx", "{artifact}", tmp_path / "log.jsonl"]
+    result = invoke("debug", "precision", tmp_path / "models" / "m.onnx", "--external-data-dir", tmp_path / "weights", "--builder-optimization-level", "1", *check)
+    assert result.exit_code == 0, result.stderr
+    assert seen and len(seen) == len(log(tmp_path))
+    assert all(config.builder_optimization_level == 1 for _, config in seen)
