@@ -420,7 +420,7 @@ def stage_loaded_onnx(model: str, params: Mapping[str, Any], folder: str, regist
 
         converter = (registry or get_registry()).converters.get("onnx")
         if converter is None:
-            raise UsageError("--fp-to-fp16 needs the onnx converter (parity-surgeon): pip install parity-surgeon")
+            raise UsageError("--fp-to-fp16 needs the plugin that registers the onnx converter (see 'parity plugins')")
         output = str(Path(folder, "fp16") / Path(model).name)
         Path(output).parent.mkdir()
         with contextlib.redirect_stdout(sys.stderr):  # the converter's report is a note: stdout is the command's own
