@@ -189,7 +189,8 @@ def engine_options_for(params: Mapping[str, Any], check_argv: list[str] | tuple[
         raise UsageError(f"{what}: debug precision builds TensorRT engines with the TensorRT plugin: pip install parity-trt")
     # tf32: debug precision's flag is on/off; the builder's default (None) is TensorRT's own
     # external_data_dir: a candidate's weights are beside it (the work folder), not in the input's data folder
-    return {**params, "tf32": True if params.get("tf32") else None, "save_engine": None, "trt_progress": False, "external_data_dir": None}
+    return {**params, "tf32": True if params.get("tf32") else None, "save_engine": None, "external_data_dir": None,
+            "trt_progress": bool(params.get("trt_progress"))}  # a progress bar per candidate only when asked
 
 
 def loading_flags(params: Mapping[str, Any]) -> bool:

@@ -210,3 +210,10 @@ def test_engines_of_a_model_with_external_data_read_the_candidates_weights(build
     assert result.exit_code == 0, result.stderr
     assert seen and len(seen) == len(log(tmp_path))
     assert all(config.builder_optimization_level == 1 for _, config in seen)
+
+
+@pytest.mark.parametrize("flags", [("--trt-progress",), ("--builder-optimization-level", "3")])
+def test_progress_bar_only_when_asked(builds, tmp_path, flags):
+    _, seen = builds
+    assert precision(tmp_path, *flags).exit_code == 0
+    assert seen and all((getattr(config, "progress_monitor", None) is not None) == (flags[0] == "--trt-progress") for _, config in seen)
