@@ -196,7 +196,7 @@ def test_debug_build_fp_to_fp16_builds_the_converted_model(tmp_path, monkeypatch
 @pytest.mark.parametrize(
     ("flags", "words"),
     [
-        (["--ignore-external-data"], "--ignore-external-data: debug build runs the model, which needs its weights"),
+        (["--ignore-external-data"], "--ignore-external-data: debug build builds the model, which needs its weights"),
         (["--no-onnxruntime-shape-inference"], "add --shape-inference"),
         (["--model-type", "engine"], "--model-type engine: debug build builds TensorRT engines from ONNX models"),
         (["--data-loader-backend-module", "torch"], "--data-loader-backend-module: debug build reads input data only to calibrate int8"),

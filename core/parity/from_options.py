@@ -384,7 +384,8 @@ def check_loading_flags(params: Mapping[str, Any], command: str, runs: bool = Tr
     if params.get("no_onnxruntime_shape_inference") and not params.get("shape_inference"):
         raise UsageError("--no-onnxruntime-shape-inference chooses how --shape-inference infers shapes: add --shape-inference")
     if runs and params.get("ignore_external_data"):
-        raise UsageError(f"--ignore-external-data: {command} runs the model, which needs its weights; give --external-data-dir where they are")
+        does = "builds" if "build" in command else "runs"
+        raise UsageError(f"--ignore-external-data: {command} {does} the model, which needs its weights; give --external-data-dir where they are")
 
 
 def loading_flags_given(params: Mapping[str, Any]) -> bool:
