@@ -93,6 +93,7 @@ ALWAYS = {
     "--gpu-memory-fraction": "TensorFlow: refused in one line", "--allow-growth": "TensorFlow: refused in one line",
     "--xla": "TensorFlow: refused in one line", "--dynamic-op": "TensorFlow: refused in one line",
     "--minimum-segment-size": "TensorFlow: refused in one line",
+    "--save-timing-cache": "inspect model refuses it in one line (it builds no engine; run/convert/debug: TensorRT's, tagged)",
 }  # fmt: skip
 
 # inspect model's TensorRT network options: read when the model is shown as a TensorRT network, refused otherwise.
@@ -110,6 +111,7 @@ COMMAND_OWNS = {
     "debug build": "rebuilds TensorRT engines: every builder and tactic option is its own",
     "check accuracy": "re-checks saved metrics: every metric option is its own (those that cannot act on saved numbers refuse)",
     "inspect capability": "one TensorRT parser query",
+    "debug precision": "builds each candidate into a TensorRT engine when a builder option is given: every builder option is read",
     "template trt-network": "writes a script that applies every network option given",
     "template trt-config": "writes a script that applies every builder option given",
     "template onnx-gs": "writes a script that applies every loading option given",

@@ -128,10 +128,6 @@ def usage_message(exc: click.UsageError) -> str:
         what = (exc.param.name or "argument").upper() if exc.param.param_type_name == "argument" else "/".join(exc.param.opts)
         return f"missing {what}; see '{command} --help'"
     if isinstance(exc, click.NoSuchOption):
-        from parity.cli.polygraphy_flags import INSTEAD  # here: only this error path reads the table
-
-        if exc.option_name in INSTEAD:
-            return f"{exc.option_name} is Polygraphy's; {INSTEAD[exc.option_name]}"
         member, what = distributions.provider(option=exc.option_name), exc.option_name
     else:
         unknown = re.match(r"No such command '([^']+)'", message)

@@ -152,10 +152,9 @@ def _refuse_data_without_int8(params: dict[str, object]) -> None:
     if params.get("int8"):
         return
     ctx = click.get_current_context()
-    for name in CALIBRATION_DATA:
-        if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE:
-            flag = "--" + name.replace("_", "-")
-            raise UsageError(f"{flag}: debug build reads input data only to calibrate int8 (--int8); this build has no --int8")
+    given = ["--" + name.replace("_", "-") for name in CALIBRATION_DATA if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+    if given:  # every data flag given is named: each one is refused
+        raise UsageError(f"{', '.join(given)}: debug build reads input data only to calibrate int8 (--int8); this build has no --int8")
 
 
 def _loaded_model(model: str, params: dict[str, object], folder: str) -> object | None:
