@@ -27,6 +27,7 @@ from parity.api import (
     first_line,
     get_registry,
     missing_dependency,
+    names_preview,
     write_text_atomic,
 )
 
@@ -176,6 +177,7 @@ def run(model: str, params: Mapping[str, Any]) -> tuple[Any, Any, Outcome | None
     echo(f"{len(candidates)} candidate replacement(s)")
     if params.get("skip_autotuning"):
         return None, None, None, documents
+    _refuse_dynamic_inputs(model)
     load_extras(params.get("python_plugins") or (), params.get("plugin_libraries") or ())
     with tempfile.TemporaryDirectory(prefix="parity-autotune-") as workdir:
         cache = None if params.get("no_timing_cache") else (params.get("timing_cache") or os.path.join(workdir, "timing.cache"))
@@ -192,6 +194,21 @@ def run(model: str, params: Mapping[str, Any]) -> tuple[Any, Any, Outcome | None
     best_docs = _documents_for(documents, candidates, outcome.best.chosen if outcome.best else ())
     proto, base, _lines = plugin_tools.replace_documents(model, params, params["plugin_dir"], best_docs)
     return proto, base, outcome, documents
+
+
+def _refuse_dynamic_inputs(model: str) -> None:
+    """Timing needs one shape per input, and this command takes none (as Polygraphy's): a dynamic input is refused
+    before any build, with the command that makes it static."""
+    import onnx  # here: the commands' --help never needs it
+
+    graph = onnx.load(model, load_external_data=False).graph
+    weights = {t.name for t in graph.initializer}
+    dynamic = [i.name for i in graph.input if i.name not in weights and any(not d.HasField("dim_value") for d in i.type.tensor_type.shape.dim)]
+    if dynamic:
+        raise UsageError(
+            f"{model}: plugin autotune times fixed shapes, and input(s) {names_preview(dynamic)} are dynamic; fix them first: "
+            f"parity surgeon sanitize {model} --override-input-shapes {dynamic[0]}:[...] -o static.onnx"
+        )
 
 
 def _documents_for(documents: Sequence[Mapping[str, Any]], candidates: Sequence[Mapping[str, Any]], chosen: Sequence[int]) -> list[dict]:

@@ -202,7 +202,8 @@ def set_input_shapes(model: Any, shapes: dict[str, tuple]) -> None:
                 dim.dim_param = str(d)
     if shapes:
         del model.graph.value_info[:]
-        for out in model.graph.output:  # outputs' shapes may depend on the inputs': let inference redo them
+        for out in model.graph.output:  # outputs' dims may depend on the inputs': let inference redo them
             tt = out.type.tensor_type
-            if tt.HasField("shape"):
-                tt.ClearField("shape")
+            if tt.HasField("shape"):  # rank kept: where inference cannot redo them (a Reshape of computed dims),
+                for dim in tt.shape.dim:  # the output still has a shape, as the full checker requires
+                    dim.Clear()

@@ -91,3 +91,17 @@ def test_shard_hints_on_a_model_without_attention_say_so(tmp_path, corpus_model)
     assert result.exit_code in (0, 2, 3), result
     text = (result.stdout + result.stderr).lower()
     assert "attention" in text, text
+
+
+def test_override_input_shapes_where_inference_cannot_redo_the_outputs(tmp_path, corpus_model):
+    """PP-OCR's classifier ends in a Reshape of computed dims: ONNX's inference cannot redo its output's dims after
+    the input shape changes, and the output used to be left without a shape, which the full checker refuses (exit 3,
+    nothing written). Its rank is kept now: the model is written, checked, and runs at the new shape."""
+    out = tmp_path / "static.onnx"
+    result = invoke("surgeon", "sanitize", corpus_model("ppocr_cls"), "--override-input-shapes", "x:[1,3,48,192]", "-o", out)
+    assert result.exit_code == 0, result
+    proto = onnx.load(str(out))
+    onnx.checker.check_model(proto, full_check=True)
+    assert [d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim] == [1, 3, 48, 192]
+    (probs,) = _outputs(out, {"x": np.zeros((1, 3, 48, 192), np.float32)})
+    assert probs.shape == (1, 2) and len(proto.graph.output[0].type.tensor_type.shape.dim) == 2
