@@ -50,7 +50,7 @@ DISTRIBUTIONS = {
 }
 FIRST_PARTY_PLUGINS = ["onnxrt", "surgeon", "reduce", "tactics", "trt", "reports", "polygraphy"]
 PLUGINS = [name for name in DISTRIBUTIONS if name != "parity"]
-LIBRARIES = {"parity-polygraphy"}  # distributions for scripts (Polygraphy's Python API): no entry point, nothing registered
+LIBRARIES: set[str] = set()  # distributions for scripts only (no entry point, nothing registered): none since parity-polygraphy registers its metrics and --pluginref
 TEMPLATE = "contrib/parity-plugin-template"  # a module, not a package: no py.typed; built by tests/test_contrib_template.py
 PARITY_RANGE = ">=0.1,<1"  # hooks change incompatibly only across majors (docs/plugins/README.md)
 BUILD_REQUIRES = ["setuptools>=77"]  # PEP 639 license metadata (license = "SPDX", license-files)

@@ -92,8 +92,7 @@ def parity_register_options(register):
                         "TensorRT network and runtime options of inspect model", reads=("load_runtime",)))
     # debug precision builds each candidate into an engine with these (the "trt" converter), as Polygraphy's does
     register(OptionSpec("trt-precision", ("debug precision",), tuple(precision_options()), check_precision_options,
-                        "TensorRT builder options of debug precision's engines", reads=("load_timing_cache",),
-                        writes=("save_timing_cache",)))
+                        "TensorRT builder options of debug precision's engines", writes=("save_timing_cache",)))  # a timing cache loaded and saved is updated in place
 
 
 @hookimpl
