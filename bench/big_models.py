@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -102,18 +103,33 @@ def commands(model: Path, fp16: Path, out: Path, weights: int) -> dict[str, tupl
     }
 
 
+# Linux counts a forked child's copy of its parent's memory in the child's peak RSS, and exec keeps that peak: a
+# command forked straight from a large process (a test worker that ran other tests) reports the worker's size. This
+# small launcher (python -S) forks the command instead and writes the command's own wait4 peak to a file.
+_LAUNCHER = (
+    "import os, subprocess, sys\n"
+    "p = subprocess.Popen(sys.argv[2:])\n"
+    "_, status, usage = os.wait4(p.pid, 0)\n"
+    "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+    "sys.exit(os.waitstatus_to_exitcode(status) % 256)\n"
+)
+
+
 def measure(argv: list[str], cwd: Path, timeout: float) -> dict:
-    """Run ``argv``; wall time, the child's peak RSS (wait4), exit code, the last line of stderr and stdout."""
+    """Run ``argv``; wall time, the command's own peak RSS (wait4, through _LAUNCHER), exit code, the last line of
+    stderr and stdout."""
     start = time.perf_counter()
+    peak_file = cwd / "peak_rss.txt"
     with open(cwd / "stderr.txt", "wb") as err, open(cwd / "stdout.txt", "wb") as out:
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err)
+        launched = [sys.executable, "-S", "-c", _LAUNCHER, str(peak_file), *argv]
+        proc = subprocess.Popen(launched, cwd=cwd, stdout=out, stderr=err, start_new_session=True)
         deadline = start + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             if time.perf_counter() > deadline:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)  # the launcher and the command
                 pid, status, usage = os.wait4(proc.pid, 0)
                 status = -9
                 break
@@ -124,7 +140,9 @@ def measure(argv: list[str], cwd: Path, timeout: float) -> dict:
     stdout = (cwd / "stdout.txt").read_text(errors="replace")
     (cwd / "stdout.txt").unlink()
     (cwd / "stderr.txt").unlink()
-    return {"wall": wall, "rss": usage.ru_maxrss * 1024, "code": proc.returncode, "last": lines[-1][:140] if lines else "", "out": stdout}
+    peak = int(peak_file.read_text()) if peak_file.exists() else usage.ru_maxrss  # killed: the launcher's own peak
+    peak_file.unlink(missing_ok=True)
+    return {"wall": wall, "rss": peak * 1024, "code": proc.returncode, "last": lines[-1][:140] if lines else "", "out": stdout}
 
 
 def main() -> None:
