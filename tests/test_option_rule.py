@@ -249,7 +249,8 @@ def test_every_option_is_consumed_or_refused(main, tmp_path):
         (["--onnxrt", "--onnxrt=fp16=1"], "--onnxrt: setting 'fp16' applies to a TensorRT runner (--trt), not to an ONNX Runtime runner"),
         (["--onnxrt", "--onnxrt", "--error-quantile", "0.5"], "--error-quantile applies to --check-error-stat quantile"),
         (["--onnxrt", "--onnx-exclude-outputs", "relu"], "--onnx-exclude-outputs applies to outputs marked with --onnx-outputs"),
-        (["--trt", "--onnx-outputs", "mark", "all"], "ONNX Runtime runner (--onnxrt) or a Polygraphy plugin references runner (--pluginref); this command has none"),  # and onnx-ref where installed
+        # the message names onnx-ref too where it is installed
+        (["--trt", "--onnx-outputs", "mark", "all"], "ONNX Runtime runner (--onnxrt) or a Polygraphy plugin references runner (--pluginref); this command has none"),
         (["--load-outputs", "g.npz", "--seed", "3"], "--seed applies to generated inputs (--data-loader random); it runs no model"),
         (["--onnxrt", "--load-inputs", "in.npz", "--val-range", "[0,2]"], "--val-range applies to generated inputs (--data-loader random); it feeds --load-inputs"),
         (["--onnxrt", "--onnxrt", "--atol", "lgits:1e-3"], "--atol: no output 'lgits'; the model's outputs: probs"),
