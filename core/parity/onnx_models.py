@@ -15,7 +15,7 @@ import mmap
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from parity.data.meta import TensorMeta
 from parity.errors import ModelError, UsageError
@@ -605,3 +605,16 @@ def validate(model: onnx.ModelProto | bytes | str, what: str = "the model", onnx
         if custom and missing_kernels_ok and custom.group(1) not in ("ai.onnx", "ai.onnx.ml"):
             return
         raise ModelError(f"{what} does not load in onnxruntime (CPU): {flat(text.split(' failed:', 1)[-1])}") from None
+
+
+def symbolic_shapes(model: Any) -> Any:
+    """ONNX Runtime's symbolic shape inference of ``model`` (a ModelProto, weights inside), as Polygraphy runs it
+    (``auto_merge``); None where it gives no model. Where it cannot finish it saves sym_shape_infer_temp.onnx in
+    the working folder, a stray file in the user's: it runs in a private one. Its own exceptions propagate."""
+    import tempfile  # 4.5 ms at start-up: only shape inference needs it
+
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference  # here: only shape inference needs it
+
+    with tempfile.TemporaryDirectory(prefix="parity-shapes-") as folder, contextlib.chdir(folder):
+        return SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+

@@ -219,9 +219,9 @@ def infer_shapes(model: onnx.ModelProto, onnxruntime: bool = True) -> onnx.Model
     if not onnxruntime:
         return onnx.shape_inference.infer_shapes(model)
     try:
-        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference  # here: only --shape-inference needs it
+        from parity.onnx_models import symbolic_shapes  # here: only --shape-inference needs it
 
-        inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+        inferred = symbolic_shapes(model)
         if inferred is not None:
             return inferred
     except Exception:  # noqa: BLE001 - symbolic inference refuses some models; ONNX's is Polygraphy's fallback too

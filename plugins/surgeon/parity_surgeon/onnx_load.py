@@ -4,9 +4,7 @@ effect on the loaded model or is refused in one line. click only at import; onnx
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -132,11 +130,7 @@ def infer_shapes(proto: Any, onnxruntime: bool = True, note: Callable[[str], Non
         (note or (lambda m: echo(m, err=True)))("parity: note: the weights are in external data files; used ONNX's shape inference")
     elif onnxruntime:
         try:
-            from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-
-            # where it cannot finish it saves sym_shape_infer_temp.onnx in the working folder: it runs in a private one
-            with tempfile.TemporaryDirectory(prefix="parity-shapes-") as folder, contextlib.chdir(folder):
-                return SymbolicShapeInference.infer_shapes(proto, auto_merge=True)
+            return onnx_models.symbolic_shapes(proto)
         except Exception as exc:  # noqa: BLE001 - its failures are many and unnamed; ONNX's inference is the fallback
             (note or (lambda m: echo(m, err=True)))(f"parity: note: onnxruntime's shape inference failed ({first_line(exc, 120)}); used ONNX's")
     from parity_surgeon import graph as g  # here: see load_model

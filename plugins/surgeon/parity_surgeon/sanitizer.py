@@ -15,10 +15,8 @@ every other weight (an LLM's MatMul weights) is never read. Any other value grap
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,12 +191,7 @@ def _infer(model: Any, onnxruntime: bool, report: SanitizeReport) -> tuple[Any, 
         blocker = _symbolic_blocker(model)
         if blocker is None:
             try:
-                from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-
-                # where it cannot finish it saves sym_shape_infer_temp.onnx in the working folder: a stray file in
-                # the user's; it runs in a temporary one (the model has no external data to find: _symbolic_blocker)
-                with tempfile.TemporaryDirectory(prefix="parity-shapes-") as folder, contextlib.chdir(folder):
-                    inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+                inferred = onnx_models.symbolic_shapes(model)  # the model has no external data to find: _symbolic_blocker
             except Exception as exc:  # noqa: BLE001 - any failure falls back to onnx's inference
                 blocker = f"it failed ({first_line(exc, 120)})"
             else:

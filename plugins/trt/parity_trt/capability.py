@@ -9,7 +9,6 @@ B the first and last node index) with ``results.txt``, the table printed at the 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -247,12 +246,7 @@ def _infer(model: Any, onnxruntime: bool) -> Any:
 
     if onnxruntime:
         try:
-            from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-
-            # where it cannot finish it saves sym_shape_infer_temp.onnx in the working folder: it runs in a private
-            # one (the weights are in memory: nothing to find relative to the working folder)
-            with tempfile.TemporaryDirectory(prefix="parity-shapes-") as folder, contextlib.chdir(folder):
-                return SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+            return onnx_models.symbolic_shapes(model)  # the weights are in memory: nothing to find relative to a folder
         except Exception as exc:  # noqa: BLE001 - it fails in many unnamed ways; ONNX's inference is the fallback
             echo(f"parity: note: onnxruntime's shape inference failed ({type(exc).__name__}); used ONNX's", err=True)
     return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)

@@ -15,7 +15,7 @@ from parity_onnxrt.api import modify_onnx_outputs
 from parity_onnxrt.api import onnx_from_path as _parity_onnx_from_path
 from parity_surgeon.api import Fp16Converter
 
-from parity.api import ExternalData, invoke_if_callable, save_model
+from parity.api import ExternalData, invoke_if_callable, onnx_models, save_model
 from parity_polygraphy.backend._funcify import polygraphy_errors, twin
 from parity_polygraphy.backend.base import BaseLoader
 from parity_polygraphy.backend.onnx import util as onnx_util
@@ -314,9 +314,7 @@ class InferShapes(BaseLoader):
 def _ort_infer(model: Any) -> Any:
     """onnxruntime's symbolic shape inference, or None when it cannot run on this model."""
     try:
-        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-
-        return SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+        return onnx_models.symbolic_shapes(model)
     except Exception:  # noqa: BLE001 - unsupported ops or opsets: fall back to ONNX's inference
         return None
 
