@@ -133,6 +133,12 @@ def test_util_helpers(tmp_path):
         f.write("text")
         f.flush()
         assert Path(f.name).read_text() == "text"
+    assert not Path(f.name).exists()  # a stray file per use would pile up in the temporary folder
+    kept = util.NamedTemporaryFile(suffix=".onnx")
+    name = kept.name
+    assert Path(name).exists() and name.endswith(".onnx")
+    del kept
+    assert not Path(name).exists()
     target = tmp_path / "a" / "b.bin"
     util.save_file(b"\x00\x01", str(target))
     assert util.load_file(str(target)) == b"\x00\x01"

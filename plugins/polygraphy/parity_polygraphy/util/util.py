@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes.util
 import math
 import os
 import tempfile
+import weakref
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import IO, Any
 
@@ -50,14 +52,16 @@ def find_library(name: str) -> str | None:
 
 
 class NamedTemporaryFile:
-    """A temporary file that can be opened again by name while open (``with`` gives the open file; the file is
-    left for the operating system's temporary folder, as Polygraphy's is)."""
+    """A temporary file that can be opened again by name while open (``with`` gives the open file). The file is
+    deleted when this object is dropped or the interpreter exits (Polygraphy's stays in the temporary folder; a
+    run of its tests left some 1,700 files there)."""
 
     def __init__(self, mode: str | None = None, prefix: str | None = None, suffix: str | None = None) -> None:
         self.mode = default(mode, "wb+")
         fd, self.name = tempfile.mkstemp(prefix=default(prefix, ""), suffix=default(suffix, ""))
         os.close(fd)
         self._fhandle: IO[Any] | None = None
+        self._remove = weakref.finalize(self, _remove_quietly, self.name)
 
     def __enter__(self) -> IO[Any]:
         self._fhandle = open(self.name, self.mode)  # noqa: SIM115 (closed in __exit__)
@@ -67,6 +71,11 @@ class NamedTemporaryFile:
         assert self._fhandle is not None
         self._fhandle.flush()
         self._fhandle.close()
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
 
 
 def invoke_if_callable(func: Any, *args: Any, **kwargs: Any) -> tuple[Any, bool]:
