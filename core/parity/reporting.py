@@ -42,6 +42,10 @@ class RunReporter:
     ``note`` existed) still works: :func:`run_reporter` wraps it once, filling the methods it lacks with these
     defaults."""
 
+    #: whose comparison details (statistics of both tensors, percentiles, histogram) it shows: ``"all"`` outputs'
+    #: or only ``"failures"``' (the comparison then skips them for passing outputs)
+    details = "all"
+
     def warning(self, message: str) -> None:
         """Something the user should know that does not stop the run (default: one line on stderr)."""
         warn(message)

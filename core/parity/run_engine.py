@@ -464,7 +464,9 @@ def _run_comparison(request: RunRequest, reporter: RunReporter | Any, registry: 
         check_model_path(model)
     for watcher in watchers:
         watcher.check()  # before any work: a library, a folder, a display
-    funcs = make_compare_funcs(params, registry)
+    # compute what is shown: medians for --report's values, details for every output only if someone shows them
+    shown = "all" if watchers or getattr(reporter, "details", "all") == "all" else "report" if params.get("report") else "shown"
+    funcs = make_compare_funcs({"compare_statistics": shown, **params}, registry)
     if request.check_average:
         refuse_unaveraged(funcs, request.fail_fast)
     golden = RunResults()

@@ -23,6 +23,12 @@ class ReportPrinter(RunReporter):
     def __init__(self) -> None:
         self._bar = LiveProgress()
 
+    @property
+    def details(self) -> str:  # type: ignore[override]
+        from parity.cli.common import SETTINGS
+
+        return "all" if SETTINGS["verbose"] else "failures"  # see iteration()
+
     def progress(self, task: str, done: int, total: int | None, status: str) -> None:
         self._bar.update(task, done, total, status=status)
 

@@ -13,7 +13,10 @@ reported so a NaN never hides inside a statistic.
 from __future__ import annotations
 
 import math
+import os
+import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -25,6 +28,12 @@ from parity.compare.tolerance import ERROR_STATS, PerOutput, tolerances
 from parity.data.parse import parse_per_name
 
 TINY = np.finfo(np.float32).tiny
+# What a comparison computes beyond its verdict and the values every line shows (max, mean, cosine, SQNR, counts):
+# "all": the medians and, with ``details``, the details of every output (the API's default; ``parity run -v`` and
+# plugins' reports); "report": the medians (``--report``'s values) and details for failing outputs only;
+# "shown": what ``parity run`` prints: details for failing outputs, no medians unless the checked statistic is
+# one (each median is an exact selection pass over a float32 copy of the errors).
+STATISTICS = ("all", "report", "shown")
 
 
 class SimpleCompare:
@@ -43,6 +52,8 @@ class SimpleCompare:
         nans_equal: bool = False,
         preset: str | None = None,
         details: bool = True,
+        statistics: str = "all",
+        threads: int | None = None,
     ) -> None:
         self.atol, self.rtol = tolerances(atol, rtol, preset)
         if not isinstance(check_error_stat, Mapping):
@@ -55,13 +66,18 @@ class SimpleCompare:
         self.infinities_equal = infinities_equal
         self.nans_equal = nans_equal
         self.details = details
+        if statistics not in STATISTICS:
+            raise ValueError(f"unknown statistics level '{statistics}' (choose from {', '.join(STATISTICS)})")
+        self.statistics = statistics
+        self.threads = threads
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> SimpleCompare:
         """The metric its options configure (the registered factory, and ``CompareFunc.simple``): ``atol``, ``rtol``,
         ``check_error_stat`` as ``parity run`` parses them (``("1e-5", "y:1e-3")``: ``[OUT:]VALUE`` strings) or as
         Python gives them (a value, or ``{output: value, "": default}``), ``error_quantile``, ``tolerance_preset``,
-        ``infinities_compare_equal``, ``nans_compare_equal``. Absent or None: the default."""
+        ``infinities_compare_equal``, ``nans_compare_equal``, ``compare_statistics`` (:data:`STATISTICS`; ``parity
+        run`` sets it from what it shows) and ``compare_threads``. Absent or None: the default."""
         quantile = options.get("error_quantile")
         return cls(
             _per_output(options.get("atol"), float, "--atol"),
@@ -71,6 +87,8 @@ class SimpleCompare:
             bool(options.get("infinities_compare_equal")),
             bool(options.get("nans_compare_equal")),
             options.get("tolerance_preset"),
+            statistics=options.get("compare_statistics") or "all",
+            threads=options.get("compare_threads"),
         )
 
     def __call__(self, name: str, actual: np.ndarray, reference: np.ndarray) -> OutputCheck:
@@ -81,35 +99,32 @@ class SimpleCompare:
         if actual.shape != reference.shape:
             return OutputCheck(name, False, self.name, {}, thresholds, f"shape {list(actual.shape)} != reference {list(reference.shape)}")
         a, b = stats.as_float(actual), stats.as_float(reference)
-        # one fused pass: mismatches, the statistics of both tensors, cosine, and the absolute error kept in a
-        # float32 scratch for its percentiles; then the scratch is reused for the relative error and the tensors
-        err = _ErrorScan(a, b, atol, rtol, self.infinities_equal, self.nans_equal)
-        scratch = np.empty(a.size, dtype=np.float32)
-        err.scan(scratch, histogram=self.details)
-        abs_s, rel_s = err.abs_acc.finish(), err.rel_acc.finish()
-        if abs_s.finite:
-            abs_s.percentiles = stats.percentiles_of(scratch, scratch, abs_s)
-        if rel_s.finite:
-            err.fill_rel(scratch)
-            rel_s.percentiles = stats.percentiles_of(scratch, scratch, rel_s)
-        abs_hist = err.histogram
-        values: dict[str, Any] = {
-            "max_abs": abs_s.max,
-            "mean_abs": abs_s.mean,
-            "median_abs": abs_s.median,
-            "max_rel": rel_s.max,
-            "mean_rel": rel_s.mean,
-            "median_rel": rel_s.median,
-            "cosine": err.cosine(),  # None when undefined; then "cosine_undefined" says why
-            "sqnr_db": err.sqnr_db(),  # signal (reference) to error ratio in dB; None with NaN/Inf
-            "mismatches": float(err.mismatches),
-            "nan_actual": float(err.nan_a),
-            "nan_reference": float(err.nan_b),
-            "inf_mismatches": float(err.inf_bad),
-            # the smallest tolerances that would have passed on their own (elemwise)
-            "min_atol": err.needed_atol,
-            "min_rtol": err.needed_rtol,
-        }
+        every = self.statistics == "all"
+        medians = self.statistics != "shown" or stat == "median"
+        # the main pass, parallel over chunks: mismatches, the smallest passing tolerances, both errors' max and
+        # mean, cosine and SQNR; with the details, both tensors' statistics, the error histogram and the absolute
+        # error in a float32 scratch for its exact percentiles
+        details = self.details and every
+        err, abs_s, rel_s, scratch = self._scan(a, b, atol, rtol, details, medians)
+        values: dict[str, Any] = {"max_abs": abs_s.max, "mean_abs": abs_s.mean}
+        if medians:
+            values["median_abs"] = abs_s.median
+        values.update({"max_rel": rel_s.max, "mean_rel": rel_s.mean})
+        if medians:
+            values["median_rel"] = rel_s.median
+        values.update(
+            {
+                "cosine": err.cosine(),  # None when undefined; then "cosine_undefined" says why
+                "sqnr_db": err.sqnr_db(),  # signal (reference) to error ratio in dB; None with NaN/Inf
+                "mismatches": float(err.mismatches),
+                "nan_actual": float(err.nan_a),
+                "nan_reference": float(err.nan_b),
+                "inf_mismatches": float(err.inf_bad),
+                # the smallest tolerances that would have passed on their own (elemwise)
+                "min_atol": err.needed_atol,
+                "min_rtol": err.needed_rtol,
+            }
+        )
         why_no_cosine = stats.cosine_undefined(err.dots[1], err.dots[2], a.size, atol)
         if why_no_cosine:
             values["cosine"] = None
@@ -131,24 +146,47 @@ class SimpleCompare:
             why = f"{stat} error abs={abs_v:.4g} > {atol:g} and rel={rel_v:.4g} > {rtol:g}"
             if nonfinite:
                 why = f"{nonfinite} NaN/Inf mismatches"
-        details = {}
-        if self.details:
+        if self.details and not details and not passed:
+            # the CLI prints a failure's details: one more pass for them. Its values are the same numbers (the
+            # same chunks and partials), so only its statistics of the tensors, histogram and percentiles are used
+            details = True
+            err, abs_s, rel_s, scratch = self._scan(a, b, atol, rtol, True, True)
+        out: dict[str, Any] = {}
+        if details:
             a_s, b_s = err.a_acc.finish(), err.b_acc.finish()
             for flat, summary in ((a, a_s), (b, b_s)):
                 if summary.finite:
                     summary.percentiles = stats.percentiles_of(flat, scratch if flat.dtype != np.float64 else None, summary)
             del scratch
-            details = {
+            out = {
                 "abs": abs_s.to_dict(),
                 "rel": rel_s.to_dict(),
-                "abs_histogram": abs_hist,
+                "abs_histogram": err.histogram,
                 "actual": a_s.to_dict(),
                 "reference": b_s.to_dict(),
                 "shape": list(actual.shape),
                 "dtypes": [actual.dtype.name, reference.dtype.name],
             }
-        return OutputCheck(name, passed, self.name, values, thresholds, "" if passed else why, details)
+        return OutputCheck(name, passed, self.name, values, thresholds, "" if passed else why, out)
 
+    def _scan(
+        self, a: np.ndarray, b: np.ndarray, atol: float, rtol: float, details: bool, percentiles: bool
+    ) -> tuple[_ErrorScan, stats.Summary, stats.Summary, np.ndarray | None]:
+        """The main pass (:class:`_ErrorScan`), then, if asked, the exact percentiles of both errors by selection
+        in one float32 scratch (returned: the tensors' percentiles reuse it)."""
+        err = _ErrorScan(a, b, atol, rtol, self.infinities_equal, self.nans_equal, self.threads)
+        scratch = np.empty(a.size, dtype=np.float32) if details or percentiles else None
+        err.scan(scratch if details else None, details=details)
+        abs_s, rel_s = err.abs_summary(), err.rel_summary()
+        if scratch is not None:
+            if abs_s.finite:
+                if not details:
+                    err.fill_abs(scratch)
+                abs_s.percentiles = stats.percentiles_of(scratch, scratch, abs_s)
+            if rel_s.finite:
+                err.fill_rel(scratch)
+                rel_s.percentiles = stats.percentiles_of(scratch, scratch, rel_s)
+        return err, abs_s, rel_s, scratch
 
     def why_no_average(self) -> str | None:
         """``--check-average`` averages the checked statistic: ``elemwise`` (the default) has none."""
@@ -199,94 +237,252 @@ def _fails(value: float, tol: float) -> bool:
     return math.isnan(value) or value > tol
 
 
-class _ErrorScan:
-    """Chunked passes over both tensors: mismatch counts, the tolerances that would pass, and statistics."""
+SCAN_CHUNK = 1 << 16  # elements per chunk: its float64 temporaries (5 x 512 KiB) stay in a core's L2 cache
+PARALLEL_FROM = 4 * SCAN_CHUNK  # smaller tensors (a layerwise run's thousands) run inline, with no thread hand-offs
+FLT_MAX = float(np.finfo(np.float32).max)
 
-    def __init__(self, a: np.ndarray, b: np.ndarray, atol: float, rtol: float, inf_equal: bool, nan_equal: bool) -> None:
+
+def compare_threads(threads: int | None = None) -> int:
+    """Threads a comparison may use: ``threads``, else ``PARITY_COMPARE_THREADS``, else every core this process
+    may run on (``os.sched_getaffinity``: a container's or ``taskset``'s limit, not the machine's count)."""
+    if threads is None:
+        env = os.environ.get("PARITY_COMPARE_THREADS", "").strip()
+        if env:
+            try:
+                threads = int(env)
+            except ValueError:
+                raise ValueError(f"PARITY_COMPARE_THREADS must be a whole number, not '{env}'") from None
+    if threads is None or threads <= 0:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not on Linux
+            return os.cpu_count() or 1
+    return threads
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    with _POOLS_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="parity-compare")
+        return pool
+
+
+_BUFFERS = threading.local()
+
+
+def _buffers() -> dict[str, np.ndarray]:
+    """This thread's float64 chunk buffers (reused: a fresh 512 KiB array costs page faults every time)."""
+    bufs = getattr(_BUFFERS, "bufs", None)
+    if bufs is None:
+        bufs = _BUFFERS.bufs = {k: np.empty(SCAN_CHUNK) for k in ("x", "y", "abs", "rel")}
+        bufs["abs32"], bufs["rel32"] = np.empty(SCAN_CHUNK, np.float32), np.empty(SCAN_CHUNK, np.float32)
+    return bufs
+
+
+class _Part:
+    """One chunk's partial results. Sums are combined in chunk order, maxima and counts in any: the chunks'
+    boundaries are fixed (``SCAN_CHUNK``), so every thread count adds the same numbers in the same order."""
+
+    __slots__ = ("mismatches", "nan_a", "nan_b", "inf_bad", "needed_atol", "needed_rtol", "dots", "err_sq", "abs", "rel", "full")
+
+    def __init__(self) -> None:
+        self.mismatches = self.nan_a = self.nan_b = self.inf_bad = 0
+        self.needed_atol = self.needed_rtol = 0.0
+        self.err_sq = 0.0
+        self.dots: tuple[float, float, float] = (0.0, 0.0, 0.0)
+        self.abs: tuple[int, int, int, float, float] = (0, 0, 0, 0.0, -math.inf)  # finite, NaN, Inf, sum, max
+        self.rel = self.abs
+        self.full: tuple[Any, ...] | None = None  # with details: the Accumulators of a, b, abs, rel; histogram counts
+
+
+def _light(part64: np.ndarray, top: float) -> tuple[int, int, int, float, float]:
+    """(finite, NaN, Inf, sum, max) of a finite chunk of errors whose largest, ``top``, fits float32: the sum of
+    the float64 errors and the max rounded to float32 (rounding is monotonic: the max of the float32 errors), the
+    numbers :func:`_err_acc`'s accumulator gives too."""
+    return part64.size, 0, 0, float(np.add.reduce(part64, dtype=np.float64)), float(np.float32(top))
+
+
+def _err_acc(part32: np.ndarray, part64: np.ndarray, top: float, start: int) -> stats.Accumulator:
+    """The accumulator of a chunk of errors (float32, as percentiles take them), summed from their float64 values
+    (exact) where they fit float32, else from the float32 ones (where an overflow counts as Inf)."""
+    return _acc(part32, start, part64 if top <= FLT_MAX else None)
+
+
+def _acc(part: np.ndarray, start: int, part64: np.ndarray | None = None) -> stats.Accumulator:
+    acc = stats.Accumulator(part.size)
+    acc.add(part, start, part64)
+    return acc
+
+
+def _from_acc(acc: stats.Accumulator) -> tuple[int, int, int, float, float]:
+    s = acc.s
+    return s.finite, s.nan, s.inf, acc.total, acc.hi
+
+
+class _ErrorScan:
+    """One pass over both tensors: mismatch counts, the tolerances that would pass, and statistics.
+
+    Algorithm: a chunked parallel reduction. The tensors are cut into fixed ``SCAN_CHUNK``-element chunks;
+    each chunk is reduced on its own (float64 copies in cache-sized buffers, numpy releasing the GIL) to a
+    :class:`_Part`, by a pool of threads taking groups of consecutive chunks; the parts are then combined in
+    chunk order. Chunk boundaries never depend on the thread count, so 1 thread and N threads give bit-identical
+    values (one question, one answer).
+    """
+
+    def __init__(self, a: np.ndarray, b: np.ndarray, atol: float, rtol: float, inf_equal: bool, nan_equal: bool, threads: int | None = None) -> None:
         self.a, self.b, self.atol, self.rtol, self.inf_equal, self.nan_equal = a, b, atol, rtol, inf_equal, nan_equal
+        self.threads = threads
         self.mismatches = self.nan_a = self.nan_b = self.inf_bad = 0
         self.needed_atol = 0.0
         self.needed_rtol = 0.0
         n = a.size
         self.a_acc, self.b_acc = stats.Accumulator(n), stats.Accumulator(n)
         self.abs_acc, self.rel_acc = stats.Accumulator(n), stats.Accumulator(n)
+        self._abs = self._rel = (0, 0, 0, 0.0, -math.inf)
         self.dots = [0.0, 0.0, 0.0]  # x.y, x.x, y.y for the cosine similarity
         self.err_sq = 0.0  # sum of squared errors, for the SQNR (NaN once a NaN/Inf error is seen)
         self.histogram: list[tuple[str, int]] = []
-        size = min(stats.CHUNK, n)
-        self._x, self._y = np.empty(size), np.empty(size)  # float64 copies of one chunk
-        self._abs, self._rel = np.empty(size), np.empty(size)
+        self._details = False
+        self._small = a.dtype.itemsize <= 4 and b.dtype.itemsize <= 4
 
-    def scan(self, abs_out: np.ndarray, histogram: bool = True) -> None:
-        """The main pass; writes the absolute error (float32) into ``abs_out``."""
-        hist = np.zeros(len(stats.DECADES) + 3, dtype=np.int64)
-        rel32 = np.empty(len(self._rel), dtype=np.float32)
-        for sl in stats.chunks(self.a.size):
-            with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf are counted, not warned about
-                self._scan_chunk(sl, abs_out, rel32, hist, histogram)
-        self.histogram = stats.decade_labels(hist) if histogram else []
-
-    def _scan_chunk(self, sl: slice, abs_out: np.ndarray, rel32: np.ndarray, hist: np.ndarray, histogram: bool) -> None:
-        x, y, absd, rel, finite = self._chunk(sl)
-        self.a_acc.add(self.a[sl], sl.start, x)
-        self.b_acc.add(self.b[sl], sl.start, y)
-        self.dots[0] += stats.dot(x, y)
-        self.dots[1] += stats.dot(x, x)
-        self.dots[2] += stats.dot(y, y)
-        if finite:  # no NaN/Inf anywhere in the chunk: no masks needed
-            self.err_sq += stats.dot(absd, absd)
-            self.mismatches += int(np.count_nonzero((absd > self.atol) & (rel > self.rtol)))
-            self.needed_atol = max(self.needed_atol, float(absd.max()))
-            self.needed_rtol = max(self.needed_rtol, float(rel.max()))
+    def scan(self, abs_out: np.ndarray | None, details: bool = True) -> None:
+        """The main pass; with ``details``, also both tensors' statistics, the histogram, and the absolute error
+        (float32) written into ``abs_out``."""
+        self._details, self._out = details, abs_out
+        n = self.a.size
+        starts = range(0, n, SCAN_CHUNK)
+        threads = min(compare_threads(self.threads), len(starts))
+        if n < PARALLEL_FROM or threads <= 1:
+            parts = [self._part(s) for s in starts]
         else:
-            self.err_sq = math.nan
-            self._special(x, y, absd, rel)
-        out = abs_out[sl]
-        out[...] = absd
-        self.abs_acc.add(out, sl.start)
-        r32 = rel32[: len(rel)]
-        r32[...] = rel
-        self.rel_acc.add(r32, sl.start)
-        if histogram:
-            stats.decade_counts(out, hist)
+            per_task = max(1, len(starts) // (threads * 4))  # a few tasks per thread: balanced, cheap to hand out
+            groups = [starts[i : i + per_task] for i in range(0, len(starts), per_task)]
+            parts = [p for group in _pool(threads).map(self._parts, groups) for p in group]
+        hist = np.zeros(len(stats.DECADES) + 3, dtype=np.int64)
+        for p in parts:  # in chunk order
+            self.mismatches += p.mismatches
+            self.nan_a += p.nan_a
+            self.nan_b += p.nan_b
+            self.inf_bad += p.inf_bad
+            self.needed_atol = max(self.needed_atol, p.needed_atol)
+            self.needed_rtol = max(self.needed_rtol, p.needed_rtol)
+            self.dots = [d + e for d, e in zip(self.dots, p.dots)]
+            self.err_sq += p.err_sq
+            self._abs, self._rel = _combine(self._abs, p.abs), _combine(self._rel, p.rel)
+            if p.full is not None:
+                a_acc, b_acc, abs_acc, rel_acc, counts = p.full
+                self.a_acc.merge(a_acc)
+                self.b_acc.merge(b_acc)
+                self.abs_acc.merge(abs_acc)
+                self.rel_acc.merge(rel_acc)
+                hist += counts
+        self.histogram = stats.decade_labels(hist) if details else []
 
-    def _special(self, x: np.ndarray, y: np.ndarray, absd: np.ndarray, rel: np.ndarray) -> None:
+    def _parts(self, starts: range) -> list[_Part]:
+        return [self._part(s) for s in starts]
+
+    def _part(self, start: int) -> _Part:
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # NaN/Inf are counted, not warned about
+            return self._chunk_part(start)
+
+    def _chunk_part(self, start: int) -> _Part:
+        sl = slice(start, min(start + SCAN_CHUNK, self.a.size))
+        bufs = _buffers()
+        x, y, absd, rel = self._chunk(sl, bufs)
+        p = _Part()
+        p.dots = (stats.block_dot(x, y), stats.block_dot(x, x), stats.block_dot(y, y))
+        finite = None
+        if self._small:  # inputs of at most 32 bits: their squares cannot overflow, so x.x and y.y say it
+            finite = math.isfinite(p.dots[1]) and math.isfinite(p.dots[2])
+        finite = self._errors(x, y, absd, rel, finite)
+        if finite:  # no NaN/Inf anywhere in the chunk: no masks needed
+            p.err_sq = stats.block_dot(absd, absd)
+            p.needed_atol = float(absd.max())
+            p.needed_rtol = float(rel.max())
+            if p.needed_atol > self.atol and p.needed_rtol > self.rtol:  # else no element can exceed both
+                p.mismatches = int(np.count_nonzero((absd > self.atol) & (rel > self.rtol)))
+        else:
+            p.err_sq = math.nan
+            self._special(p, x, y, absd, rel)
+        n = absd.size
+        if self._details or not finite or p.needed_atol > FLT_MAX or p.needed_rtol > FLT_MAX:
+            # the errors as float32, as their statistics (and percentiles) have always been taken
+            abs32 = self._out[sl] if self._details else bufs["abs32"][:n]
+            rel32 = bufs["rel32"][:n]
+            abs32[...] = absd
+            rel32[...] = rel
+        if self._details:
+            hist = np.zeros(len(stats.DECADES) + 3, dtype=np.int64)
+            stats.decade_counts(abs32, hist)
+            abs_acc = _err_acc(abs32, absd, p.needed_atol if finite else math.inf, start)
+            rel_acc = _err_acc(rel32, rel, p.needed_rtol if finite else math.inf, start)
+            p.full = (_acc(self.a[sl], start, x), _acc(self.b[sl], start, y), abs_acc, rel_acc, hist)
+            p.abs, p.rel = _from_acc(abs_acc), _from_acc(rel_acc)
+        elif finite:
+            p.abs = _light(absd, p.needed_atol) if p.needed_atol <= FLT_MAX else _from_acc(_acc(abs32, 0))
+            p.rel = _light(rel, p.needed_rtol) if p.needed_rtol <= FLT_MAX else _from_acc(_acc(rel32, 0))
+        else:
+            p.abs, p.rel = _from_acc(_acc(abs32, 0)), _from_acc(_acc(rel32, 0))
+        return p
+
+    def _special(self, p: _Part, x: np.ndarray, y: np.ndarray, absd: np.ndarray, rel: np.ndarray) -> None:
         nan_x, nan_y = np.isnan(x), np.isnan(y)
-        self.nan_a += int(np.count_nonzero(nan_x))
-        self.nan_b += int(np.count_nonzero(nan_y))
+        p.nan_a = int(np.count_nonzero(nan_x))
+        p.nan_b = int(np.count_nonzero(nan_y))
         both_nan = nan_x & nan_y
         special = (~np.isfinite(absd)) & ~(both_nan if self.nan_equal else False)
-        self.inf_bad += int(np.count_nonzero(special & ~nan_x & ~nan_y))
+        p.inf_bad = int(np.count_nonzero(special & ~nan_x & ~nan_y))
         bad = ((absd > self.atol) & (rel > self.rtol)) | special
-        self.mismatches += int(np.count_nonzero(bad))
+        p.mismatches = int(np.count_nonzero(bad))
         finite = np.isfinite(absd)
         if finite.any():
-            self.needed_atol = max(self.needed_atol, float(absd[finite].max()))
+            p.needed_atol = float(absd[finite].max())
             rel_f = rel[finite]
-            self.needed_rtol = max(self.needed_rtol, float(rel_f.max()) if rel_f.size else 0.0)
+            p.needed_rtol = float(rel_f.max()) if rel_f.size else 0.0
         if special.any():
-            self.needed_atol = self.needed_rtol = math.inf
+            p.needed_atol = p.needed_rtol = math.inf
 
-    def _chunk(self, sl: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
-        """float64 copies of both chunks, |x - y| (exact for float32 inputs), the relative error, and whether
-        everything was finite. The arrays are reused buffers, valid until the next call."""
+    def _chunk(self, sl: slice, bufs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """float64 copies of both chunks, and buffers for |x - y| and the relative error (:meth:`_errors` fills
+        them). The arrays are the thread's reused buffers, valid until its next call."""
         n = sl.stop - sl.start
-        x, y, absd, rel = self._x[:n], self._y[:n], self._abs[:n], self._rel[:n]
+        x, y, absd, rel = bufs["x"][:n], bufs["y"][:n], bufs["abs"][:n], bufs["rel"][:n]
         np.copyto(x, self.a[sl], casting="unsafe")
         np.copyto(y, self.b[sl], casting="unsafe")
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            np.subtract(x, y, out=absd)
-            np.abs(absd, out=absd)
+        return x, y, absd, rel
+
+    def _errors(self, x: np.ndarray, y: np.ndarray, absd: np.ndarray, rel: np.ndarray, finite: bool | None) -> bool:
+        """|x - y| (exact for float32 inputs) into ``absd``, the relative error ``absd / max(|y|, tiny)`` into
+        ``rel``; returns whether everything was finite (``finite``, if the caller knew)."""
+        np.subtract(x, y, out=absd)
+        np.abs(absd, out=absd)
+        if finite is None:
             finite = math.isfinite(float(np.add.reduce(absd)))  # NaN/Inf in x or y make the sum non-finite
-            if not finite:
-                if self.inf_equal:
-                    absd[np.isinf(x) & (x == y)] = 0.0
-                if self.nan_equal:
-                    absd[np.isnan(x) & np.isnan(y)] = 0.0
-            np.abs(y, out=rel)
-            np.maximum(rel, TINY, out=rel)
-            np.divide(absd, rel, out=rel)
-        return x, y, absd, rel, finite
+        if not finite:
+            if self.inf_equal:
+                absd[np.isinf(x) & (x == y)] = 0.0
+            if self.nan_equal:
+                absd[np.isnan(x) & np.isnan(y)] = 0.0
+        np.abs(y, out=rel)
+        np.maximum(rel, TINY, out=rel)
+        np.divide(absd, rel, out=rel)
+        return finite
+
+    def _filled(self, sl: slice, bufs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        x, y, absd, rel = self._chunk(sl, bufs)
+        self._errors(x, y, absd, rel, None)
+        return absd, rel
+
+    def abs_summary(self) -> stats.Summary:
+        return self.abs_acc.finish() if self._details else _summary(self._abs, self.a.size)
+
+    def rel_summary(self) -> stats.Summary:
+        return self.rel_acc.finish() if self._details else _summary(self._rel, self.a.size)
 
     def cosine(self) -> float:
         return stats.cosine_from_dots(*self.dots)
@@ -296,15 +492,30 @@ class _ErrorScan:
         ``compute_signal_to_quantization_noice_ratio`` (qdq_loss_debug), the quantization tools' measure."""
         return stats.sqnr_db(self.dots[2], self.err_sq)
 
+    def _fill(self, out: np.ndarray, which: int) -> None:
+        bufs = _buffers()
+        for sl in stats.chunks(self.a.size, SCAN_CHUNK):
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # a float32 scratch holds huge errors as inf, as before
+                out[sl] = self._filled(sl, bufs)[which]
+
     def fill_abs(self, out: np.ndarray) -> None:
-        for sl in stats.chunks(self.a.size):
-            with np.errstate(over="ignore"):  # a float32 scratch holds huge errors as inf, as before
-                out[sl] = self._chunk(sl)[2]
+        self._fill(out, 0)
 
     def fill_rel(self, out: np.ndarray) -> None:
-        for sl in stats.chunks(self.a.size):
-            with np.errstate(over="ignore"):
-                out[sl] = self._chunk(sl)[3]
+        self._fill(out, 1)
+
+
+def _combine(total: tuple[int, int, int, float, float], part: tuple[int, int, int, float, float]) -> tuple[int, int, int, float, float]:
+    return total[0] + part[0], total[1] + part[1], total[2] + part[2], total[3] + part[3], max(total[4], part[4])
+
+
+def _summary(light: tuple[int, int, int, float, float], count: int) -> stats.Summary:
+    """The values-only summary (count, NaN, Inf, mean, max) of combined :func:`_light` parts."""
+    finite, nan, inf, total, top = light
+    s = stats.Summary(count=count, finite=finite, nan=nan, inf=inf)
+    if finite:
+        s.mean, s.max = total / finite, top
+    return s
 
 
 def _quantile(err: _ErrorScan, q: float, n: int, absolute: bool) -> float:
