@@ -10,15 +10,23 @@ What is written: an inputs file is a JSON list of feed dicts ``{name: array}``; 
 ``{"polygraphy_class": "RunResults", "lst": [[runner, [iteration, ...]], ...]}``, each iteration
 ``{"polygraphy_class": "IterationResult", "runner_name": ..., "runtime": seconds, "outputs": {name: lazy}}``
 with each output wrapped as Polygraphy wraps it, ``{"polygraphy_class": "LazyArray", "values": array}``.
-Payloads are written by ``np.save(..., allow_pickle=False)``, base64-encoded as they stream.
+Payloads are the bytes ``np.save(..., allow_pickle=False)`` writes, taken from the array's own memory and
+base64-encoded as they stream (:mod:`parity.results.b64`: 1 MiB chunks, on several cores where libcrypto loads).
+Reading leaves each large payload in the file: its text is found from its ``.npy`` header, the JSON around it is
+parsed alone, and the text is decoded from a read-only map of the file straight into the array's buffer.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import io
 import json
+import mmap
+import os
+import re
+import secrets
 import struct
 import tempfile
 import zipfile
@@ -30,7 +38,7 @@ from typing import IO, Any
 import numpy as np
 
 from parity.errors import UsageError
-from parity.results import npy
+from parity.results import b64, npy
 from parity.results.model import IterationResult, RunResults
 from parity.util.fs import write_text_atomic
 
@@ -38,18 +46,166 @@ MARKER = "polygraphy_class"
 
 
 def _read_json(path: Path) -> Any:
+    """The JSON a file holds; a large base64 ``.npy`` payload stays in the file as a :class:`_Payload`, decoded
+    straight into its array when read (no copy of the text, its string or its bytes)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: broken JSON (not UTF-8 text: {exc.reason} at byte {exc.start})") from None
+        with open(path, "rb") as fh:
+            data = _read_skeleton(fh, path)
+            if data is not _INLINE:
+                return data
+            fh.seek(0)
+            raw = fh.read()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return _parse(raw, path)
+
+
+def _parse(raw: bytes, path: Path) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: broken JSON (not UTF-8 text: {exc.reason} at byte {exc.start})") from None
     try:
         return json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{path}: broken JSON ({exc})") from None
     except RecursionError:
         raise UsageError(f"{path}: JSON nested too deeply to be a Polygraphy file") from None
+
+
+# --- large payloads, streamed ------------------------------------------------------------------------------
+
+_SPAN_MIN = 1 << 16  # base64 payloads shorter than this many characters are parsed with the JSON text
+_INLINE = object()  # _read_skeleton's answer when the file is read as a whole
+_VALUE = re.compile(rb'[ \t\r\n]*:[ \t\r\n]*"')
+
+
+class _Payload:
+    """A base64 ``.npy`` payload left in its file: where its text lies and what its header says. Its array is
+    decoded chunk by chunk into one preallocated buffer when :func:`decode_array` meets it."""
+
+    __slots__ = ("chars", "dtype", "fortran", "head", "path", "shape", "start")
+
+    def __init__(self, path: Path, start: int, chars: int, head: int, shape: tuple[int, ...], fortran: bool, dtype: np.dtype) -> None:
+        self.path, self.start, self.chars, self.head = path, start, chars, head
+        self.shape, self.fortran, self.dtype = shape, fortran, dtype
+
+    def read(self, where: str) -> np.ndarray:
+        order = "F" if self.fortran else "C"
+        size = npy.nbytes(self.shape, self.dtype)
+        if size == 0:
+            return np.zeros(self.shape, self.dtype, order=order)
+        out = np.empty(size, np.uint8)
+        try:
+            with open(self.path, "rb") as fh:
+                if os.fstat(fh.fileno()).st_size <= self.start + self.chars:  # changed since it was scanned
+                    raise UsageError(f"{where}: truncated array payload (the file ended early)")
+                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as exc:
+            raise UsageError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        fault = ""
+        try:
+            _decode_payload(np.frombuffer(mm, np.uint8, self.chars, self.start), self.head, out)
+        except binascii.Error as exc:
+            fault = str(exc)  # the traceback, whose frames hold views of the map, goes with ``exc``
+        finally:
+            with contextlib.suppress(BufferError):  # an interrupt's traceback may still hold a view: closed when freed
+                mm.close()
+        if fault:
+            raise UsageError(f"{where}: undecodable array payload (corrupt base64: {fault})")
+        flat = out.view(self.dtype)
+        return flat.reshape(self.shape[::-1]).transpose() if self.fortran else flat.reshape(self.shape)
+
+
+def _a2b(text: Any) -> bytes:
+    """Strict base64 decoding where Python has it (3.11); on 3.10 callers check the decoded length."""
+    return binascii.a2b_base64(text, strict_mode=True) if b64._STRICT else binascii.a2b_base64(text)
+
+
+def _decode_payload(text: np.ndarray, head: int, out: np.ndarray) -> None:
+    """Decode the base64 ``text`` of a ``.npy`` with ``head`` header bytes into ``out``, the array's bytes: the groups
+    that hold the header and the last group (padded) here, every group between straight into ``out``."""
+    first = -(-head // 3) * 4  # characters of the groups holding the header
+    last = len(text) - 4
+    if last < first:  # pragma: no cover - a payload this short is parsed with the JSON text
+        raise binascii.Error("shorter than its header")
+    lead = _a2b(text[:first])[head:]
+    tail = _a2b(text[last:])
+    if len(lead) != first // 4 * 3 - head or len(out) != len(lead) + (last - first) // 4 * 3 + len(tail):
+        raise binascii.Error("the data is not as long as its header says")
+    out[: len(lead)] = np.frombuffer(lead, np.uint8)
+    b64.decode_into(text[first:last], out[len(lead) : len(out) - len(tail)])
+    out[len(out) - len(tail) :] = np.frombuffer(tail, np.uint8)
+
+
+def _payload(mm: mmap.mmap, start: int, path: Path) -> _Payload | None:
+    """The large base64 ``.npy`` payload whose text begins at ``start``, or None where it is short, not an
+    ``.npy`` or not where its header says it ends (the JSON parser then reads that string as it is)."""
+    if mm.find(b'"', start, start + _SPAN_MIN) >= 0:
+        return None
+    try:
+        first = _a2b(mm[start : start + 16])
+        if first[:6] != npy.MAGIC or first[6] not in (1, 2, 3):
+            return None
+        head = (10 + struct.unpack("<H", first[8:10])[0]) if first[6] == 1 else (12 + struct.unpack("<I", first[8:12])[0])
+        if head > npy.MAX_HEADER + 12:
+            return None
+        shape, fortran, dtype = npy.read_header(io.BytesIO(_a2b(mm[start : start + -(-head // 3) * 4])), str(path))
+    except (binascii.Error, UsageError):
+        return None  # the whole-text reader reports it, naming the tensor
+    chars = -(-(head + npy.nbytes(shape, dtype)) // 3) * 4
+    if start + chars >= len(mm):
+        present = len(mm) - start
+        raise UsageError(f"{path}: truncated or corrupt: an array of shape {list(shape)} {dtype} needs {chars} base64 characters, {present} present")
+    return _Payload(path, start, chars, head, shape, fortran, dtype) if mm[start + chars] == ord('"') else None
+
+
+def _read_skeleton(fh: IO[bytes], path: Path) -> Any:
+    """The JSON of ``fh`` with each large array payload replaced by a :class:`_Payload`; ``_INLINE`` when the
+    file has none, or where its text is not what Polygraphy writes (the whole-text reader then decides).
+
+    A payload is the string after an ``"array"`` key whose base64 text opens with a ``.npy`` header and ends
+    with a quote exactly where that header says the data ends. The JSON parsed is the file's text with each such
+    string's content replaced by a unique placeholder: base64 holds no quote or backslash, so the parse is the
+    same; each placeholder must come back as the ``array`` of an ``ndarray`` object, or the file is read whole."""
+    size = os.fstat(fh.fileno()).st_size
+    if size < _SPAN_MIN:
+        return _INLINE
+    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        pieces: list[bytes] = []
+        payloads: dict[str, _Payload] = {}
+        nonce = secrets.token_hex(8)
+        pos = 0
+        at = mm.find(b'"array"')
+        while at >= 0:
+            match = _VALUE.match(mm[at + 7 : at + 71])
+            found = _payload(mm, at + 7 + match.end(), path) if match else None
+            if found is None:
+                at = mm.find(b'"array"', at + 7)
+                continue
+            key = f"@parity:{nonce}:{len(payloads)}"
+            pieces += [mm[pos : found.start], key.encode()]
+            payloads[key] = found
+            pos = found.start + found.chars
+            at = mm.find(b'"array"', pos)
+        if not payloads:
+            return _INLINE
+        pieces.append(mm[pos:])
+    try:
+        data = json.loads(b"".join(pieces).decode("utf-8"))
+    except (ValueError, RecursionError):
+        return _INLINE  # the whole-text reader names the fault where it lies in the file
+    stack = [data]
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, dict):
+            value = obj.get("array")
+            if isinstance(value, str) and value in payloads and "ndarray" in (obj.get(MARKER), obj.get("polygraphy_serialized_json_type")):
+                obj["array"] = payloads.pop(value)
+            stack.extend(v for v in obj.values() if isinstance(v, (dict, list)))
+        elif isinstance(obj, list):
+            stack.extend(v for v in obj if isinstance(v, (dict, list)))
+    return _INLINE if payloads else data
 
 
 def decode_array(obj: Any, where: str) -> np.ndarray:
@@ -65,6 +221,8 @@ def decode_array(obj: Any, where: str) -> np.ndarray:
     if cls == "Tensor":
         raise UsageError(f"{where}: holds a torch tensor, which only unpickling can read; re-save it as numpy")
     payload = obj.get("array")
+    if isinstance(payload, _Payload):
+        return payload.read(where)
     if not isinstance(payload, str):
         raise UsageError(f"{where}: not a Polygraphy array (class {cls!r:.60})")
     try:
@@ -172,7 +330,7 @@ def file_kind(path: Path) -> str:
 
 class _Base64Sink:
     """A write-only file object: what is written to it goes base64-encoded onto ``out`` (binary), in whole
-    3-byte groups, so an array of any size is encoded chunk by chunk as ``np.save`` writes it."""
+    3-byte groups, so an array of any size is encoded chunk by chunk (:func:`parity.results.b64.encode_to`)."""
 
     def __init__(self, out: IO[bytes]) -> None:
         self._out = out
@@ -187,18 +345,40 @@ class _Base64Sink:
             view = view[take:]
             if len(self._rest) < 3:
                 return size
-            self._out.write(base64.b64encode(self._rest))
+            self._out.write(binascii.b2a_base64(self._rest, newline=False))
             self._rest = b""
         cut = len(view) - len(view) % 3
-        if cut:
-            self._out.write(base64.b64encode(view[:cut]))
+        b64.encode_to(self._out.write, view[:cut])
         self._rest = bytes(view[cut:])
         return size
 
     def close(self) -> None:
         if self._rest:
-            self._out.write(base64.b64encode(self._rest))
+            self._out.write(binascii.b2a_base64(self._rest, newline=False))
             self._rest = b""
+
+
+def write_npy(out: IO[bytes] | _Base64Sink, array: np.ndarray) -> None:
+    """Write the bytes ``np.save(out, array, allow_pickle=False)`` writes, without its copy of the array: the
+    header, then the array's own memory (C or Fortran order as np.save picks), or copies of 1 MiB blocks of rows
+    where it is neither."""
+    header = io.BytesIO()
+    fields = np.lib.format.header_data_from_array_1_0(array)
+    try:
+        np.lib.format.write_array_header_1_0(header, fields)
+    except ValueError:  # a header over 64 KiB (very many dimensions): np.save writes format 2.0
+        header = io.BytesIO()
+        np.lib.format.write_array_header_2_0(header, fields)
+    out.write(header.getvalue())
+    if array.size == 0:
+        return
+    if array.flags.c_contiguous or array.flags.f_contiguous:
+        flat = (array if array.flags.c_contiguous else array.T).reshape(-1)
+        out.write(memoryview(flat.view(np.uint8)))
+        return
+    rows = max(1, (1 << 20) // max(1, array[0].nbytes))
+    for i in range(0, len(array), rows):
+        out.write(memoryview(np.ascontiguousarray(array[i : i + rows]).reshape(-1).view(np.uint8)))
 
 
 def _text(value: Any) -> bytes:
@@ -238,7 +418,7 @@ class JsonWriter:
                 out.write(b'{"polygraphy_class": "LazyArray", "values": ')
             out.write(b'{"polygraphy_class": "ndarray", "array": "')
             sink = _Base64Sink(out)
-            np.save(sink, array, allow_pickle=False)
+            write_npy(sink, array)
             sink.close()
             out.write(b'"}}' if lazy else b'"}')
 
@@ -366,8 +546,10 @@ def encode(obj: Any, where: str = "the object") -> Any:
         return {MARKER: "IterationResult", "runner_name": obj.runner_name, "runtime": runtime, "outputs": outputs}
     if isinstance(obj, np.ndarray):
         buffer = io.BytesIO()
-        np.save(buffer, npy.check_writable(obj, where), allow_pickle=False)
-        return {MARKER: "ndarray", "array": base64.b64encode(buffer.getvalue()).decode("ascii")}
+        sink = _Base64Sink(buffer)
+        write_npy(sink, npy.check_writable(obj, where))
+        sink.close()
+        return {MARKER: "ndarray", "array": buffer.getvalue().decode("ascii")}
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, Mapping):
