@@ -5,8 +5,8 @@ The venv sees the Parity that runs these tests through a .pth file naming this i
 whether the tests run in a virtual environment, a system install or a user install; --system-site-packages would
 see only the base interpreter's packages), and the plugin is installed with --no-deps --no-build-isolation so
 nothing is downloaded. The template's build requirement (setuptools>=77, for its PEP 639 `license = "Apache-2.0"`)
-is met by the running environment's setuptools (the lock's): the older copy Python 3.11's venv module puts into
-every new venv is uninstalled from the venv so that it does not shadow it.
+is met by the running environment's setuptools (the lock's): the venv is made without pip (so without the older
+setuptools Python 3.11's ensurepip would add), and the running pip installs into it with ``--python``.
 """
 
 from __future__ import annotations
@@ -49,20 +49,19 @@ def run(*cmd: str | Path, cwd: Path | None = None) -> subprocess.CompletedProces
 def venv(tmp_path_factory):
     root = tmp_path_factory.mktemp("template")
     plugin = generate(root / f"parity-{NAME}", NAME)
-    run(sys.executable, "-m", "venv", root / "venv")
+    # no pip or setuptools of the venv's own (ensurepip took most of this fixture's ~50 s): the running pip installs
+    # into it with --python, and the build finds the running environment's setuptools through the .pth below
+    base = getattr(sys, "_base_executable", sys.executable)
+    run(base, "-m", "venv", "--without-pip", root / "venv")
     python = root / "venv" / "bin" / "python"
     site_packages = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))").stdout.strip())
     outer = [p for p in sys.path if p and Path(p).is_dir()]
     # addsitedir also runs the .pth files there (editable installs of Parity and its plugins live in them)
     (site_packages / "zz_outer_environment.pth").write_text(f"import site; list(map(site.addsitedir, {outer!r}))\n")
     needed = Requirement(re.search(r'^requires = \["(setuptools[^"]*)"', (TEMPLATE / "pyproject.toml").read_text(), re.M).group(1))
-    probe = "import setuptools, sys; print(setuptools.__version__, setuptools.__file__.startswith(sys.prefix))"
-    version, in_venv = run(python, "-c", probe).stdout.split()
-    if version not in needed.specifier and in_venv == "True":  # the venv's own (Python 3.11 bundles setuptools 65)
-        run(python, "-m", "pip", "uninstall", "-q", "-y", "setuptools")
-        version = run(python, "-c", probe).stdout.split()[0]
+    version = run(python, "-c", "import setuptools; print(setuptools.__version__)").stdout.strip()
     assert version in needed.specifier, f"the template builds with {needed}; this environment has setuptools {version} (see constraints.txt)"
-    run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", plugin)
+    run(sys.executable, "-m", "pip", "--isolated", "--python", python, "install", "-q", "--no-deps", "--no-build-isolation", "-e", plugin)
     return python, plugin
 
 
