@@ -63,7 +63,8 @@ def main() -> int:
         print()
         print(f"one float32[{args.side},{args.side}] output ({raw / 2**20:.0f} MiB raw) in Polygraphy's JSON, median of {args.repeat}")
         print(table(["operation", "polygraphy s", "parity s", "x polygraphy", "polygraphy MiB", "parity MiB"], rows))
-        print(table(["file written by", "bytes", "sum read by its writer", "sum read by the other tool"], [[n, sizes[n], f"{sums[n]:.9g}", f"{crossed[n]:.9g}"] for n in TOOLS]))
+        read = [[n, sizes[n], f"{sums[n]:.9g}", f"{crossed[n]:.9g}"] for n in TOOLS]
+        print(table(["file written by", "bytes", "sum read by its writer", "sum read by the other tool"], read))
         print()
         ok = True
         for op, _, _, ratio, _, _ in rows:

@@ -127,7 +127,7 @@ def decode_into(text: Any, out: np.ndarray) -> None:
     lib = _crypto()
     if lib is None or size <= TEXT_CHUNK:
         for i in range(0, size, TEXT_CHUNK):
-            piece = binascii.a2b_base64(chars[i : i + TEXT_CHUNK], strict_mode=True) if _STRICT else binascii.a2b_base64(chars[i : i + TEXT_CHUNK])
+            piece = a2b(chars[i : i + TEXT_CHUNK])
             if len(piece) != min(TEXT_CHUNK, size - i) // 4 * 3:
                 raise binascii.Error(f"invalid base64 between characters {i} and {i + TEXT_CHUNK}")
             out[i // 4 * 3 : i // 4 * 3 + len(piece)] = np.frombuffer(piece, np.uint8)
@@ -144,8 +144,14 @@ def decode_into(text: Any, out: np.ndarray) -> None:
                 raise binascii.Error(f"invalid base64 between characters {i} and {i + TEXT_CHUNK}")
 
 
+def a2b(text: Any) -> bytes:
+    """``binascii.a2b_base64`` in strict mode where Python has it (3.11); on 3.10, which skips characters outside
+    the alphabet, callers check the decoded length, which a skipped character shortens."""
+    return binascii.a2b_base64(text, strict_mode=True) if STRICT else binascii.a2b_base64(text)
+
+
 try:
     binascii.a2b_base64(b"", strict_mode=True)
-    _STRICT = True
-except TypeError:  # pragma: no cover - Python 3.10: the decoded length is checked instead
-    _STRICT = False
+    STRICT = True
+except TypeError:  # pragma: no cover - Python 3.10
+    STRICT = False

@@ -117,11 +117,6 @@ class _Payload:
         return flat.reshape(self.shape[::-1]).transpose() if self.fortran else flat.reshape(self.shape)
 
 
-def _a2b(text: Any) -> bytes:
-    """Strict base64 decoding where Python has it (3.11); on 3.10 callers check the decoded length."""
-    return binascii.a2b_base64(text, strict_mode=True) if b64._STRICT else binascii.a2b_base64(text)
-
-
 def _decode_payload(text: np.ndarray, head: int, out: np.ndarray) -> None:
     """Decode the base64 ``text`` of a ``.npy`` with ``head`` header bytes into ``out``, the array's bytes: the groups
     that hold the header and the last group (padded) here, every group between straight into ``out``."""
@@ -129,8 +124,8 @@ def _decode_payload(text: np.ndarray, head: int, out: np.ndarray) -> None:
     last = len(text) - 4
     if last < first:  # pragma: no cover - a payload this short is parsed with the JSON text
         raise binascii.Error("shorter than its header")
-    lead = _a2b(text[:first])[head:]
-    tail = _a2b(text[last:])
+    lead = b64.a2b(text[:first])[head:]
+    tail = b64.a2b(text[last:])
     if len(lead) != first // 4 * 3 - head or len(out) != len(lead) + (last - first) // 4 * 3 + len(tail):
         raise binascii.Error("the data is not as long as its header says")
     out[: len(lead)] = np.frombuffer(lead, np.uint8)
@@ -144,13 +139,13 @@ def _payload(mm: mmap.mmap, start: int, path: Path) -> _Payload | None:
     if mm.find(b'"', start, start + _SPAN_MIN) >= 0:
         return None
     try:
-        first = _a2b(mm[start : start + 16])
+        first = b64.a2b(mm[start : start + 16])
         if first[:6] != npy.MAGIC or first[6] not in (1, 2, 3):
             return None
         head = (10 + struct.unpack("<H", first[8:10])[0]) if first[6] == 1 else (12 + struct.unpack("<I", first[8:12])[0])
         if head > npy.MAX_HEADER + 12:
             return None
-        shape, fortran, dtype = npy.read_header(io.BytesIO(_a2b(mm[start : start + -(-head // 3) * 4])), str(path))
+        shape, fortran, dtype = npy.read_header(io.BytesIO(b64.a2b(mm[start : start + -(-head // 3) * 4])), str(path))
     except (binascii.Error, UsageError):
         return None  # the whole-text reader reports it, naming the tensor
     chars = -(-(head + npy.nbytes(shape, dtype)) // 3) * 4
