@@ -213,3 +213,28 @@ def test_a_payload_lookalike_outside_an_array_is_read_as_text(tmp_path):
     back = pj.load_json(path)
     assert back['x"array'] == text and back["nested"] == {"array": text}
     _same(back["arr"], _arrays(9)["f32_odd"])
+
+
+def test_mutated_big_files_load_or_fail_in_one_line(tmp_path):
+    """Byte flips and cuts anywhere in a file with streamed payloads (its JSON, a payload's header, its data): the
+    file loads to the same arrays or fails with one line naming it, never another exception."""
+    arrays = {"y": _arrays(10)["f32_odd"], "z": _arrays(10)["i8"]}
+    path = tmp_path / "out.json"
+    save_results(RunResults([("r", [IterationResult(arrays, 0.1, "r")])]), path)
+    raw = path.read_bytes()
+    starts = [m + len(b'"array": "') for m in range(len(raw)) if raw.startswith(b'"array": "', m)]
+    rng = np.random.default_rng(0)
+    spots = [*rng.integers(0, starts[0], 10), *(s + d for s in starts for d in rng.integers(0, 200, 10)), *rng.integers(0, len(raw), 20)]
+    cases = [raw[:at] + bytes([raw[at] ^ int(rng.integers(1, 256))]) + raw[at + 1 :] for at in map(int, spots)]
+    cases += [raw[: int(at)] for at in rng.integers(0, len(raw), 10)]
+    for i, case in enumerate(cases):
+        bad = tmp_path / f"bad{i}.json"
+        bad.write_bytes(case)
+        try:
+            loaded = load_results(bad)
+        except UsageError as exc:
+            assert "\n" not in str(exc) and str(bad) in str(exc), str(exc)
+            continue
+        for _, iterations in loaded:  # a flip that keeps the file valid (a digit of the runtime, a base64 letter)
+            for name, array in iterations[0].items():
+                assert name not in arrays or array.shape == arrays[name].shape
