@@ -14,6 +14,7 @@ import heapq
 import mmap
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -590,6 +591,8 @@ def validate(model: onnx.ModelProto | bytes | str, what: str = "the model", onnx
     # prepacking copies every MatMul weight into packed buffers even with optimizations off: a second copy of a
     # big model's weights, for a load that only checks validity (2.3 GB -> 0.1 GB on a 2.1 GiB decoder)
     options.add_session_config_entry("session.disable_prepacking", "1")
+    # one thread: a load runs nothing, and a pool of one thread per core costs more than the load on many cores
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
     try:
         ort.InferenceSession(data, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime's pybind exceptions
@@ -613,8 +616,35 @@ def symbolic_shapes(model: Any) -> Any:
     the working folder, a stray file in the user's: it runs in a private one. Its own exceptions propagate."""
     import tempfile  # 4.5 ms at start-up: only shape inference needs it
 
-    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference  # here: only shape inference needs it
-
     with tempfile.TemporaryDirectory(prefix="parity-shapes-") as folder, contextlib.chdir(folder):
-        return SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+        return _symbolic_module().SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+
+
+def _symbolic_module() -> Any:
+    """onnxruntime's ``tools/symbolic_shape_infer.py``, loaded from its file: the package ``onnxruntime.tools``
+    imports PyTorch wherever it is installed (its ``pytorch_export_helpers``), 1.5-3 s that shape inference
+    never uses. The module itself imports only numpy, onnx, sympy and packaging."""
+    name = "parity._ort_symbolic_shape_infer"
+    if name in sys.modules:
+        return sys.modules[name]
+    if "onnxruntime.tools.symbolic_shape_infer" in sys.modules:  # imported already (by the user, by Polygraphy)
+        return sys.modules["onnxruntime.tools.symbolic_shape_infer"]
+    import importlib.util  # under 1 ms at start-up: only symbolic shape inference loads a module by path
+
+    import onnxruntime
+
+    path = os.path.join(os.path.dirname(onnxruntime.__file__), "tools", "symbolic_shape_infer.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None or not os.path.exists(path):  # another layout: the package's way
+        from onnxruntime.tools import symbolic_shape_infer
+
+        return symbolic_shape_infer
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from parity.api import ModelError, UsageError, WeightReader, counted, did_you_mean, onnx_external, onnx_models, refuse_overwrite, save_model
+from parity_surgeon.graph import copy_fields
 
 FP16_MAX = 65504.0
 CONTROL_FLOW = {"If", "Loop", "Scan"}
@@ -334,8 +335,8 @@ class Fp16Converter:
         import onnx
 
         model = onnx.ModelProto()
-        _copy_fields(self.model, model, skip="graph")
-        _copy_fields(self.model.graph, model.graph, skip="initializer")
+        copy_fields(self.model, model, skip="graph")
+        copy_fields(self.model.graph, model.graph, skip="initializer")
         for init in self.model.graph.initializer:
             model.graph.initializer.append(_bare(init) if init.name in self._sources else init)
         return model
@@ -433,6 +434,8 @@ def _beyond_range(values: Any) -> int:
     n = 0
     for start in range(0, flat.size, _CHUNK):
         part = flat[start : start + _CHUNK]
+        if part.size and part.min() >= -FP16_MAX and part.max() <= FP16_MAX:  # two reductions, no temporaries (NaN: neither holds)
+            continue
         n += int(np.count_nonzero(np.abs(part) > FP16_MAX)) - int(np.count_nonzero(np.isinf(part)))
     return n
 
@@ -456,20 +459,6 @@ def _lowered(values: Any, clamp: bool, low: str) -> Any:
             part = np.where(np.isinf(part), part, np.clip(part, -FP16_MAX, FP16_MAX))
         out[start : start + _CHUNK] = part
     return out.reshape(values.shape)
-
-
-def _copy_fields(src: Any, dst: Any, skip: str) -> None:
-    """Copy every set field of message ``src`` into ``dst`` except ``skip``."""
-    for descriptor, value in src.ListFields():
-        if descriptor.name == skip:
-            continue
-        target = getattr(dst, descriptor.name)
-        if hasattr(target, "extend"):  # repeated
-            target.extend(value)
-        elif hasattr(value, "MergeFrom"):  # a message
-            target.CopyFrom(value)
-        else:
-            setattr(dst, descriptor.name, value)
 
 
 class _Build:
@@ -766,6 +755,12 @@ def _convert_validated(
         return converted, report
 
 
+# weights (bytes) above which, or kept in data files, write_fp16 finds the op types onnxruntime cannot run in
+# fp16 on the graph alone first: for a smaller model the written model's own validation finds them and the
+# model is written again (a rare retry that costs less than a probe of every small model)
+_PROBE_ABOVE = 256 << 20
+
+
 def write_fp16(
     model: str | Path,
     output: str | Path,
@@ -800,7 +795,7 @@ def write_fp16(
             refuse_overwrite({"the input model": model, "the input model's external data": sources}, output, **{"the output's data file": outs})
             first = False
         conv.auto_ops = list(auto)
-        if check_onnxruntime:
+        if check_onnxruntime and (onnx_external.has_external(conv.model) or onnx_external.weight_bytes(conv.model) > _PROBE_ABOVE):
             conv.probe_onnxruntime()
         built, report, transform = conv.stream_build()
         auto = list(conv.auto_ops)

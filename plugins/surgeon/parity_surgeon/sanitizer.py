@@ -176,28 +176,76 @@ def outputs_of_types(model: Any, op_types: Sequence[str]) -> list[str]:
 
 def _symbolic_blocker(model: Any) -> str | None:
     """Why onnxruntime's symbolic shape inference cannot run on ``model``, or None: it reads weights from the
-    proto itself, so every weight must be inside it, and the whole model must serialize as one protobuf."""
+    proto itself, so every weight must be inside it, and the model it sees (:func:`_shape_skeleton`, without
+    its large weights) must serialize as one protobuf. Sizes are summed from dims: upb's ``ByteSize``
+    serializes the whole model (0.5 s for ResNet-50's 100 MB)."""
     if any(onnx_external.is_external(t) for t in onnx_external.tensors(model)):
         return "the model keeps weights in external data"
-    if model.ByteSize() > onnx_external.PROTOBUF_LIMIT:
+    if onnx_models.inline_bytes(model) - _stripped_bytes(model) > onnx_external.PROTOBUF_LIMIT - (64 << 20):
         return "the model is past protobuf's 2 GiB limit"
     return None
 
 
+# element types of shape values (Reshape's shape, Slice's starts, ...): their values are kept whatever their size
+_SHAPE_TYPES = {6, 7}  # INT32, INT64
+_STRIP = 4096  # bytes: main-graph initializers larger than this reach shape inference as dims and type only
+
+
+def _strippable(t: Any) -> bool:
+    return t.data_type not in _SHAPE_TYPES and onnx_external.nbytes(t) > _STRIP
+
+
+def _stripped_bytes(model: Any) -> int:
+    return sum(onnx_external.nbytes(t) for t in model.graph.initializer if _strippable(t))
+
+
+def _shape_skeleton(model: Any) -> tuple[Any, dict[str, Any]]:
+    """A copy of ``model`` whose large main-graph initializers (weights, not shape values) have name, type and
+    dims but no data, and those initializers by name: shape inference reads the values of shape tensors only,
+    and a model with its weights is serialized and parsed several times inside onnxruntime's symbolic
+    inference (ResNet-50 after folding: 100 MB each time)."""
+    import onnx
+
+    skeleton = onnx.ModelProto()
+    big: dict[str, Any] = {}
+    g.copy_fields(model, skeleton, skip="graph")
+    g.copy_fields(model.graph, skeleton.graph, skip="initializer")
+    for t in model.graph.initializer:
+        if _strippable(t) and t.name not in big:
+            big[t.name] = t
+            bare = skeleton.graph.initializer.add()
+            bare.name, bare.data_type = t.name, t.data_type
+            bare.dims.extend(t.dims)
+        else:
+            skeleton.graph.initializer.append(t)
+    return skeleton, big
+
+
+def _refill(inferred: Any, big: dict[str, Any]) -> Any:
+    """The inferred skeleton with its stripped initializers' data back (each copied once from the original)."""
+    for k, t in enumerate(inferred.graph.initializer):
+        source = big.get(t.name)
+        if source is not None and not t.raw_data and list(t.dims) == list(source.dims):
+            inferred.graph.initializer[k].CopyFrom(source)
+    return inferred
+
+
 def _infer(model: Any, onnxruntime: bool, report: SanitizeReport) -> tuple[Any, str]:
     """Shape inference: onnxruntime's symbolic shape inference where it applies and succeeds (it resolves
-    data-dependent dims as named symbols), else ``onnx.shape_inference``. Each skip or failure is noted once."""
+    data-dependent dims as named symbols), else ``onnx.shape_inference``. Each skip or failure is noted once.
+    Symbolic inference sees the model without its large weights (:func:`_shape_skeleton`)."""
     if onnxruntime:
         blocker = _symbolic_blocker(model)
         if blocker is None:
+            skeleton, big = _shape_skeleton(model)
             try:
-                inferred = onnx_models.symbolic_shapes(model)  # the model has no external data to find: _symbolic_blocker
+                inferred = onnx_models.symbolic_shapes(skeleton)  # the model has no external data to find: _symbolic_blocker
             except Exception as exc:  # noqa: BLE001 - any failure falls back to onnx's inference
                 blocker = f"it failed ({first_line(exc, 120)})"
             else:
                 if inferred is not None:
                     report.symbolic = True
-                    return inferred, "ok"
+                    return _refill(inferred, big), "ok"
                 blocker = "it gave no model"
         note = f"onnxruntime's symbolic shape inference skipped: {blocker}; used onnx.shape_inference"
         if note not in report.verbose_notes:

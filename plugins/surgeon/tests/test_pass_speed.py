@@ -1,0 +1,136 @@
+"""What makes ``convert --fp-to-fp16`` and ``surgeon sanitize`` fast (issue 30) without changing what they write:
+onnxruntime's symbolic shape inference is loaded without the ``onnxruntime.tools`` package (which imports
+PyTorch wherever it is installed), and sees the model without its large weights (the same inferred model);
+a small model's fp16 conversion finds a missing fp16 kernel by validating what it wrote (no graph-only probe
+first) and still keeps that op fp32."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+
+def _conv_reshape(path: Path) -> Path:
+    """Conv (a 64x64x3x3 weight, 147 KB) -> Reshape by a shape initializer -> Gemm (a 4096x10 weight): shape
+    inference needs the shape tensor's values and only the dims of the weights."""
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((64, 64, 3, 3)).astype(np.float32), "w"),
+        numpy_helper.from_array(np.array([1, -1], np.int64), "shape"),
+        numpy_helper.from_array(rng.standard_normal((4096, 10)).astype(np.float32), "fc"),
+        numpy_helper.from_array(np.ones(10, np.float32), "b"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Reshape", ["c", "shape"], ["flat"]),
+        helper.make_node("Gemm", ["flat", "fc", "b"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 64, 8, 8])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.save(model, str(path))
+    return path
+
+
+def test_symbolic_shape_inference_does_not_import_the_onnxruntime_tools_package(tmp_path):
+    """``onnxruntime.tools/__init__`` imports PyTorch where it is installed (1.5-3 s); the inference is loaded
+    from its own file, and works."""
+    model = _conv_reshape(tmp_path / "m.onnx")
+    code = (
+        "import sys, onnx\n"
+        "from parity import onnx_models\n"
+        f"out = onnx_models.symbolic_shapes(onnx.load({str(model)!r}))\n"
+        "assert any(vi.name == 'flat' for vi in out.graph.value_info), out.graph.value_info\n"
+        "print(sorted(m for m in ('onnxruntime.tools', 'torch') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_sanitize_infers_on_the_model_without_its_weights_and_gives_the_same_model(tmp_path):
+    """The skeleton's inference (large weights as dims and type only) gives the model full inference gives,
+    weights and all, byte for byte."""
+    from parity_surgeon.sanitizer import SanitizeReport, _infer, _shape_skeleton
+
+    from parity import onnx_models
+
+    model = onnx.load(str(_conv_reshape(tmp_path / "m.onnx")))
+    skeleton, big = _shape_skeleton(model)
+    assert set(big) == {"w", "fc"}  # the int64 shape and the 40-byte bias keep their values
+    assert not any(t.raw_data or t.float_data for t in skeleton.graph.initializer if t.name in big)
+    full = onnx_models.symbolic_shapes(model)
+    inferred, status = _infer(model, True, report := SanitizeReport())
+    assert status == "ok" and report.symbolic
+    assert inferred.SerializeToString() == full.SerializeToString()
+    assert [t.SerializeToString() for t in inferred.graph.initializer] == [t.SerializeToString() for t in model.graph.initializer]
+
+
+def test_sanitize_fold_constants_writes_the_folded_weights(parity_invoke, tmp_path):
+    """End to end: the folded ConstantOfShape weights are in the written model (with data: the skeleton's bare
+    tensors never reach the file), which passes the full checker and runs."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4096])
+    nodes = [
+        helper.make_node("ConstantOfShape", ["dims"], ["w"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
+        helper.make_node("MatMul", ["x", "w"], ["m"]),
+        helper.make_node("Reshape", ["m", "shape"], ["y"]),
+    ]
+    inits = [numpy_helper.from_array(np.array([4096, 64], np.int64), "dims"), numpy_helper.from_array(np.array([8, 8], np.int64), "shape")]
+    graph = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    src, out = tmp_path / "cos.onnx", tmp_path / "folded.onnx"
+    onnx.save(model, str(src))
+    code, text, err = parity_invoke("surgeon", "sanitize", src, "--fold-constants", "-o", out)
+    assert code == 0, err
+    folded = onnx.load(str(out))
+    assert [n.op_type for n in folded.graph.node] == ["MatMul", "Reshape"]
+    weight = {t.name: numpy_helper.to_array(t) for t in folded.graph.initializer}["w"]
+    assert weight.shape == (4096, 64) and np.all(weight == 0.5)
+    onnx.checker.check_model(str(out), full_check=True)
+    feed = {"x": np.ones((1, 4096), np.float32)}
+    assert np.all(ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feed)[0] == 2048.0)
+
+
+def test_small_model_missing_fp16_kernel_is_found_by_the_final_check(parity_invoke, tmp_path, monkeypatch):
+    """A model with its weights inside and under the probe's size: no graph-only probe; the written model's own
+    validation finds the op type onnxruntime could not run in fp16 (simulated for Erf), which is kept fp32 and
+    the model written again; the report names it."""
+    from parity import onnx_models
+
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Erf", ["m"], ["e"]), helper.make_node("Relu", ["e"], ["y"])]
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32), "w")
+    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 8]) for n in "xy")
+    graph = helper.make_graph(nodes, "g", [x], [y], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    src, out = tmp_path / "erf.onnx", tmp_path / "erf16.onnx"
+    onnx.save(model, str(src))
+    real = onnx_models.validate
+    checked: list[str] = []
+
+    def validate(model, what="the model", onnxruntime=True, missing_kernels_ok=False):
+        checked.append(model if isinstance(model, str) else "bytes")
+        proto = onnx.load(model) if isinstance(model, str) else onnx.load_from_string(model)
+        if any(n.op_type == "Erf" and not n.input[0].endswith("__fp32") for n in proto.graph.node) and not missing_kernels_ok:
+            raise onnx_models.MissingKernelError(f"{what} does not load in onnxruntime (CPU): no kernel for Erf at these types", "Erf")
+        return real(model, what, onnxruntime, missing_kernels_ok)
+
+    monkeypatch.setattr(onnx_models, "validate", validate)
+    code, text, err = parity_invoke("convert", "--fp-to-fp16", src, "-o", out)
+    assert code == 0, err
+    assert "kept fp32 because onnxruntime has no fp16 kernel: Erf" in text + err
+    assert len(checked) == 2 and "bytes" not in checked  # two writes, each checked on its path; no probe
+    converted = onnx.load(str(out))
+    assert [n.op_type for n in converted.graph.node if n.op_type != "Cast"] == ["MatMul", "Erf", "Relu"]
+    assert all(n.input[0].endswith("__fp32") for n in converted.graph.node if n.op_type == "Erf")
+    assert {t.name: t.data_type for t in converted.graph.initializer}["w"] == TensorProto.FLOAT16
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["erf.onnx", "erf16.onnx"]  # no stray file from the first write
