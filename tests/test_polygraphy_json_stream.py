@@ -9,6 +9,8 @@ import base64
 import io
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,7 @@ import pytest
 from parity.errors import UsageError
 from parity.results import IterationResult, RunResults, b64, load_inputs, load_results, save_inputs, save_results
 from parity.results import polygraphy as pj
+from parity.testing import relu_add
 from parity.util import fs
 
 polygraphy_comparator = pytest.importorskip("polygraphy.comparator")
@@ -238,3 +241,30 @@ def test_mutated_big_files_load_or_fail_in_one_line(tmp_path):
         for _, iterations in loaded:  # a flip that keeps the file valid (a digit of the runtime, a base64 letter)
             for name, array in iterations[0].items():
                 assert name not in arrays or array.shape == arrays[name].shape
+
+
+def test_a_models_outputs_both_ways_through_the_clis(tmp_path, main, monkeypatch):
+    """`parity run --save-inputs/--save-outputs` of a model with 512 KiB tensors, checked by `polygraphy run
+    --load-inputs/--load-outputs`; and Polygraphy's files of the same run checked by `parity run`, streamed."""
+    polygraphy = Path(sys.executable).with_name("polygraphy")
+    if not polygraphy.exists():
+        pytest.skip("the polygraphy console script is not installed beside this Python")
+    model = relu_add(tmp_path / "m.onnx", dims=(256, 512))
+    code, _, err = main("run", model, "--onnxrt", "--onnxrt", "--iterations", "2", "--save-inputs", tmp_path / "x.json", "--save-outputs", tmp_path / "o.json")
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "o.json", "x.json"]
+
+    def polygraphy_run(*args: str) -> str:
+        proc = subprocess.run([str(polygraphy), "run", "m.onnx", "--onnxrt", *args], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return proc.stdout + proc.stderr
+
+    out = polygraphy_run("--load-inputs", "x.json", "--load-outputs", "o.json")
+    assert "onnxrt-0 vs. onnxrt-1 | Passed: 2/2 iterations" in out
+    polygraphy_run("--load-inputs", "x.json", "--save-outputs", "p.json", "--save-inputs", "px.json")
+    streamed = []
+    read = pj._Payload.read
+    monkeypatch.setattr(pj._Payload, "read", lambda self, where: streamed.append(where) or read(self, where))
+    code, _, err = main("run", model, "--onnxrt", "--load-inputs", tmp_path / "px.json", "--load-outputs", tmp_path / "p.json")
+    assert code == 0, err
+    assert len(streamed) >= 2  # Polygraphy's input and output payloads, each decoded from the file
