@@ -30,7 +30,7 @@ _lib: Any = None  # libcrypto's functions, False where there are none (see _cryp
 
 
 def _crypto() -> Any:
-    """libcrypto's two functions, or None. Loaded once, on the first large payload."""
+    """libcrypto's EVP_EncodeBlock and EVP_DecodeBlock (with libc's memchr), or None. Loaded once, on the first large payload."""
     global _lib
     if _lib is None:
         _lib = _load_crypto() or False
