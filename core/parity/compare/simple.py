@@ -12,6 +12,7 @@ reported so a NaN never hides inside a statistic.
 
 from __future__ import annotations
 
+import base64
 import math
 import os
 import threading
@@ -237,7 +238,7 @@ def _fails(value: float, tol: float) -> bool:
     return math.isnan(value) or value > tol
 
 
-SCAN_CHUNK = 1 << 16  # elements per chunk: its float64 temporaries (5 x 512 KiB) stay in a core's L2 cache
+SCAN_CHUNK = 1 << 17  # elements per chunk (1 MiB of float64 temporaries each): fewer runs hand the GIL over less
 PARALLEL_FROM = 4 * SCAN_CHUNK  # smaller tensors (a layerwise run's thousands) run inline, with no thread hand-offs
 FLT_MAX = float(np.finfo(np.float32).max)
 
@@ -282,6 +283,58 @@ def _buffers() -> dict[str, np.ndarray]:
         bufs = _BUFFERS.bufs = {k: np.empty(SCAN_CHUNK) for k in ("x", "y", "abs", "rel")}
         bufs["abs32"], bufs["rel32"] = np.empty(SCAN_CHUNK, np.float32), np.empty(SCAN_CHUNK, np.float32)
     return bufs
+
+
+USE_ONNXRUNTIME = True  # tests switch it off to check the numpy path
+_KERNEL: Any = None  # the statistics graph's onnxruntime session; False where onnxruntime is absent
+_KERNEL_LOCK = threading.Lock()
+KERNEL_OUTPUTS = ("max_abs", "sum_abs", "max_rel", "sum_rel", "xy", "xx", "yy", "dd")
+
+
+def _kernel() -> Any:
+    """One onnxruntime session computing a float32 chunk's statistics in float64 (the exact errors, their max and
+    sum, the relative errors' max and sum, x.y, x.x, y.y, d.d), on the calling thread. Why onnxruntime: a numpy
+    call releases the GIL only while its loop runs, and the ~20 calls per chunk contend for it on many threads
+    (16 threads measured no faster than 1); one ``run`` per chunk releases it once. Built once per process."""
+    global _KERNEL
+    if _KERNEL is None:
+        with _KERNEL_LOCK:
+            if _KERNEL is None:
+                _KERNEL = _build_kernel()
+    return _KERNEL or None
+
+
+# The statistics graph, serialized (building it would import onnx: 200 ms of a run); tests/test_compare_parallel.py
+# builds it with onnx.helper and checks these bytes. float32 a, b [n] -> x, y = Cast(a, b, double); d = Abs(x - y);
+# r = d / Max(Abs(y), tiny); outputs (KERNEL_OUTPUTS) ReduceMax(d), ReduceSum(d), ReduceMax(r), ReduceSum(r),
+# ReduceSum(x * y), ReduceSumSquare(x), ReduceSumSquare(y), ReduceSumSquare(d); opset 17, IR 8.
+KERNEL_MODEL = base64.b64decode(
+    "CAg6uwUKFwoBYRIBeCIEQ2FzdCoJCgJ0bxgLoAECChcKAWISAXkiBENhc3QqCQoCdG8YC6ABAgoOCgF4CgF5EgFzIgNTdWIKCwoBcxIBZCID"
+    "QWJzCgwKAXkSAmF5IgNBYnMKFAoCYXkKBHRpbnkSA2RlbiIDTWF4ChAKAWQKA2RlbhIBciIDRGl2CigKAWQSB21heF9hYnMiCVJlZHVjZU1h"
+    "eCoPCghrZWVwZGltcxgAoAECCigKAWQSB3N1bV9hYnMiCVJlZHVjZVN1bSoPCghrZWVwZGltcxgAoAECCigKAXISB21heF9yZWwiCVJlZHVj"
+    "ZU1heCoPCghrZWVwZGltcxgAoAECCigKAXISB3N1bV9yZWwiCVJlZHVjZVN1bSoPCghrZWVwZGltcxgAoAECChEKAXgKAXkSBHh5X20iA011"
+    "bAomCgR4eV9tEgJ4eSIJUmVkdWNlU3VtKg8KCGtlZXBkaW1zGACgAQIKKQoBeBICeHgiD1JlZHVjZVN1bVNxdWFyZSoPCghrZWVwZGltcxgA"
+    "oAECCikKAXkSAnl5Ig9SZWR1Y2VTdW1TcXVhcmUqDwoIa2VlcGRpbXMYAKABAgopCgFkEgJkZCIPUmVkdWNlU3VtU3F1YXJlKg8KCGtlZXBk"
+    "aW1zGACgAQISFHBhcml0eV9jb21wYXJlX2NodW5rKhIQC0IEdGlueVIIAAAAAAAAEDhaEAoBYRILCgkIARIFCgMSAW5aEAoBYhILCgkIARIF"
+    "CgMSAW5iEQoHbWF4X2FicxIGCgQICxIAYhEKB3N1bV9hYnMSBgoECAsSAGIRCgdtYXhfcmVsEgYKBAgLEgBiEQoHc3VtX3JlbBIGCgQICxIA"
+    "YgwKAnh5EgYKBAgLEgBiDAoCeHgSBgoECAsSAGIMCgJ5eRIGCgQICxIAYgwKAmRkEgYKBAgLEgBCBAoAEBE="
+)
+
+
+def _build_kernel() -> Any:
+    try:
+        import onnxruntime as ort  # optional (the onnxrt plugin's dependency): numpy computes the same values without it
+    except ImportError:
+        return False
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1  # one chunk per run, on the caller's thread
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # the arithmetic as written
+    options.log_severity_level = 3
+    try:
+        return ort.InferenceSession(KERNEL_MODEL, options, providers=["CPUExecutionProvider"])
+    except Exception:  # an onnxruntime without these double kernels: numpy does it
+        return False
 
 
 class _Part:
@@ -349,6 +402,9 @@ class _ErrorScan:
         self.histogram: list[tuple[str, int]] = []
         self._details = False
         self._small = a.dtype.itemsize <= 4 and b.dtype.itemsize <= 4
+        f32 = a.dtype == np.float32 and b.dtype == np.float32
+        # the kernel where threads share the work (a layerwise run's small tensors never load onnxruntime)
+        self._kernel = _kernel() if f32 and USE_ONNXRUNTIME and n >= PARALLEL_FROM else None
 
     def scan(self, abs_out: np.ndarray | None, details: bool = True) -> None:
         """The main pass; with ``details``, also both tensors' statistics, the histogram, and the absolute error
@@ -387,7 +443,12 @@ class _ErrorScan:
         return [self._part(s) for s in starts]
 
     def _part(self, start: int) -> _Part:
+        sl = slice(start, min(start + SCAN_CHUNK, self.a.size))
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # NaN/Inf are counted, not warned about
+            if self._kernel is not None:
+                p = self._kernel_part(sl)
+                if p is not None:
+                    return p
             return self._chunk_part(start)
 
     def _chunk_part(self, start: int) -> _Part:
@@ -428,6 +489,36 @@ class _ErrorScan:
             p.rel = _light(rel, p.needed_rtol) if p.needed_rtol <= FLT_MAX else _from_acc(_acc(rel32, 0))
         else:
             p.abs, p.rel = _from_acc(_acc(abs32, 0)), _from_acc(_acc(rel32, 0))
+        return p
+
+    def _kernel_part(self, sl: slice) -> _Part | None:
+        """A finite chunk's values from :func:`_kernel`; numpy adds the mismatch count where some element may exceed
+        both tolerances, and the details. None (numpy does it all) for a chunk with NaN/Inf or errors past float32."""
+        a, b = self.a[sl], self.b[sl]
+        max_abs, sum_abs, max_rel, sum_rel, xy, xx, yy, dd = (float(v) for v in self._kernel.run(None, {"a": a, "b": b}))
+        if not (math.isfinite(xx) and math.isfinite(yy)) or max_abs > FLT_MAX or max_rel > FLT_MAX:
+            return None
+        p = _Part()
+        n = a.size
+        p.dots, p.err_sq, p.needed_atol, p.needed_rtol = (xy, xx, yy), dd, max_abs, max_rel
+        p.abs, p.rel = (n, 0, 0, sum_abs, float(np.float32(max_abs))), (n, 0, 0, sum_rel, float(np.float32(max_rel)))
+        count = max_abs > self.atol and max_rel > self.rtol  # else no element can exceed both
+        if not (count or self._details):
+            return p
+        bufs = _buffers()
+        x, y, absd, rel = self._chunk(sl, bufs)
+        self._errors(x, y, absd, rel, True)
+        if count:
+            p.mismatches = int(np.count_nonzero((absd > self.atol) & (rel > self.rtol)))
+        if self._details:
+            abs32, rel32 = self._out[sl], bufs["rel32"][:n]
+            abs32[...] = absd
+            rel32[...] = rel
+            hist = np.zeros(len(stats.DECADES) + 3, dtype=np.int64)
+            stats.decade_counts(abs32, hist)
+            abs_acc, rel_acc = _acc(abs32, sl.start, absd), _acc(rel32, sl.start, rel)
+            abs_acc.total, rel_acc.total = sum_abs, sum_rel  # the kernel's sums: the same mean in every mode
+            p.full = (_acc(a, sl.start, x), _acc(b, sl.start, y), abs_acc, rel_acc, hist)
         return p
 
     def _special(self, p: _Part, x: np.ndarray, y: np.ndarray, absd: np.ndarray, rel: np.ndarray) -> None:
