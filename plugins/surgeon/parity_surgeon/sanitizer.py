@@ -405,7 +405,9 @@ def _graphsurgeon_passes(work, original, report, fold, cleanup, toposort, size_t
             if len(graph.nodes) == count:
                 break
             count = len(graph.nodes)
-            if infer is not None:  # newly constant shapes let inference resolve more, which lets the next pass fold more
+            # newly constant shapes let inference resolve more, which lets the next pass fold more; a graph whose
+            # every tensor already has a type and a static shape has nothing left to resolve
+            if infer is not None and not _all_static(graph):
                 model = infer(g.keep_header(gs.export_onnx(graph, do_type_check=False), original))
                 graph = gs.import_onnx(model)
                 g.external_values(graph, base_dir)
@@ -416,6 +418,18 @@ def _graphsurgeon_passes(work, original, report, fold, cleanup, toposort, size_t
     out = g.keep_header(gs.export_onnx(graph, do_type_check=False), original)
     _restore_references(out, references)
     return out
+
+
+def _all_static(graph: Any) -> bool:
+    """Every tensor of an onnx-graphsurgeon graph (no subgraphs) has a type and a shape of fixed dims."""
+    import onnx_graphsurgeon as gs
+
+    if any(isinstance(v, gs.Graph) or (isinstance(v, list) and any(isinstance(x, gs.Graph) for x in v)) for n in graph.nodes for v in n.attrs.values()):
+        return False
+    for t in graph.tensors().values():
+        if isinstance(t, gs.Variable) and (t.dtype is None or t.shape is None or not all(isinstance(d, int) and d >= 0 for d in t.shape)):
+            return False
+    return True
 
 
 _NO_FOLD = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"}  # graphsurgeon never folds these

@@ -74,21 +74,54 @@ def test_sanitize_infers_on_the_model_without_its_weights_and_gives_the_same_mod
     assert [t.SerializeToString() for t in inferred.graph.initializer] == [t.SerializeToString() for t in model.graph.initializer]
 
 
-def test_sanitize_fold_constants_writes_the_folded_weights(parity_invoke, tmp_path):
-    """End to end: the folded ConstantOfShape weights are in the written model (with data: the skeleton's bare
-    tensors never reach the file), which passes the full checker and runs."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4096])
+def _constant_of_shape(path: Path, batch: int | str = 1) -> Path:
+    """x[batch, 4096] @ ConstantOfShape([4096, 64], 0.5) -> Reshape to [-1, 8, 8]: folding writes a 1 MB weight."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 4096])
     nodes = [
         helper.make_node("ConstantOfShape", ["dims"], ["w"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
         helper.make_node("MatMul", ["x", "w"], ["m"]),
         helper.make_node("Reshape", ["m", "shape"], ["y"]),
     ]
-    inits = [numpy_helper.from_array(np.array([4096, 64], np.int64), "dims"), numpy_helper.from_array(np.array([8, 8], np.int64), "shape")]
+    inits = [numpy_helper.from_array(np.array([4096, 64], np.int64), "dims"), numpy_helper.from_array(np.array([-1, 8, 8], np.int64), "shape")]
     graph = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 10
-    src, out = tmp_path / "cos.onnx", tmp_path / "folded.onnx"
-    onnx.save(model, str(src))
+    onnx.save(model, str(path))
+    return path
+
+
+def test_sanitize_skips_inference_between_passes_on_a_static_graph(tmp_path, monkeypatch):
+    """After a folding pass, a graph whose every tensor has a type and static shape is not inferred again before
+    the next pass (nothing is left to resolve): the same model as with that inference, one inference fewer. A
+    graph with a dynamic dim still gets it."""
+    from parity_surgeon import sanitizer
+
+    calls: list[int] = []
+    real = sanitizer._infer
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sanitizer, "_infer", counted)
+    for batch, between in ((1, 0), ("n", 1)):
+        src = _constant_of_shape(tmp_path / f"cos_{batch}.onnx", batch)
+        calls.clear()
+        fast, report = sanitizer.sanitize(str(src), fold_constants=True)
+        assert report.pass_nodes == [(3, 2), (2, 2)] and len(calls) == 2 + between
+        monkeypatch.setattr(sanitizer, "_all_static", lambda graph: False)
+        calls.clear()
+        slow, _ = sanitizer.sanitize(str(src), fold_constants=True)
+        monkeypatch.undo()
+        monkeypatch.setattr(sanitizer, "_infer", counted)
+        assert len(calls) == 3
+        assert fast.SerializeToString() == slow.SerializeToString()
+
+
+def test_sanitize_fold_constants_writes_the_folded_weights(parity_invoke, tmp_path):
+    """End to end: the folded ConstantOfShape weights are in the written model (with data: the skeleton's bare
+    tensors never reach the file), which passes the full checker and runs."""
+    src, out = _constant_of_shape(tmp_path / "cos.onnx"), tmp_path / "folded.onnx"
     code, text, err = parity_invoke("surgeon", "sanitize", src, "--fold-constants", "-o", out)
     assert code == 0, err
     folded = onnx.load(str(out))
