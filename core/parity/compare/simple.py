@@ -155,9 +155,7 @@ class SimpleCompare:
         out: dict[str, Any] = {}
         if details:
             a_s, b_s = err.a_acc.finish(), err.b_acc.finish()
-            for flat, summary in ((a, a_s), (b, b_s)):
-                if summary.finite:
-                    summary.percentiles = stats.percentiles_of(flat, scratch if flat.dtype != np.float64 else None, summary)
+            err.percentiles([(flat, work if flat.dtype != np.float64 else None, s) for flat, s, work in ((a, a_s, scratch[0]), (b, b_s, scratch[1])) if s.finite])
             del scratch
             out = {
                 "abs": abs_s.to_dict(),
@@ -172,22 +170,29 @@ class SimpleCompare:
 
     def _scan(
         self, a: np.ndarray, b: np.ndarray, atol: float, rtol: float, details: bool, percentiles: bool
-    ) -> tuple[_ErrorScan, stats.Summary, stats.Summary, np.ndarray | None]:
-        """The main pass (:class:`_ErrorScan`), then, if asked, the exact percentiles of both errors by selection
-        in one float32 scratch (returned: the tensors' percentiles reuse it)."""
+    ) -> tuple[_ErrorScan, stats.Summary, stats.Summary, list[np.ndarray | None]]:
+        """The main pass (:class:`_ErrorScan`), then, if asked, the exact percentiles of both errors by selection,
+        each in a float32 scratch, the two selections side by side on two threads (returned: the tensors'
+        percentiles reuse them)."""
         err = _ErrorScan(a, b, atol, rtol, self.infinities_equal, self.nans_equal, self.threads)
         scratch = np.empty(a.size, dtype=np.float32) if details or percentiles else None
         err.scan(scratch if details else None, details=details)
         abs_s, rel_s = err.abs_summary(), err.rel_summary()
+        scratches: list[np.ndarray | None] = [scratch, None]
         if scratch is not None:
+            jobs = []
             if abs_s.finite:
                 if not details:
                     err.fill_abs(scratch)
-                abs_s.percentiles = stats.percentiles_of(scratch, scratch, abs_s)
+                jobs.append((scratch, scratch, abs_s))
             if rel_s.finite:
-                err.fill_rel(scratch)
-                rel_s.percentiles = stats.percentiles_of(scratch, scratch, rel_s)
-        return err, abs_s, rel_s, scratch
+                rel = np.empty(a.size, dtype=np.float32) if abs_s.finite else scratch
+                if rel is not scratch:
+                    scratches[1] = rel  # the tensors' selections run side by side: never one scratch for both
+                err.fill_rel(rel)
+                jobs.append((rel, rel, rel_s))
+            err.percentiles(jobs)
+        return err, abs_s, rel_s, scratches
 
     def why_no_average(self) -> str | None:
         """``--check-average`` averages the checked statistic: ``elemwise`` (the default) has none."""
@@ -410,15 +415,7 @@ class _ErrorScan:
         """The main pass; with ``details``, also both tensors' statistics, the histogram, and the absolute error
         (float32) written into ``abs_out``."""
         self._details, self._out = details, abs_out
-        n = self.a.size
-        starts = range(0, n, SCAN_CHUNK)
-        threads = min(compare_threads(self.threads), len(starts))
-        if n < PARALLEL_FROM or threads <= 1:
-            parts = [self._part(s) for s in starts]
-        else:
-            per_task = max(1, len(starts) // (threads * 4))  # a few tasks per thread: balanced, cheap to hand out
-            groups = [starts[i : i + per_task] for i in range(0, len(starts), per_task)]
-            parts = [p for group in _pool(threads).map(self._parts, groups) for p in group]
+        parts = self._map(self._parts)
         hist = np.zeros(len(stats.DECADES) + 3, dtype=np.int64)
         for p in parts:  # in chunk order
             self.mismatches += p.mismatches
@@ -584,10 +581,41 @@ class _ErrorScan:
         return stats.sqnr_db(self.dots[2], self.err_sq)
 
     def _fill(self, out: np.ndarray, which: int) -> None:
-        bufs = _buffers()
-        for sl in stats.chunks(self.a.size, SCAN_CHUNK):
-            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # a float32 scratch holds huge errors as inf, as before
-                out[sl] = self._filled(sl, bufs)[which]
+        def fill(starts: range) -> list[None]:
+            bufs = _buffers()
+            for start in starts:
+                sl = slice(start, min(start + SCAN_CHUNK, self.a.size))
+                with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # a float32 scratch holds huge errors as inf, as before
+                    out[sl] = self._filled(sl, bufs)[which]
+            return []
+
+        self._map(fill)
+
+    def _parallel(self) -> int:
+        """Threads for this comparison: 1 (inline) for tensors under ``PARALLEL_FROM`` elements."""
+        return 1 if self.a.size < PARALLEL_FROM else min(compare_threads(self.threads), -(-self.a.size // SCAN_CHUNK))
+
+    def _map(self, func: Callable[[range], list[Any]]) -> list[Any]:
+        """``func`` over groups of consecutive chunk starts, on the pool; its results concatenated in chunk order."""
+        starts = range(0, self.a.size, SCAN_CHUNK)
+        threads = self._parallel()
+        if threads <= 1:
+            return func(starts)
+        per_task = max(1, len(starts) // (threads * 4))  # a few tasks per thread: balanced, cheap to hand out
+        groups = [starts[i : i + per_task] for i in range(0, len(starts), per_task)]
+        return [p for group in _pool(threads).map(func, groups) for p in group]
+
+    def percentiles(self, jobs: list[tuple[np.ndarray, np.ndarray | None, stats.Summary]]) -> None:
+        """``summary.percentiles`` of each ``(flat, scratch, summary)``: exact selections, side by side on the pool
+        when the tensors are large (each ``partition`` releases the GIL for its whole run)."""
+        if self._parallel() > 1 and len(jobs) > 1:
+            pool = _pool(self._parallel())
+            futures = [pool.submit(stats.percentiles_of, *job) for job in jobs]
+            for (_, _, summary), future in zip(jobs, futures):
+                summary.percentiles = future.result()
+        else:
+            for flat, scratch, summary in jobs:
+                summary.percentiles = stats.percentiles_of(flat, scratch, summary)
 
     def fill_abs(self, out: np.ndarray) -> None:
         self._fill(out, 0)
