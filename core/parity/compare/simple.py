@@ -399,8 +399,6 @@ class _ErrorScan:
         self.needed_atol = 0.0
         self.needed_rtol = 0.0
         n = a.size
-        self.a_acc, self.b_acc = stats.Accumulator(n), stats.Accumulator(n)
-        self.abs_acc, self.rel_acc = stats.Accumulator(n), stats.Accumulator(n)
         self._abs = self._rel = (0, 0, 0, 0.0, -math.inf)
         self.dots = [0.0, 0.0, 0.0]  # x.y, x.x, y.y for the cosine similarity
         self.err_sq = 0.0  # sum of squared errors, for the SQNR (NaN once a NaN/Inf error is seen)
@@ -415,6 +413,10 @@ class _ErrorScan:
         """The main pass; with ``details``, also both tensors' statistics, the histogram, and the absolute error
         (float32) written into ``abs_out``."""
         self._details, self._out = details, abs_out
+        if details:  # made only when needed: four Summary records cost a layerwise run ~30 us a tensor
+            n = self.a.size
+            self.a_acc, self.b_acc = stats.Accumulator(n), stats.Accumulator(n)
+            self.abs_acc, self.rel_acc = stats.Accumulator(n), stats.Accumulator(n)
         parts = self._map(self._parts)
         hist = np.zeros(len(stats.DECADES) + 3, dtype=np.int64)
         for p in parts:  # in chunk order
