@@ -15,6 +15,7 @@ import pytest
 
 from parity.compare import simple
 from parity.compare.simple import SimpleCompare
+from parity.errors import UsageError
 
 SIZE = 5 * simple.SCAN_CHUNK + 1234  # several chunks and a short last one: the parallel path
 
@@ -111,8 +112,10 @@ def test_thread_count_setting(monkeypatch):
     assert simple.compare_threads() == 3
     assert simple.compare_threads(5) == 5
     monkeypatch.setenv("PARITY_COMPARE_THREADS", "many")
-    with pytest.raises(ValueError, match="PARITY_COMPARE_THREADS"):
+    with pytest.raises(UsageError, match="PARITY_COMPARE_THREADS"):
         simple.compare_threads()
+    with pytest.raises(UsageError, match="PARITY_COMPARE_THREADS"):  # when the metric is made: before any work
+        SimpleCompare()
     monkeypatch.delenv("PARITY_COMPARE_THREADS")
     assert simple.compare_threads() == len(__import__("os").sched_getaffinity(0))
     with pytest.raises(ValueError, match="statistics"):

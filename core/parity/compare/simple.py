@@ -27,6 +27,7 @@ from parity.compare.dataset import average_values, iterations_text
 from parity.compare.result import OutputCheck
 from parity.compare.tolerance import ERROR_STATS, PerOutput, tolerances
 from parity.data.parse import parse_per_name
+from parity.errors import UsageError
 
 TINY = np.finfo(np.float32).tiny
 # What a comparison computes beyond its verdict and the values every line shows (max, mean, cosine, SQNR, counts):
@@ -71,6 +72,7 @@ class SimpleCompare:
             raise ValueError(f"unknown statistics level '{statistics}' (choose from {', '.join(STATISTICS)})")
         self.statistics = statistics
         self.threads = threads
+        compare_threads(threads)  # a malformed PARITY_COMPARE_THREADS is refused before any work
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> SimpleCompare:
@@ -249,15 +251,15 @@ FLT_MAX = float(np.finfo(np.float32).max)
 
 
 def compare_threads(threads: int | None = None) -> int:
-    """Threads a comparison may use: ``threads``, else ``PARITY_COMPARE_THREADS``, else every core this process
-    may run on (``os.sched_getaffinity``: a container's or ``taskset``'s limit, not the machine's count)."""
+    """Threads a comparison may use: ``threads``, else ``PARITY_COMPARE_THREADS``, else (or given 0) every core this
+    process may run on (``os.sched_getaffinity``: a container's or ``taskset``'s limit, not the machine's count)."""
     if threads is None:
         env = os.environ.get("PARITY_COMPARE_THREADS", "").strip()
         if env:
             try:
                 threads = int(env)
             except ValueError:
-                raise ValueError(f"PARITY_COMPARE_THREADS must be a whole number, not '{env}'") from None
+                raise UsageError(f"PARITY_COMPARE_THREADS must be a whole number (0: every core), not '{env}'") from None
     if threads is None or threads <= 0:
         try:
             return max(1, len(os.sched_getaffinity(0)))
@@ -595,7 +597,8 @@ class _ErrorScan:
 
     def _parallel(self) -> int:
         """Threads for this comparison: 1 (inline) for tensors under ``PARALLEL_FROM`` elements."""
-        return 1 if self.a.size < PARALLEL_FROM else min(compare_threads(self.threads), -(-self.a.size // SCAN_CHUNK))
+        threads = compare_threads(self.threads)  # a malformed PARITY_COMPARE_THREADS is refused, small tensors or not
+        return 1 if self.a.size < PARALLEL_FROM else min(threads, -(-self.a.size // SCAN_CHUNK))
 
     def _map(self, func: Callable[[range], list[Any]]) -> list[Any]:
         """``func`` over groups of consecutive chunk starts, on the pool; its results concatenated in chunk order."""
