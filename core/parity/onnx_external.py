@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parity import onnx_models
-from parity.errors import ParityError, UsageError
+from parity.errors import ModelError, ParityError, UsageError
 
 # the readers, re-exported: plugins and the API name them here (see the module docstring)
 from parity.onnx_models import (  # noqa: F401
@@ -124,6 +124,55 @@ def serialize(model: onnx.ModelProto, what: str) -> bytes:
     return onnx_models.serialize(model, what, PROTOBUF_LIMIT)
 
 
+_SPLICED = 1 << 16  # bytes: main-graph initializers this large are written from their own raw bytes (write_message)
+
+
+def write_message(model: onnx.ModelProto, handle: Any, what: str) -> None:
+    """Write the message :func:`serialize` gives into the open file ``handle``, piece by piece: the model's other
+    fields, then its graph: the graph's other fields, then its initializers, each large one as its other fields
+    followed by its raw bytes as they are. The same message (fields in another order, which protobuf allows):
+    upb serializes a 100 MB model at a third of memcpy's speed into a buffer that Python copies once more."""
+    big = [t for t in model.graph.initializer if t.HasField("raw_data") and nbytes(t) >= _SPLICED]
+    if not big or inline_bytes(model) > PROTOBUF_LIMIT:  # nothing to splice, or too large: serialize's way (its refusal)
+        handle.write(serialize(model, what))
+        return
+    import onnx
+
+    spliced = {id(t) for t in big}
+    head, graph = onnx_models.copy_fields(model, onnx.ModelProto(), skip="graph"), onnx_models.copy_fields(model.graph, onnx.GraphProto(), skip="initializer")
+    parts = [graph.SerializeToString()]
+    for tensor in model.graph.initializer:
+        if id(tensor) not in spliced:
+            entry = tensor.SerializeToString()
+            parts += [_key(5, _varint(len(entry))), entry]
+            continue
+        fields = onnx_models.copy_fields(tensor, onnx.TensorProto(), skip="raw_data").SerializeToString()
+        raw = tensor.raw_data  # one copy, this tensor's alone
+        inner = _key(9, _varint(len(raw)))
+        parts += [_key(5, _varint(len(fields) + len(inner) + len(raw))), fields, inner, raw]
+    size = sum(len(part) for part in parts)
+    first = head.SerializeToString() + _key(7, _varint(size))
+    if len(first) + size > PROTOBUF_LIMIT:
+        raise ModelError(f"{what} is past protobuf's 2 GiB limit for one message; write it with --save-external-data")
+    handle.write(first)
+    for part in parts:
+        handle.write(part)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _key(field: int, length: bytes) -> bytes:
+    """A length-delimited field's key (wire type 2) and its encoded length."""
+    return _varint(field << 3 | 2) + length
+
+
 def runtime_bytes(model: onnx.ModelProto, base_dir: str | os.PathLike[str] | None) -> tuple[bytes, dict[str, str]]:
     """What onnxruntime needs to load ``model`` without its weights in the message: the serialized graph and
     the session config entries naming the folder of its external data (none when it has none)."""
@@ -179,7 +228,7 @@ def save_model(
         try:
             staged = work / target.name
             with _externalized(model, base_dir, work, location if external.requested else None, external, transform) as data_files, open(staged, "wb") as handle:
-                handle.write(serialize(model, what))
+                write_message(model, handle, what)
             if validate:
                 onnx_models.validate(str(staged), f"{what} (not written to {target})", missing_kernels_ok=missing_kernels_ok)
             _refuse_sources(model, base_dir, [target, *(target.parent / name for name in data_files)])

@@ -276,6 +276,22 @@ def serialize(model: onnx.ModelProto, what: str, limit: int = PROTOBUF_LIMIT) ->
         ) from None
 
 
+def copy_fields(src: Any, dst: Any, skip: str) -> Any:
+    """Copy every set field of message ``src`` into ``dst`` except the field ``skip`` (a model or graph without its
+    weights, built without copying them first); returns ``dst``."""
+    for descriptor, value in src.ListFields():
+        if descriptor.name == skip:
+            continue
+        target = getattr(dst, descriptor.name)
+        if hasattr(target, "extend"):  # repeated
+            target.extend(value)
+        elif hasattr(value, "MergeFrom"):  # a message
+            target.CopyFrom(value)
+        else:
+            setattr(dst, descriptor.name, value)
+    return dst
+
+
 def inline_bytes(model: onnx.ModelProto) -> int:
     """Weight bytes inside the message (not in external data files)."""
     return sum(nbytes(t) for t in tensors(model) if not is_external(t))

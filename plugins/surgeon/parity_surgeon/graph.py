@@ -99,19 +99,9 @@ def serialize(model: Any) -> bytes:
         raise ModelError(f"the model is over protobuf's 2 GiB limit and cannot be written as one file ({exc})") from None
 
 
-def copy_fields(src: Any, dst: Any, skip: str) -> None:
-    """Copy every set field of message ``src`` into ``dst`` except the field ``skip`` (a copy of a model or
-    graph without its weights, built without copying them first)."""
-    for descriptor, value in src.ListFields():
-        if descriptor.name == skip:
-            continue
-        target = getattr(dst, descriptor.name)
-        if hasattr(target, "extend"):  # repeated
-            target.extend(value)
-        elif hasattr(value, "MergeFrom"):  # a message
-            target.CopyFrom(value)
-        else:
-            setattr(dst, descriptor.name, value)
+def copy_fields(src: Any, dst: Any, skip: str) -> Any:
+    """Copy every set field of message ``src`` into ``dst`` except the field ``skip`` (``parity.api.onnx_models.copy_fields``)."""
+    return onnx_models.copy_fields(src, dst, skip)
 
 
 def keep_header(model: Any, original: Any) -> Any:

@@ -110,7 +110,7 @@ def sanitize(
     before_ops = _count_ops(work)
 
     def infer(m: Any) -> Any:
-        m, report.shape_inference = _infer(m, onnxruntime_shape_inference and not force_fallback, report)
+        m, report.shape_inference = _infer(m, onnxruntime_shape_inference and not force_fallback, report, in_place=True)  # each m is sanitize's own
         return m
 
     if outputs or exclude_outputs:
@@ -230,10 +230,27 @@ def _refill(inferred: Any, big: dict[str, Any]) -> Any:
     return inferred
 
 
-def _infer(model: Any, onnxruntime: bool, report: SanitizeReport) -> tuple[Any, str]:
+def _adopt(model: Any, inferred: Any, big: dict[str, Any]) -> Any:
+    """``model`` given everything of the inferred skeleton but the initializers, which it keeps: the result
+    :func:`_refill` gives, without copying the weights (only when the skeleton's initializers are the model's)."""
+    def key(graph: Any) -> list[tuple[str, int, list[int]]]:
+        return [(t.name, t.data_type, list(t.dims)) for t in graph.initializer]
+
+    if key(inferred.graph) != key(model.graph):
+        return _refill(inferred, big)
+    for target, source, skip in ((model, inferred, "graph"), (model.graph, inferred.graph, "initializer")):
+        for descriptor in target.DESCRIPTOR.fields:
+            if descriptor.name != skip:
+                target.ClearField(descriptor.name)
+        g.copy_fields(source, target, skip=skip)
+    return model
+
+
+def _infer(model: Any, onnxruntime: bool, report: SanitizeReport, in_place: bool = False) -> tuple[Any, str]:
     """Shape inference: onnxruntime's symbolic shape inference where it applies and succeeds (it resolves
     data-dependent dims as named symbols), else ``onnx.shape_inference``. Each skip or failure is noted once.
-    Symbolic inference sees the model without its large weights (:func:`_shape_skeleton`)."""
+    Symbolic inference sees the model without its large weights (:func:`_shape_skeleton`); ``in_place``: the
+    result is ``model`` itself, which keeps its weights (no copy of them)."""
     if onnxruntime:
         blocker = _symbolic_blocker(model)
         if blocker is None:
@@ -245,7 +262,7 @@ def _infer(model: Any, onnxruntime: bool, report: SanitizeReport) -> tuple[Any, 
             else:
                 if inferred is not None:
                     report.symbolic = True
-                    return _refill(inferred, big), "ok"
+                    return (_adopt(model, inferred, big) if in_place else _refill(inferred, big)), "ok"
                 blocker = "it gave no model"
         note = f"onnxruntime's symbolic shape inference skipped: {blocker}; used onnx.shape_inference"
         if note not in report.verbose_notes:
