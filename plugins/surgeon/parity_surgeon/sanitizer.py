@@ -15,9 +15,10 @@ every other weight (an LLM's MatMul weights) is never read. Any other value grap
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -415,9 +416,10 @@ def _graphsurgeon_passes(work, original, report, fold, cleanup, toposort, size_t
             report.passes += 1
             # flatten_subgraphs=False: graphsurgeon's inlining of an If with a constant condition left readers
             # of the If's outputs dangling (silero-vad: the folded model did not load)
-            graph.fold_constants(
-                fold_shapes=fold_shapes, partitioning=partitioning, size_threshold=size_threshold or None, error_ok=True, flatten_subgraphs=False
-            ).cleanup()
+            with _one_thread_sessions():
+                graph.fold_constants(
+                    fold_shapes=fold_shapes, partitioning=partitioning, size_threshold=size_threshold or None, error_ok=True, flatten_subgraphs=False
+                ).cleanup()
             report.pass_nodes.append((count, len(graph.nodes)))
             if len(graph.nodes) == count:
                 break
@@ -435,6 +437,29 @@ def _graphsurgeon_passes(work, original, report, fold, cleanup, toposort, size_t
     out = g.keep_header(gs.export_onnx(graph, do_type_check=False), original)
     _restore_references(out, references)
     return out
+
+
+@contextlib.contextmanager
+def _one_thread_sessions() -> Iterator[None]:
+    """graphsurgeon evaluates constant subgraphs in onnxruntime sessions made with default options: a thread pool
+    of one thread per core, whose start costs more than the evaluation on many cores. Sessions made meanwhile
+    without options get one thread (same kernels and graph optimizations, so the same values)."""
+    import onnxruntime as ort
+
+    real = ort.InferenceSession
+
+    class OneThread(real):  # type: ignore[misc,valid-type]
+        def __init__(self, model: Any, sess_options: Any = None, *args: Any, **kwargs: Any) -> None:
+            if sess_options is None:
+                sess_options = ort.SessionOptions()
+                sess_options.intra_op_num_threads = sess_options.inter_op_num_threads = 1
+            super().__init__(model, sess_options, *args, **kwargs)
+
+    ort.InferenceSession = OneThread
+    try:
+        yield
+    finally:
+        ort.InferenceSession = real
 
 
 def _all_static(graph: Any) -> bool:

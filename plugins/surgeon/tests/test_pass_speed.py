@@ -167,3 +167,22 @@ def test_small_model_missing_fp16_kernel_is_found_by_the_final_check(parity_invo
     assert all(n.input[0].endswith("__fp32") for n in converted.graph.node if n.op_type == "Erf")
     assert {t.name: t.data_type for t in converted.graph.initializer}["w"] == TensorProto.FLOAT16
     assert sorted(p.name for p in tmp_path.iterdir()) == ["erf.onnx", "erf16.onnx"]  # no stray file from the first write
+
+
+def test_folding_sessions_run_on_one_thread_and_the_session_class_comes_back(tmp_path, monkeypatch):
+    """graphsurgeon makes its folding sessions with default options (a thread per core); while sanitize folds,
+    a session made without options gets one thread; onnxruntime's class is itself again afterwards."""
+    from parity_surgeon import sanitizer
+
+    real = ort.InferenceSession
+    seen: list[int] = []
+    original_init = real.__init__
+
+    def spy(self, model, sess_options=None, *args, **kwargs):
+        seen.append(sess_options.intra_op_num_threads if sess_options is not None else -1)
+        original_init(self, model, sess_options, *args, **kwargs)
+
+    monkeypatch.setattr(real, "__init__", spy)
+    folded, report = sanitizer.sanitize(str(_constant_of_shape(tmp_path / "cos.onnx")), fold_constants=True)
+    assert report.pass_nodes[0] == (3, 2) and seen and set(seen) == {1}
+    assert ort.InferenceSession is real
