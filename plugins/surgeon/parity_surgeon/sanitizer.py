@@ -111,7 +111,11 @@ def sanitize(
     before_ops = _count_ops(work)
 
     def infer(m: Any) -> Any:
-        m, report.shape_inference = _infer(m, onnxruntime_shape_inference and not force_fallback, report, in_place=True)  # each m is sanitize's own
+        # onnxruntime's symbolic inference runs once: its dims stay in the model's value_info, which onnx's own
+        # inference keeps and propagates in the later passes. Run again after each folding pass, it cost
+        # minutes on PP-OCR's detector (sympy simplifying the Resize chain's dims, ~1 min a run), for the same dims
+        symbolic = onnxruntime_shape_inference and not force_fallback and not report.symbolic
+        m, report.shape_inference = _infer(m, symbolic, report, in_place=True)  # each m is sanitize's own
         return m
 
     if outputs or exclude_outputs:

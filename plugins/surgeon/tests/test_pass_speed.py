@@ -186,3 +186,34 @@ def test_folding_sessions_run_on_one_thread_and_the_session_class_comes_back(tmp
     folded, report = sanitizer.sanitize(str(_constant_of_shape(tmp_path / "cos.onnx")), fold_constants=True)
     assert report.pass_nodes[0] == (3, 2) and seen and set(seen) == {1}
     assert ort.InferenceSession is real
+
+
+def test_sanitize_runs_symbolic_shape_inference_once(tmp_path, monkeypatch):
+    """onnxruntime's symbolic inference runs once per sanitize; the passes after it use onnx's own inference, which
+    keeps the symbolic dims. Run after every folding pass and at the end, it cost PP-OCR's detector minutes (sympy
+    simplifying its Resize chain's dims) for the same model."""
+    from parity import onnx_models
+    from parity_surgeon.sanitizer import sanitize
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])
+    nodes = [
+        helper.make_node("Add", ["c1", "c2"], ["c"]),  # folds: the graph changes in the first pass
+        helper.make_node("Mul", ["x", "c"], ["m"]),
+        helper.make_node("Shape", ["m"], ["s"]),
+        helper.make_node("Reshape", ["m", "s"], ["y"]),
+    ]
+    inits = [numpy_helper.from_array(np.full(4, v, np.float32), n) for n, v in (("c1", 1.0), ("c2", 2.0))]
+    graph = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    calls = []
+    real = onnx_models.symbolic_shapes
+    monkeypatch.setattr(onnx_models, "symbolic_shapes", lambda m, *a, **k: calls.append(1) or real(m, *a, **k))
+    out, report = sanitize(model, fold_constants=True)
+    assert report.symbolic and report.passes >= 1 and len(calls) == 1, (calls, report)
+    assert [n.op_type for n in out.graph.node] == ["Mul", "Shape", "Reshape"]
+    y = next(vi for vi in out.graph.output if vi.name == "y")
+    assert [d.dim_param or d.dim_value for d in y.type.tensor_type.shape.dim][1:] == [4]
+    onnx.checker.check_model(out, full_check=True)
+    feed = {"x": np.ones((3, 4), np.float32)}
+    assert np.array_equal(ort.InferenceSession(out.SerializeToString()).run(None, feed)[0], np.full((3, 4), 3.0, np.float32))
