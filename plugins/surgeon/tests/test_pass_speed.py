@@ -192,8 +192,9 @@ def test_sanitize_runs_symbolic_shape_inference_once(tmp_path, monkeypatch):
     """onnxruntime's symbolic inference runs once per sanitize; the passes after it use onnx's own inference, which
     keeps the symbolic dims. Run after every folding pass and at the end, it cost PP-OCR's detector minutes (sympy
     simplifying its Resize chain's dims) for the same model."""
-    from parity import onnx_models
     from parity_surgeon.sanitizer import sanitize
+
+    from parity import onnx_models
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])
     nodes = [
