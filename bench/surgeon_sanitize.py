@@ -2,7 +2,8 @@
 
     python bench/surgeon_sanitize.py [--repeat 5] [--models light_resnet50,encoder] [--quick]
 
-Models: ``light_resnet50`` (onnx's own test model, shipped in the onnx wheel: ResNet-50 whose 239 weights are
+Models: ``ppocr_det`` (PP-OCRv4's detector from the test corpus, dynamic shapes: symbolic shape inference is
+most of the time), ``light_resnet50`` (onnx's own test model, shipped in the onnx wheel: ResNet-50 whose 239 weights are
 ``ConstantOfShape`` nodes, so folding writes 100 MB of weights; 415 nodes -> 176) and ``encoder`` (the
 158-node BERT-style encoder of ``models.py``, 9 MB). Both CLIs run interleaved, one unmeasured warm-up
 each first (page cache, bytecode); medians of wall time and peak RSS, the ratio, and a check that both folded
@@ -16,6 +17,7 @@ shape inference, which both tools run). Target: Parity <= 0.35x Polygraphy's tim
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -45,7 +47,17 @@ def encoder(folder: Path) -> Path:
     return transformer_encoder(folder / "encoder.onnx")
 
 
-MODELS = {"light_resnet50": light_resnet50, "encoder": encoder}
+def ppocr_det(folder: Path) -> Path:
+    """PP-OCRv4's text detector (rapidocr-onnxruntime's wheel, through the test corpus and its cache,
+    ``PARITY_CORPUS_CACHE``): dynamic height and width, a chain of Resize nodes whose symbolic dims cost
+    onnxruntime's shape inference (and sympy) most of a sanitize."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
+    from corpus import model_path
+
+    return Path(shutil.copy(model_path("ppocr_det"), folder / "ppocr_det.onnx"))
+
+
+MODELS = {"light_resnet50": light_resnet50, "encoder": encoder, "ppocr_det": ppocr_det}
 
 
 def _outputs(path: str) -> object:
@@ -55,7 +67,7 @@ def _outputs(path: str) -> object:
     s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feed = {}
     for i in s.get_inputs():
-        shape = [d if isinstance(d, int) else 1 for d in i.shape]
+        shape = [d if isinstance(d, int) else (1 if k == 0 else 64) for k, d in enumerate(i.shape)]  # batch 1, other dims 64
         feed[i.name] = np.random.RandomState(0).rand(*shape).astype(np.float32)
     return s.run(None, feed)[0]
 
