@@ -218,3 +218,30 @@ def test_sanitize_runs_symbolic_shape_inference_once(tmp_path, monkeypatch):
     onnx.checker.check_model(out, full_check=True)
     feed = {"x": np.ones((3, 4), np.float32)}
     assert np.array_equal(ort.InferenceSession(out.SerializeToString()).run(None, feed)[0], np.full((3, 4), 3.0, np.float32))
+
+
+def test_localize_computes_only_what_it_shows_and_answers_the_same(tmp_path, monkeypatch):
+    """``debug localize`` needs each tensor's verdict, max errors, cosine and SQNR: percentiles and both tensors'
+    statistics only for its pictures. Its report is the same either way."""
+    import json
+
+    from parity.compare import simple
+    from parity.testing import invoke, mlp
+
+    levels = []
+    real_init = simple.SimpleCompare.__init__
+
+    def recording(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        levels.append(self.statistics)
+
+    monkeypatch.setattr(simple.SimpleCompare, "__init__", recording)
+    model = mlp(tmp_path / "mlp.onnx", planted=0.5)
+    reports = {}
+    for case, extra in (("plain", []), ("pictures", ["--save-report-html", str(tmp_path / "r.html")])):
+        out = tmp_path / f"{case}.json"
+        result = invoke("debug", "localize", model, "--onnxrt", "--onnxrt=graph-optimization-level=disable", "--report", out, *extra)
+        assert result.exit_code in (0, 1), result.stderr
+        reports[case] = {k: v for k, v in json.loads(out.read_text()).items() if k != "seconds"}
+    assert levels == ["shown", "all"]
+    assert reports["plain"] == reports["pictures"]
