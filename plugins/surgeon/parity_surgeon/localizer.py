@@ -1105,9 +1105,14 @@ def localize(
     budget = (parse_size(memory_budget, "--memory-budget", BUDGET_ERROR) if memory_budget is not None else 0) or default_budget()
     funcs = [] if validate else resolve_compare_funcs(compare_func)
     session = _Session(model, specs, feed, funcs, progress, scan=validate, observe=observe, external_data_dir=external_data_dir)
+    # each batch's session is released with a full gc.collect (a cycle must not keep its weights past the budget);
+    # the graphs and the caller's objects live through the search, so they go to the permanent generation, which
+    # collections skip (gc.freeze): PP-OCR's detector spent 49 of 56 s in 1,344 collections of 37 ms each
+    gc.freeze()
     try:
         return _localize(session, model, specs, reference_model, budget, mode, isolate, stop_at_first, tensors, exclude, validate, started)
     finally:
+        gc.unfreeze()
         session.close()
 
 

@@ -245,3 +245,23 @@ def test_localize_computes_only_what_it_shows_and_answers_the_same(tmp_path, mon
         reports[case] = {k: v for k, v in json.loads(out.read_text()).items() if k != "seconds"}
     assert levels == ["shown", "all"]
     assert reports["plain"] == reports["pictures"]
+
+
+def test_localize_collections_skip_what_lives_through_the_search(tmp_path, monkeypatch):
+    """Each batch's session is released with a full ``gc.collect``; the graphs and the caller's objects are frozen
+    for the search (``gc.freeze``), so a collection walks only what the batch made (PP-OCR's detector with a tight
+    budget: 1,344 collections of 37 ms each were 49 s of a 56 s localize), and unfrozen after it."""
+    import gc
+
+    from parity_surgeon import localizer
+
+    from parity.testing import invoke, mlp
+
+    frozen = []
+    real = gc.collect
+    monkeypatch.setattr(localizer.gc, "collect", lambda *a: frozen.append(gc.get_freeze_count()) or real(*a))
+    before = gc.get_freeze_count()
+    result = invoke("debug", "localize", mlp(tmp_path / "m.onnx"), "--onnxrt", "--validate", "--memory-budget", "1")
+    assert result.exit_code == 0, result.stderr
+    assert frozen and min(frozen) > before, frozen
+    assert gc.get_freeze_count() == before
