@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 from parity.api import ModelError, UsageError, WeightReader, counted, did_you_mean, onnx_external, onnx_models, refuse_overwrite, save_model
-from parity_surgeon.graph import copy_fields
 
 FP16_MAX = 65504.0
 CONTROL_FLOW = {"If", "Loop", "Scan"}
@@ -335,8 +334,8 @@ class Fp16Converter:
         import onnx
 
         model = onnx.ModelProto()
-        copy_fields(self.model, model, skip="graph")
-        copy_fields(self.model.graph, model.graph, skip="initializer")
+        onnx_models.copy_fields(self.model, model, skip="graph")
+        onnx_models.copy_fields(self.model.graph, model.graph, skip="initializer")
         for init in self.model.graph.initializer:
             model.graph.initializer.append(_bare(init) if init.name in self._sources else init)
         return model

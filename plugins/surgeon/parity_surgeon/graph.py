@@ -99,11 +99,6 @@ def serialize(model: Any) -> bytes:
         raise ModelError(f"the model is over protobuf's 2 GiB limit and cannot be written as one file ({exc})") from None
 
 
-def copy_fields(src: Any, dst: Any, skip: str) -> Any:
-    """Copy every set field of message ``src`` into ``dst`` except the field ``skip`` (``parity.api.onnx_models.copy_fields``)."""
-    return onnx_models.copy_fields(src, dst, skip)
-
-
 def keep_header(model: Any, original: Any) -> Any:
     """Copy IR version and opsets from ``original``: exporters (gs, onnx.helper) write newer IR versions."""
     model.ir_version = original.ir_version or IR_VERSION_FALLBACK

@@ -213,8 +213,8 @@ def _shape_skeleton(model: Any) -> tuple[Any, dict[str, Any]]:
 
     skeleton = onnx.ModelProto()
     big: dict[str, Any] = {}
-    g.copy_fields(model, skeleton, skip="graph")
-    g.copy_fields(model.graph, skeleton.graph, skip="initializer")
+    onnx_models.copy_fields(model, skeleton, skip="graph")
+    onnx_models.copy_fields(model.graph, skeleton.graph, skip="initializer")
     for t in model.graph.initializer:
         if _strippable(t) and t.name not in big:
             big[t.name] = t
@@ -247,7 +247,7 @@ def _adopt(model: Any, inferred: Any, big: dict[str, Any]) -> Any:
         for descriptor in target.DESCRIPTOR.fields:
             if descriptor.name != skip:
                 target.ClearField(descriptor.name)
-        g.copy_fields(source, target, skip=skip)
+        onnx_models.copy_fields(source, target, skip=skip)
     return model
 
 
