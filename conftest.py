@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -50,5 +51,10 @@ def chromium():
 
 
 def pytest_configure(config):
+    # The suite starts thousands of `parity` processes; where the environment forbids writing bytecode (some
+    # sandboxes set PYTHONDONTWRITEBYTECODE), each of them compiled Parity's editable sources anew (~0.15 s a
+    # process). Workers and their children inherit this (xdist starts them after configure).
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
     config.addinivalue_line("markers", "corpus: runs on the real-model corpus (fetched from wheels)")
     config.addinivalue_line("markers", "big: runs commands on a model past protobuf's 2 GiB limit (minutes; deselect with -m 'not big')")

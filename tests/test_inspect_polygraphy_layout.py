@@ -240,8 +240,11 @@ def test_visual_serves_the_page_headless_until_interrupted(tmp_path):
 
     model = conv_model(tmp_path / "m.onnx")
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    # Ctrl+C's default action, whatever this test inherited: a shell's background job (`pytest ... &`) starts with
+    # SIGINT ignored, and Python then leaves it ignored in the child, which would serve on after the signal
     proc = subprocess.Popen([sys.executable, "-m", "parity", "inspect", "model", str(model), "--visual", "--visual-port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         first = proc.stdout.readline()
         assert first.startswith("Viewer available at http://127.0.0.1:"), first + proc.stderr.read()
