@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TINY = Path(__file__).resolve().parents[1] / "examples" / "models" / "tiny_cnn.onnx"
 RUN = ("run", TINY, "--onnxrt", "--onnxrt", "--input-shapes", "x:[1,3,16,16]")
 
@@ -92,3 +94,94 @@ def test_without_parity_reports_run_works_and_its_options_do_not_exist(tmp_path)
     lines = refused.stderr.strip().splitlines()
     assert refused.returncode == 2 and len(lines) == 1 and "--save-report-html is provided by parity-reports" in lines[0], refused.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+LEVELS = '''
+import json
+import click
+from parity import hookimpl
+from parity.api import OptionSpec, RunWatcher
+
+
+class Reads(RunWatcher):
+    def __init__(self, level):
+        self.statistics, self.seen = level, []
+
+    def on_compared(self, index, pair, actual, reference):
+        for check in pair.iterations[-1].checks:
+            abs_ = check.details.get("abs", {})
+            self.seen.append({"median": "median_abs" in check.values, "details": bool(check.details),
+                              "histogram": bool(check.details.get("abs_histogram")), "percentiles": "p50" in abs_})
+
+    def on_reported(self, run):
+        print("seen:", json.dumps(self.seen))
+
+
+@hookimpl
+def parity_register_options(register):
+    register(OptionSpec("reads", ("run",), [click.Option(["--reads"])]))
+
+
+@hookimpl
+def parity_watch_run(options, reporter):
+    return Reads(options["reads"]) if options.get("reads") else None
+'''
+
+
+def _seen(out: str) -> list[dict]:
+    import json
+
+    return json.loads(next(line for line in out.splitlines() if line.startswith("seen:"))[5:])
+
+
+EXPECT = {
+    "histogram": {"median": False, "details": True, "histogram": True, "percentiles": False},
+    "shown": {"median": False, "details": False, "histogram": False, "percentiles": False},
+    "report": {"median": True, "details": False, "histogram": False, "percentiles": False},
+    "all": {"median": True, "details": True, "histogram": True, "percentiles": True},
+}
+
+
+@pytest.mark.parametrize("level", list(EXPECT))
+def test_a_watcher_gets_the_statistics_it_says_it_reads(main, tmp_path, level):
+    """RunWatcher.statistics: a watcher reading histograms gets every output's details without medians or
+    percentiles; one reading the values only gets neither; the default gets everything."""
+    plugin = tmp_path / "reads.py"
+    plugin.write_text(LEVELS)
+    code, out, err = main("--plugin", plugin, *RUN, "--reads", level)
+    assert code == 0, err
+    assert _seen(out) == [EXPECT[level]]
+
+
+def test_the_run_computes_the_least_level_covering_every_need(main, tmp_path):
+    """A watcher reading histograms and --report's medians: "all"."""
+    plugin = tmp_path / "reads.py"
+    plugin.write_text(LEVELS)
+    code, out, err = main("--plugin", plugin, *RUN, "--reads", "histogram", "--report", tmp_path / "r.json")
+    assert code == 0 and _seen(out) == [EXPECT["all"]], err
+
+
+@pytest.mark.parametrize("level", ["histogram", "shown"])
+def test_a_failing_output_keeps_its_full_details_at_every_level(main, tmp_path, level):
+    """The CLI prints a failure's statistics and percentiles: a watcher that reads less never takes them away
+    (the two sides differ: a fixed seed's inputs against themselves plus an offset, loaded as outputs)."""
+    plugin = tmp_path / "reads.py"
+    plugin.write_text(LEVELS)
+    code, out, err = main(*RUN, "--save-outputs", tmp_path / "o.json")
+    assert code == 0, err
+    code, out, err = main("--plugin", plugin, *RUN[:3], "--input-shapes", "x:[1,3,16,16]", "--val-range", "x:[5,6]",
+                          "--load-outputs", tmp_path / "o.json", "--reads", level)
+    assert code == 1, err
+    assert _seen(out)[0]["percentiles"] and _seen(out)[0]["details"] and not _seen(out)[0]["median"]
+
+
+def test_statistics_level_is_the_least_level_covering_the_needs():
+    from parity.api import STATISTICS, statistics_level
+
+    assert STATISTICS == ("all", "report", "histogram", "shown")
+    assert statistics_level([]) == "shown"
+    assert statistics_level(["shown", "shown"]) == "shown"
+    assert statistics_level(["report"]) == "report"
+    assert statistics_level(["histogram", "shown"]) == "histogram"
+    assert statistics_level(["report", "histogram"]) == "all"
+    assert statistics_level(["all", "shown"]) == "all"

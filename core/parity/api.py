@@ -59,6 +59,8 @@ _EXPORTS: dict[str, str] = {
     "parse_val_ranges": "parity.data.parse",
     # comparison
     "OutputCheck": "parity.compare.result",
+    "STATISTICS": "parity.compare.simple",
+    "statistics_level": "parity.compare.simple",
     "resolve_compare_funcs": "parity.compare.comparator",
     "DivergenceReport": "parity.compare.divergence",
     "GraphInfo": "parity.compare.divergence",
@@ -163,6 +165,7 @@ if TYPE_CHECKING:  # what readers and type checkers see; at run time each name l
     from parity.compare.names import OutputNames
     from parity.compare.nonfinite import FiniteRow, NonFiniteReport, constant_values, describe_first, finite_row, first_nonfinite, is_scanned
     from parity.compare.result import OutputCheck
+    from parity.compare.simple import STATISTICS, statistics_level
     from parity.compare.stats import decade_labels
     from parity.console import SETTINGS, command_line, echo
     from parity.data.loader import DataLoader, as_feed, load_script_loader

@@ -117,6 +117,13 @@ class RunWatcher:
     nothing unless overridden. Raise :class:`parity.errors.UsageError` from the ``check`` methods to refuse a
     request before any work (one line, exit 2)."""
 
+    #: the comparison statistics this watcher reads (a level of ``parity.api.STATISTICS``): ``"all"`` (the
+    #: default: every value, every output's details with percentiles), ``"report"`` (the medians), ``"histogram"``
+    #: (every output's details without medians or percentiles) or ``"shown"`` (the values every line shows). The
+    #: run computes the least level covering its watchers' and its reporter's: say less, and runs get faster
+    #: (exact medians and percentiles are most of a layerwise run's comparison time)
+    statistics = "all"
+
     def check(self) -> None:
         """Before any work, once the model's path is checked: refuse what cannot be done (a library that is
         missing, a folder that is a file, no display to show on)."""

@@ -35,6 +35,7 @@ from parity.compare.comparator import Comparator, CompareFunc, compare_iteration
 from parity.compare.dataset import finish, refuse_unaveraged
 from parity.compare.names import OutputNames
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
+from parity.compare.simple import statistics_level
 from parity.errors import ExitCode, UsageError
 from parity.from_options import (
     check_loading_flags,
@@ -464,8 +465,10 @@ def _run_comparison(request: RunRequest, reporter: RunReporter | Any, registry: 
         check_model_path(model)
     for watcher in watchers:
         watcher.check()  # before any work: a library, a folder, a display
-    # compute what is shown: medians for --report's values, details for every output only if someone shows them
-    shown = "all" if watchers or getattr(reporter, "details", "all") == "all" else "report" if params.get("report") else "shown"
+    # compute what is shown: medians for --report's values, details for every output only if someone shows them,
+    # percentiles only for those who read them (each watcher says what it reads: RunWatcher.statistics)
+    needs = [getattr(w, "statistics", "all") for w in watchers] + ["report"] * bool(params.get("report"))
+    shown = statistics_level(needs + ["all"] * (getattr(reporter, "details", "all") == "all"))
     funcs = make_compare_funcs({"compare_statistics": shown, **params}, registry)
     if request.check_average:
         refuse_unaveraged(funcs, request.fail_fast)

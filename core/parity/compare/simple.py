@@ -16,7 +16,7 @@ import base64
 import math
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,11 +31,24 @@ from parity.errors import UsageError
 
 TINY = np.finfo(np.float32).tiny
 # What a comparison computes beyond its verdict and the values every line shows (max, mean, cosine, SQNR, counts):
-# "all": the medians and, with ``details``, the details of every output (the API's default; ``parity run -v`` and
-# plugins' reports); "report": the medians (``--report``'s values) and details for failing outputs only;
-# "shown": what ``parity run`` prints: details for failing outputs, no medians unless the checked statistic is
-# one (each median is an exact selection pass over a float32 copy of the errors).
-STATISTICS = ("all", "report", "shown")
+# "all": the medians and, with ``details``, the details of every output, percentiles included (the API's default;
+# ``parity run -v``); "report": the medians (``--report``'s values) and details for failing outputs only;
+# "histogram": every output's details without medians or percentiles (both tensors' min/max/mean/std, the error
+# histogram: what the HTML report and Model Explorer read); "shown": what ``parity run`` prints: details for
+# failing outputs, no medians unless the checked statistic is one. Each median or percentile is an exact
+# selection pass over a float32 copy of the values: most of a layerwise run's comparison time. Failing outputs
+# get their full details (percentiles included) in every mode but "report"'s and "shown"'s passing outputs.
+STATISTICS = ("all", "report", "histogram", "shown")
+# what each level computes for an output that passes; statistics_level() picks the least that covers some needs
+_COVERS = {"shown": frozenset(), "report": frozenset({"medians"}), "histogram": frozenset({"details"}), "all": frozenset({"medians", "details", "percentiles"})}
+
+
+def statistics_level(needs: Iterable[str]) -> str:
+    """The least level of :data:`STATISTICS` computing everything the given levels compute (``"shown"`` for none):
+    a run whose HTML report reads the histograms (``"histogram"``) and whose ``--report`` needs medians
+    (``"report"``) computes ``"all"``."""
+    wanted = frozenset().union(*(_COVERS[need] for need in needs))
+    return next(level for level in ("shown", "report", "histogram", "all") if wanted <= _COVERS[level])
 
 
 class SimpleCompare:
@@ -102,13 +115,14 @@ class SimpleCompare:
         if actual.shape != reference.shape:
             return OutputCheck(name, False, self.name, {}, thresholds, f"shape {list(actual.shape)} != reference {list(reference.shape)}")
         a, b = stats.as_float(actual), stats.as_float(reference)
-        every = self.statistics == "all"
-        medians = self.statistics != "shown" or stat == "median"
+        every = self.statistics in ("all", "histogram")
+        medians = self.statistics in ("all", "report") or stat == "median"
         # the main pass, parallel over chunks: mismatches, the smallest passing tolerances, both errors' max and
-        # mean, cosine and SQNR; with the details, both tensors' statistics, the error histogram and the absolute
-        # error in a float32 scratch for its exact percentiles
+        # mean, cosine and SQNR; with the details, both tensors' statistics and the error histogram, and with the
+        # percentiles the absolute error in a float32 scratch for its exact selections
         details = self.details and every
-        err, abs_s, rel_s, scratch = self._scan(a, b, atol, rtol, details, medians)
+        percentiles = medians or (details and self.statistics == "all")
+        err, abs_s, rel_s, scratch = self._scan(a, b, atol, rtol, details, percentiles)
         values: dict[str, Any] = {"max_abs": abs_s.max, "mean_abs": abs_s.mean}
         if medians:
             values["median_abs"] = abs_s.median
@@ -149,15 +163,16 @@ class SimpleCompare:
             why = f"{stat} error abs={abs_v:.4g} > {atol:g} and rel={rel_v:.4g} > {rtol:g}"
             if nonfinite:
                 why = f"{nonfinite} NaN/Inf mismatches"
-        if self.details and not details and not passed:
+        if self.details and not (details and percentiles) and not passed:
             # the CLI prints a failure's details: one more pass for them. Its values are the same numbers (the
             # same chunks and partials), so only its statistics of the tensors, histogram and percentiles are used
-            details = True
+            details = percentiles = True
             err, abs_s, rel_s, scratch = self._scan(a, b, atol, rtol, True, True)
         out: dict[str, Any] = {}
         if details:
             a_s, b_s = err.a_acc.finish(), err.b_acc.finish()
-            err.percentiles([(flat, work if flat.dtype != np.float64 else None, s) for flat, s, work in ((a, a_s, scratch[0]), (b, b_s, scratch[1])) if s.finite])
+            if percentiles:
+                err.percentiles([(flat, work if flat.dtype != np.float64 else None, s) for flat, s, work in ((a, a_s, scratch[0]), (b, b_s, scratch[1])) if s.finite])
             del scratch
             out = {
                 "abs": abs_s.to_dict(),
@@ -177,14 +192,14 @@ class SimpleCompare:
         each in a float32 scratch, the two selections side by side on two threads (returned: the tensors'
         percentiles reuse them)."""
         err = _ErrorScan(a, b, atol, rtol, self.infinities_equal, self.nans_equal, self.threads)
-        scratch = np.empty(a.size, dtype=np.float32) if details or percentiles else None
+        scratch = np.empty(a.size, dtype=np.float32) if percentiles else None
         err.scan(scratch if details else None, details=details)
         abs_s, rel_s = err.abs_summary(), err.rel_summary()
         scratches: list[np.ndarray | None] = [scratch, None]
         if scratch is not None:
             jobs = []
             if abs_s.finite:
-                if not details:
+                if not details:  # the scan wrote the absolute errors there only with the details
                     err.fill_abs(scratch)
                 jobs.append((scratch, scratch, abs_s))
             if rel_s.finite:
@@ -413,7 +428,7 @@ class _ErrorScan:
 
     def scan(self, abs_out: np.ndarray | None, details: bool = True) -> None:
         """The main pass; with ``details``, also both tensors' statistics, the histogram, and the absolute error
-        (float32) written into ``abs_out``."""
+        (float32) written into ``abs_out`` where one is given (for its percentiles)."""
         self._details, self._out = details, abs_out
         if details:  # made only when needed: four Summary records cost a layerwise run ~30 us a tensor
             n = self.a.size
@@ -474,7 +489,7 @@ class _ErrorScan:
         n = absd.size
         if self._details or not finite or p.needed_atol > FLT_MAX or p.needed_rtol > FLT_MAX:
             # the errors as float32, as their statistics (and percentiles) have always been taken
-            abs32 = self._out[sl] if self._details else bufs["abs32"][:n]
+            abs32 = self._out[sl] if self._out is not None else bufs["abs32"][:n]
             rel32 = bufs["rel32"][:n]
             abs32[...] = absd
             rel32[...] = rel
@@ -512,7 +527,7 @@ class _ErrorScan:
         if count:
             p.mismatches = int(np.count_nonzero((absd > self.atol) & (rel > self.rtol)))
         if self._details:
-            abs32, rel32 = self._out[sl], bufs["rel32"][:n]
+            abs32, rel32 = (self._out[sl] if self._out is not None else bufs["abs32"][:n]), bufs["rel32"][:n]
             abs32[...] = absd
             rel32[...] = rel
             hist = np.zeros(len(stats.DECADES) + 3, dtype=np.int64)

@@ -93,6 +93,8 @@ def save(path: str, results: Mapping[str, Any]) -> None:
 class AccuracyResultsWatcher(RunWatcher):
     """``parity run --save-accuracy-results FILE``: the file is written once the run is reported, pass or fail."""
 
+    statistics = "report"  # Polygraphy's fields: max, mean and median errors (the values), no details
+
     def __init__(self, path: str, options: Mapping[str, Any]) -> None:
         self.path = path
         check_output_path(path, "--save-accuracy-results")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from parity.api import FinishedRun, RunReporter, RunWatcher, UsageError, check_output_path, command_line
+from parity.api import FinishedRun, RunReporter, RunWatcher, UsageError, check_output_path, command_line, statistics_level
 from parity_reports.hooks import PICTURES, REPORT_FLAGS, REPORTS
 
 
@@ -34,6 +34,9 @@ class ReportWatcher(RunWatcher):
             from parity_reports.html_report import ReportCollector
 
             self.collector = ReportCollector(samples=bool(self.html))
+        # what the comparisons must compute: the pictures plot the error medians, the HTML report and Model
+        # Explorer read each output's histogram (details), none of them a percentile
+        self.statistics = statistics_level(["report"] * bool(self.pictures) + ["histogram"] * bool(self.collector))
 
     def check(self) -> None:
         if self.pictures is not None:

@@ -634,9 +634,10 @@ def localize_command(ctx: click.Context, model: str, **params: Any) -> int:
         echo("parity: note: localize uses the first iteration's inputs", err=True)
     loader = make_data_loader({**params, "iterations": 1}, model, "onnx", registry)
     feed = as_feed(next(iter(loader)), 0)
-    # each tensor's row needs the verdict, max errors, cosine and SQNR: percentiles and both tensors' statistics
-    # only for the pictures (VGG-19's 3 MB activations spent most of a localize selecting medians nobody saw)
-    statistics = "all" if html_path or explorer_path else "shown"
+    # each tensor's row needs the verdict, max errors, cosine and SQNR; the HTML report and Model Explorer each
+    # tensor's histogram (details); nobody a median or percentile (VGG-19's 3 MB activations spent most of a
+    # localize selecting medians nobody saw)
+    statistics = "histogram" if html_path or explorer_path else "shown"
     funcs = make_compare_funcs({"compare_statistics": statistics, **params}, registry)
     OutputNames.from_options(params, registry).check_model(model, "onnx", None, marked=True, external_data_dir=params.get("external_data_dir"))
     result = localize(
