@@ -2,6 +2,7 @@
 
     python bench/layerwise_bench.py                # 158-node encoder: time, peak RSS, saved-file size, losslessness
     python bench/layerwise_bench.py --big          # also the 4.5 GiB-activation chain: peak RSS under a budget
+    python bench/layerwise_bench.py --reports densenet121   # also the HTML report + Model Explorer's cost on it
 
 Encoder: ``run --onnxrt --onnxrt --onnx-outputs mark all`` for both tools (and ``--save-outputs``), plus
 ``parity debug localize --all-tensors``. Targets: no slower than Polygraphy; saved file <= 0.8x
@@ -21,6 +22,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from common import clean_env, median, run_measured, table, tool, verdict  # noqa: E402
 from models import activation_chain, transformer_encoder  # noqa: E402
+
+
+def light_model(name: str) -> str:
+    """A path as given, or one of the onnx wheel's ``light`` models by its short name (``densenet121``)."""
+    if os.path.exists(name):
+        return name
+    import onnx
+
+    return str(Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"light_{name}.onnx")
 
 
 def measure(cmds: dict[str, list[str]], repeat: int) -> dict[str, tuple[float, float]]:
@@ -71,6 +81,26 @@ def encoder(tmp: str, repeat: int) -> bool:
     return ok
 
 
+def reports(tmp: str, repeat: int, model: str) -> bool:
+    """The HTML report and Model Explorer's node data on a layerwise run: their cost over the same run without
+    them (the floor), Polygraphy's mark-all run beside (it writes neither). The reports read each tensor's
+    histogram, so the comparisons select no median or percentile (the "histogram" statistics level)."""
+    mark = ["--onnxrt", "--onnxrt=graph-optimization-level=disable", "--onnx-outputs", "mark", "all"]
+    cmds = {
+        "polygraphy run mark all": [tool("polygraphy"), "run", model, *mark],
+        "parity run mark all": [tool("parity"), "run", model, *mark],
+        "parity run mark all + HTML + Model Explorer": [
+            tool("parity"), "run", model, *mark, "--save-report-html", f"{tmp}/r.html", "--save-model-explorer", f"{tmp}/me.json"
+        ],  # fmt: skip
+    }
+    res = measure(cmds, repeat)
+    print(table([f"{Path(model).name}", "median s", "peak RSS MiB"], [[k, *v] for k, v in res.items()]))
+    over = res["parity run mark all + HTML + Model Explorer"][0] / res["parity run mark all"][0]
+    poly = res["parity run mark all + HTML + Model Explorer"][0] / res["polygraphy run mark all"][0]
+    print(f"reports: {over:.2f}x the same run without them, {poly:.2f}x Polygraphy's mark-all run (no reports)")
+    return verdict("reports cost at most 2x the run", over <= 2.0, f"{over:.2f}x")
+
+
 def big(tmp: str, budget: str, with_polygraphy: bool) -> bool:
     model = str(activation_chain(Path(tmp) / "chain.onnx"))
     print("chain: 73 tensors of 64 MiB = 4.6 GiB of activations per runner")
@@ -95,9 +125,12 @@ def main() -> int:
     parser.add_argument("--big", action="store_true", help="also the 4.6 GiB-activation chain (several minutes)")
     parser.add_argument("--budget", default="1G")
     parser.add_argument("--no-polygraphy-big", action="store_true", help="skip Polygraphy on the chain (it needs about 10 GiB)")
+    parser.add_argument("--reports", metavar="MODEL", help="also the HTML report + Model Explorer on MODEL's layerwise run ('densenet121': onnx's light_densenet121)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ok = encoder(tmp, args.repeat)
+        if args.reports:
+            ok &= reports(tmp, args.repeat, light_model(args.reports))
         if args.big:
             ok &= big(tmp, args.budget, not args.no_polygraphy_big)
     return 0 if ok else 1
