@@ -245,8 +245,8 @@ def sanitize_cmd(
     saved = g.save(result, output, model, "the sanitized model", base_dir=base, external=external, source_data=sources)
     for note in report.notes + (report.verbose_notes if SETTINGS["verbose"] else []):
         echo(f"parity: note: {note}", err=True)
-    if report.symbolic and SETTINGS["verbose"]:
-        echo("Inferred shapes in the model with `onnxruntime.tools.symbolic_shape_infer`")
+    if report.shape_inference == "ok" and SETTINGS["verbose"]:
+        echo(f"Inferred shapes in the model with {'`onnxruntime.tools.symbolic_shape_infer`' if report.symbolic else '`onnx.shape_inference`'}")
     for line in report.lines():
         echo(line)
     echo(_wrote(saved))

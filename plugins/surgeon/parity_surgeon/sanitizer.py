@@ -260,6 +260,10 @@ def _infer(model: Any, onnxruntime: bool, report: SanitizeReport, in_place: bool
         blocker = _symbolic_blocker(model)
         if blocker is None:
             skeleton, big = _shape_skeleton(model)
+            resolved = _onnx_resolves(skeleton)
+            if resolved is not None:
+                report.verbose_notes.append("onnx's shape inference gave every tensor a type and fixed dims: onnxruntime's symbolic inference had nothing to add")
+                return (_adopt(model, resolved, big) if in_place else _refill(resolved, big)), "ok"
             try:
                 inferred = onnx_models.symbolic_shapes(skeleton)  # the model has no external data to find: _symbolic_blocker
             except Exception as exc:  # noqa: BLE001 - any failure falls back to onnx's inference
@@ -273,6 +277,34 @@ def _infer(model: Any, onnxruntime: bool, report: SanitizeReport, in_place: bool
         if note not in report.verbose_notes:
             report.verbose_notes.append(note)
     return g.infer_shapes(model)
+
+
+def _onnx_resolves(skeleton: Any) -> Any | None:
+    """``skeleton`` inferred by onnx's own shape inference (C++, milliseconds) when that leaves nothing to resolve:
+    every node output a tensor of known type and fixed dims, no subgraphs. onnxruntime's symbolic inference (sympy's
+    import and a Python pass over the nodes: most of a static model's sanitize) can add nothing there; else None."""
+    import onnx
+
+    graph = skeleton.graph
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in graph.node for a in n.attribute):
+        return None
+    try:
+        inferred = onnx.shape_inference.infer_shapes(skeleton, data_prop=True)
+    except Exception:  # noqa: BLE001 - onnxruntime's inference gets its chance
+        return None
+    graph = inferred.graph
+    known = {vi.name: vi.type for vi in (*graph.value_info, *graph.output, *graph.input)}
+    constants = {t.name for t in graph.initializer}
+    for node in graph.node:
+        for name in node.output:
+            if not name or name in constants:
+                continue
+            kind = known.get(name)
+            if kind is None or not kind.HasField("tensor_type") or not kind.tensor_type.elem_type or not kind.tensor_type.HasField("shape"):
+                return None
+            if not all(d.HasField("dim_value") and d.dim_value >= 0 for d in kind.tensor_type.shape.dim):
+                return None
+    return inferred
 
 
 def infer_shapes(model: Any, onnxruntime: bool = True) -> tuple[Any, str, bool, list[str]]:

@@ -243,7 +243,7 @@ def test_localize_computes_only_what_it_shows_and_answers_the_same(tmp_path, mon
         result = invoke("debug", "localize", model, "--onnxrt", "--onnxrt=graph-optimization-level=disable", "--report", out, *extra)
         assert result.exit_code in (0, 1), result.stderr
         reports[case] = {k: v for k, v in json.loads(out.read_text()).items() if k != "seconds"}
-    assert levels == ["shown", "all"]
+    assert levels == ["shown", "histogram"]
     assert reports["plain"] == reports["pictures"]
 
 

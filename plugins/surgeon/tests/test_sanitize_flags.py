@@ -62,7 +62,7 @@ def test_partitioning_folds_and_needs_fold_constants(parity_invoke, tmp_path, pa
 
 
 def test_onnxruntime_symbolic_shape_inference_is_said_at_verbose(parity_invoke, tmp_path):
-    src = _foldable(tmp_path / "f.onnx")
+    src = _range(tmp_path / "r.onnx")  # y's length depends on x's values: onnx's inference leaves it unknown
     message = "Inferred shapes in the model with `onnxruntime.tools.symbolic_shape_infer`"
     code, text, _ = parity_invoke("surgeon", "sanitize", "-v", src, "-o", tmp_path / "a.onnx", "--fold-constants")
     assert code == 0 and message in text
@@ -70,6 +70,19 @@ def test_onnxruntime_symbolic_shape_inference_is_said_at_verbose(parity_invoke, 
     assert code == 0 and message not in text  # only at -v
     code, text, _ = parity_invoke("surgeon", "sanitize", "-v", src, "-o", tmp_path / "c.onnx", "--fold-constants", "--no-onnxruntime-shape-inference")
     assert code == 0 and message not in text and "shape inference: ok" in text
+
+
+def test_a_model_onnx_resolves_skips_the_symbolic_inference(parity_invoke, tmp_path):
+    """Every tensor typed with fixed dims by onnx's own inference: onnxruntime's symbolic inference (sympy, seconds
+    on a real model) is not run, -v says which inference ran and why; the model is the same as with it."""
+    src = _foldable(tmp_path / "f.onnx")
+    code, text, err = parity_invoke("surgeon", "sanitize", "-v", src, "-o", tmp_path / "a.onnx", "--fold-constants")
+    assert code == 0 and "Inferred shapes in the model with `onnx.shape_inference`" in text
+    assert "symbolic inference had nothing to add" in err and "symbolic_shape_infer`" not in text
+    model = onnx.load(str(tmp_path / "a.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    assert [n.op_type for n in model.graph.node] == ["Add"]
+    assert [d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim] == [1, 3]
 
 
 def test_outputs_mark_all_and_cleanup(parity_invoke, tmp_path):
