@@ -23,8 +23,10 @@ def plugin_words() -> set[str]:
 
 
 # plugins named after a tool the core itself speaks of: parity-polygraphy (Polygraphy's Python API) is named by its
-# package and distribution; the word alone is Polygraphy, whose files the core reads and writes (parity.results.polygraphy)
-TOOLS = {"polygraphy"}
+# package and distribution; the word alone is Polygraphy, whose files the core reads and writes (parity.results.polygraphy).
+# parity-torch likewise: the word alone is PyTorch, the library the core's data loader may draw with
+# (--data-loader-backend-module torch) and whose tensors it recognises in Polygraphy's files
+TOOLS = {"polygraphy", "torch"}
 
 
 def offenders(path: Path, words: set[str]) -> list[str]:

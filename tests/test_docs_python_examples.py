@@ -81,7 +81,13 @@ EXERCISES = {
         "hints = call_hook('parity_divergence_hint', report=report, output=None)\n"
         "assert hints == ['mytool cut m.onnx --node fc2 -o cut.onnx'], hints\n",
     ),
-    ("docs/plugins/hooks.md", 4): (  # another plugin implements the declared hook
+    ("docs/plugins/hooks.md", 3): (  # the torch plugin answers for torch.onnx's metadata only, an empty dict here
+        {"PARITY_DISABLE_PLUGINS": "torch"},
+        "from parity.api import call_hook\n"
+        "found = call_hook('parity_node_origins', nodes={'n1': {'my.layer': 'block1'}, 'n2': {'other': 'x'}})\n"
+        "assert found == [{'n1': 'layer block1'}], found\n",
+    ),
+    ("docs/plugins/hooks.md", 5): (  # another plugin implements the declared hook
         {},
         "from parity import hookimpl\n"
         "from parity.api import call_hook\n"

@@ -450,6 +450,43 @@ def test_hook_parity_divergence_hint(tmp_path):
     assert json.loads(report.read_text())["layerwise"][0]["extract_command"] is None
 
 
+ORIGIN_PLUGIN = '''
+from parity import hookimpl
+
+
+@hookimpl
+def parity_node_origins(nodes):
+    return {name: f"layer {meta['my.layer']}" for name, meta in nodes.items() if "my.layer" in meta}
+'''
+
+
+def test_hook_parity_node_origins(tmp_path):
+    """A layerwise report names where the first divergent node came from, as a plugin reads the node's metadata_props;
+    without metadata or without such a plugin it names none."""
+    import core_models
+    import onnx
+
+    good, bad = core_models.affine(tmp_path / "good.onnx"), core_models.affine(tmp_path / "bad.onnx", bias=0.9)
+    model = onnx.load(bad)
+    for node in model.graph.node:
+        node.metadata_props.add(key="my.layer", value=f"block_{node.name}")
+    onnx.save(model, bad)
+    (tmp_path / "origin.py").write_text(ORIGIN_PLUGIN)
+    golden, report = tmp_path / "golden.npz", tmp_path / "report.json"
+    ok(parity("run", good, "--onnxrt", "--onnx-outputs", "mark", "all", "--save-outputs", golden))
+    layerwise = ("run", bad, "--onnxrt", "--onnx-outputs", "mark", "all", "--load-outputs", golden, "--report", report)
+
+    mine = parity("--plugin", tmp_path / "origin.py", *layerwise)
+    assert mine.returncode == 1, mine.stderr
+    assert "First divergence: 'y', produced by node 'add' (Add) from ['scaled', 'bias'], origin: layer block_add:" in mine.stdout
+    rows = {row["name"]: row for row in json.loads(report.read_text())["layerwise"][0]["tensors"]}
+    assert rows["y"]["origin"] == "layer block_add" and rows["scaled"]["origin"] == "layer block_mul"
+
+    none = parity(*layerwise, env={"PARITY_DISABLE_PLUGINS": "torch"})  # nobody reads 'my.layer'
+    assert none.returncode == 1 and "First divergence: 'y'" in none.stdout and "origin:" not in none.stdout
+    assert {row["origin"] for row in json.loads(report.read_text())["layerwise"][0]["tensors"]} == {None}
+
+
 WATCH_PLUGIN = '''
 import click
 from parity import hookimpl

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "python-api.md"
-PACKAGES = ["parity", "parity_onnxrt", "parity_trt", "parity_surgeon", "parity_reduce", "parity_tactics"]
+PACKAGES = ["parity", "parity_onnxrt", "parity_trt", "parity_surgeon", "parity_reduce", "parity_tactics", "parity_torch"]
 
 
 def rows(package: str) -> set[str]:

@@ -45,10 +45,11 @@ DISTRIBUTIONS = {
     "parity-trt": ("plugins/trt", "parity_trt"),
     "parity-reports": ("plugins/reports", "parity_reports"),
     "parity-polygraphy": ("plugins/polygraphy", "parity_polygraphy"),
+    "parity-torch": ("plugins/torch", "parity_torch"),
     "parity-onnx-reference": ("contrib/parity-onnx-reference", "parity_onnx_reference"),
     "parity-metrics": ("contrib/parity-metrics", "parity_metrics"),
 }
-FIRST_PARTY_PLUGINS = ["onnxrt", "surgeon", "reduce", "tactics", "trt", "reports", "polygraphy"]
+FIRST_PARTY_PLUGINS = ["onnxrt", "surgeon", "reduce", "tactics", "trt", "reports", "polygraphy", "torch"]
 PLUGINS = [name for name in DISTRIBUTIONS if name != "parity"]
 LIBRARIES: set[str] = set()  # distributions for scripts only (no entry point, nothing registered): none since parity-polygraphy registers its metrics and --pluginref
 TEMPLATE = "contrib/parity-plugin-template"  # a module, not a package: no py.typed; built by tests/test_contrib_template.py
@@ -105,6 +106,9 @@ def test_core_extras_install_the_first_party_plugins():
     # parity[all] must install anywhere: TensorRT (NVIDIA's index, GPU machines) stays an extra of parity-trt
     trt = pyproject("plugins/trt")["project"]["dependencies"]
     assert not any(canonicalize_name(Requirement(r).name).startswith(("tensorrt", "cuda")) for r in trt), trt
+    # ... and PyTorch an extra of parity-torch: users bring the build of their machine (CPU, a CUDA flavour)
+    torch = pyproject("plugins/torch")["project"]["dependencies"]
+    assert not any(canonicalize_name(Requirement(r).name) in ("torch", "onnxscript") for r in torch), torch
 
 
 # ----------------------------------------------------------------------------------------------- the wheels

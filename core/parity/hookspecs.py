@@ -5,7 +5,7 @@ register through the ``parity`` entry-point group (or ``--plugin file.py`` for o
 
 Rules that keep plugins working across Parity versions:
 
-* Every hook but :func:`parity_divergence_hint` and :func:`parity_watch_run` is a *registration* hook: Parity passes a ``register``
+* Every hook but :func:`parity_divergence_hint`, :func:`parity_node_origins` and :func:`parity_watch_run` is a *registration* hook: Parity passes a ``register``
   callable (or the click group) and the plugin hands over cheap descriptions (dataclasses from :mod:`parity.registry`). Heavy libraries
   (tensorrt, onnxruntime, onnx, torch) are imported only inside the factories those descriptions point
   to, never at module import time, so ``parity --help`` stays fast.
@@ -188,6 +188,22 @@ def parity_divergence_hint(report, output):
         ``report.first`` (the first divergent :class:`parity.api.TensorError`: ``name``, ``node``, ``op_type``)
         and ``report.outside_inputs()`` (the node's inputs that are not weights or constants).
     :param output: the path to write the cut-out model to, or ``None`` for a name of your choosing.
+    """
+
+
+@hookspec
+def parity_node_origins(nodes):
+    """Where the nodes of an ONNX model came from, in the words of the tool that made it: a layerwise report shows
+    the first divergent node's origin beside its name (the torch plugin reads the PyTorch module that
+    torch.onnx's exporter records in each node's ``metadata_props``). Return ``{node name: origin}`` for the
+    nodes you recognise (``"PyTorch module 'layer1.0.conv2' (Conv2d)"``), or ``None``.
+
+    Called by: :meth:`parity.api.GraphInfo.from_onnx`, once per model it reads, and only when some node of the
+    main graph carries ``metadata_props``. Every implementation is called; for a node several name, the first
+    answer wins.
+
+    :param nodes: ``{node name: {metadata key: value}}`` of the main graph's nodes that carry ``metadata_props``
+        (a node without a name is keyed ``<op_type>_<index>``, as the report names it).
     """
 
 

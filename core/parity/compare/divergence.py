@@ -35,6 +35,7 @@ class Producer:
     node: str
     op_type: str
     inputs: tuple[str, ...]
+    origin: str | None = None  # where the node came from, as a plugin reads its metadata (hook parity_node_origins)
 
 
 @dataclass
@@ -58,6 +59,7 @@ class GraphInfo:
         placed = set(order)
         order += [i for i in range(len(nodes)) if i not in placed]  # a cycle: keep going in file order
         info = cls(constants={init.name for init in model.graph.initializer}, outputs=[o.name for o in model.graph.output])
+        origins = node_origins(nodes)
         for i in order:
             n = nodes[i]
             name = n.name or f"{n.op_type}_{i}"
@@ -66,8 +68,23 @@ class GraphInfo:
             for t in n.output:
                 if t:
                     info.order.append(t)
-                    info.producers[t] = Producer(name, n.op_type, tuple(n.input))
+                    info.producers[t] = Producer(name, n.op_type, tuple(n.input), origins.get(name))
         return info
+
+
+def node_origins(nodes: Sequence[Any]) -> dict[str, str]:
+    """``{node name: origin}`` from the plugins that recognise the nodes' ``metadata_props`` (hook
+    ``parity_node_origins``; a node without a name is ``<op_type>_<index>``): empty, and no hook called, when no node
+    carries metadata."""
+    described = {n.name or f"{n.op_type}_{i}": {p.key: p.value for p in n.metadata_props} for i, n in enumerate(nodes) if len(n.metadata_props)}
+    if not described:
+        return {}
+    found: dict[str, str] = {}
+    for answer in call_hook("parity_node_origins", nodes=described):
+        for name, origin in (answer or {}).items():
+            if name in described and origin:
+                found.setdefault(name, str(origin))
+    return found
 
 
 @dataclass
@@ -85,6 +102,7 @@ class TensorError:
     inputs: tuple[str, ...] = ()
     sqnr_db: float | None = None  # signal (reference) to error ratio, from the metric that measured it
     reference_name: str | None = None  # the reference's tensor it was compared with, when named otherwise
+    origin: str | None = None  # where its node came from (hook parity_node_origins): "PyTorch module 'layer1.0' (Block)"
 
 
 @dataclass
@@ -146,6 +164,8 @@ class DivergenceReport:
             what += f", produced by node '{first.node}' ({first.op_type}) from {list(first.inputs)}"
         if first.reference_name:
             what += f", compared with the reference's '{first.reference_name}'"
+        if first.origin:
+            what += f", origin: {first.origin}"
         out.append(f"First divergence: {what}" + (f": {first.message}" if first.message else ""))
         command = self.extract_command()
         if command:
@@ -189,6 +209,7 @@ def tensor_error(name: str, checks: Sequence[OutputCheck], position: int, produc
         producer.inputs if producer else (),
         None if sqnr is None or not math.isfinite(sqnr) else float(sqnr),
         reference_name if reference_name and reference_name != name else None,
+        producer.origin if producer else None,
     )
 
 
