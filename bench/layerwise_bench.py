@@ -85,7 +85,7 @@ def reports(tmp: str, repeat: int, model: str) -> bool:
     """The HTML report and Model Explorer's node data on a layerwise run: their cost over the same run without
     them (the floor), Polygraphy's mark-all run beside (it writes neither). The reports read each tensor's
     histogram, so the comparisons select no median or percentile (the "histogram" statistics level)."""
-    mark = ["--onnxrt", "--onnxrt=graph-optimization-level=disable", "--onnx-outputs", "mark", "all"]
+    mark = ["--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all"]
     cmds = {
         "polygraphy run mark all": [tool("polygraphy"), "run", model, *mark],
         "parity run mark all": [tool("parity"), "run", model, *mark],
@@ -97,8 +97,9 @@ def reports(tmp: str, repeat: int, model: str) -> bool:
     print(table([f"{Path(model).name}", "median s", "peak RSS MiB"], [[k, *v] for k, v in res.items()]))
     over = res["parity run mark all + HTML + Model Explorer"][0] / res["parity run mark all"][0]
     poly = res["parity run mark all + HTML + Model Explorer"][0] / res["polygraphy run mark all"][0]
-    print(f"reports: {over:.2f}x the same run without them, {poly:.2f}x Polygraphy's mark-all run (no reports)")
-    return verdict("reports cost at most 2x the run", over <= 2.0, f"{over:.2f}x")
+    # no target of its own (issue 30 asks layerwise runs to gain what the compare engine gains): figures only
+    print(f"info  reports: {over:.2f}x the same run without them, {poly:.2f}x Polygraphy's mark-all run (which writes no report)")
+    return True
 
 
 def big(tmp: str, budget: str, with_polygraphy: bool) -> bool:
@@ -126,9 +127,10 @@ def main() -> int:
     parser.add_argument("--budget", default="1G")
     parser.add_argument("--no-polygraphy-big", action="store_true", help="skip Polygraphy on the chain (it needs about 10 GiB)")
     parser.add_argument("--reports", metavar="MODEL", help="also the HTML report + Model Explorer on MODEL's layerwise run ('densenet121': onnx's light_densenet121)")
+    parser.add_argument("--no-encoder", action="store_true", help="skip the encoder's cases (with --reports or --big)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        ok = encoder(tmp, args.repeat)
+        ok = args.no_encoder or encoder(tmp, args.repeat)
         if args.reports:
             ok &= reports(tmp, args.repeat, light_model(args.reports))
         if args.big:
