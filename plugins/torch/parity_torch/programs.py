@@ -88,11 +88,9 @@ def numpy_dtype(dtype: Any) -> Any:
 
 
 def _dim(size: Any) -> int | str:
-    """A static dim as an int, a symbolic one (``s0``) as its name: dynamic."""
-    try:
-        return int(size)
-    except (TypeError, ValueError):
-        return str(size)
+    """A static dim as an int, a symbolic one (``s77``: a ``torch.SymInt``, whose int() is only the example's size)
+    as its name: dynamic."""
+    return size if isinstance(size, int) else str(size)
 
 
 @dataclass

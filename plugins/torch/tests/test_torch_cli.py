@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -62,6 +63,15 @@ def test_the_program_runs_alone_with_inputs_from_its_signature(parity_invoke, pr
     assert sorted(outputs) == ["linear", "mean"]
     shown = run(parity_invoke, programs, "inspect", "model", "cnn.pt2")
     assert shown.exit_code == 0 and "torch.export program" in shown.stdout and "x float32[1,3,8,8]" in shown.stdout and "linear float32[1,5]" in shown.stdout
+
+
+def test_symbolic_dims_stay_dynamic(parity_invoke, programs, tmp_path):
+    shown = run(parity_invoke, programs, "inspect", "model", "dynamic.pt2")
+    assert shown.exit_code == 0 and re.search(r"x float32\[s\d+,3\]", shown.stdout), shown  # not the example's 4
+    saved = tmp_path / "in.npz"
+    result = run(parity_invoke, programs, "run", "dynamic.pt2", "--torch", "--input-shapes", "x:[5,3]", "--save-inputs", saved)
+    assert result.exit_code == 0, result
+    assert load_inputs(str(saved))[0]["x"].shape == (5, 3)
 
 
 def test_layerwise_every_matched_tensor_passes_and_the_rest_is_listed(parity_invoke, programs):

@@ -89,6 +89,20 @@ def export(name: str, folder: Path) -> tuple[Path, Path]:
     return pt2, path
 
 
+class Scale(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x * 2).sum(1)
+
+
+def dynamic(folder: Path) -> Path:
+    """dynamic.pt2: a program whose batch dim is symbolic (torch.export's Dim)."""
+    path = folder / "dynamic.pt2"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.export.save(torch.export.export(Scale(), (torch.randn(4, 3),), dynamic_shapes={"x": {0: torch.export.Dim("batch")}}), path)
+    return path
+
+
 def perturbed(model: Path, initializer: str, out: Path, delta: float = 0.5) -> Path:
     """A copy of ``model`` with the first row of ``initializer`` (a convolution's first output channel) moved by
     ``delta``: a planted export bug."""
