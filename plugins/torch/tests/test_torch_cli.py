@@ -101,6 +101,20 @@ def test_a_broken_export_names_the_first_divergent_tensor_and_its_module(parity_
     assert layerwise["first"] == tensor and rows[tensor]["origin"] == module and not rows[tensor]["passed"]
 
 
+def test_without_the_exporters_metadata_nothing_is_matched(parity_invoke, programs, tmp_path):
+    import onnx
+
+    model = onnx.load(programs / "cnn.onnx")
+    for node in model.graph.node:
+        del node.metadata_props[:]
+    onnx.save(model, tmp_path / "plain.onnx")
+    pt2 = str(programs / "cnn.pt2")
+    final = run(parity_invoke, tmp_path, "run", "plain.onnx", "--onnxrt", "--torch", "--torch-model", pt2)
+    assert final.exit_code == 0, final  # the outputs are named as the signature names them: no metadata needed
+    marked = run(parity_invoke, tmp_path, "run", "plain.onnx", "--onnxrt", "--torch", "--torch-model", pt2, *MARK_ALL)
+    assert "--torch-outputs: plain.onnx records no PyTorch origin in its nodes' metadata, so no tensor can be matched" in one_line(marked, 2)
+
+
 def test_localize_with_the_program_as_reference(parity_invoke, programs):
     result = run(parity_invoke, programs, "debug", "localize", "cnn_bad.onnx", *PAIR[1:])
     assert result.exit_code == 1, result
