@@ -61,6 +61,8 @@ def test_the_program_runs_alone_with_inputs_from_its_signature(parity_invoke, pr
     assert list(feed) == ["x"] and feed["x"].shape == (1, 3, 8, 8) and feed["x"].dtype == np.float32
     [(_, [outputs])] = load_results(str(tmp_path / "out.npz"))
     assert sorted(outputs) == ["linear", "mean"]
+    fed = run(parity_invoke, programs, "run", *PAIR, "--load-inputs", saved, "--load-outputs", tmp_path / "out.npz")
+    assert fed.exit_code == 0 and "vs out.npz:torch-0] iteration 0: PASSED" in fed.stdout, fed  # the same inputs, the same outputs
     shown = run(parity_invoke, programs, "inspect", "model", "cnn.pt2")
     assert shown.exit_code == 0 and "torch.export program" in shown.stdout and "x float32[1,3,8,8]" in shown.stdout and "linear float32[1,5]" in shown.stdout
 
