@@ -66,6 +66,7 @@ class TorchRunner(BaseRunner):
         self._record: dict[str, str] = {}  # returned name -> fx node name, for marked tensors
         self._names: list[str | None] = []  # each flat output's name (None: not a tensor)
         self._fed: set[str] = set()  # inputs of the ONNX model the program computes itself (a cut model's boundary)
+        self._traced_on: str | None = None  # the device type the program's weights were exported on
 
     # --- loading ----------------------------------------------------------------------------------------
     def activate_impl(self) -> None:
@@ -77,6 +78,7 @@ class TorchRunner(BaseRunner):
             raise UsageError(f"{self.name}: --torch-outputs needs a torch.export program (.pt2); {program.path} is TorchScript, whose graph Parity does not walk")
         with quiet():
             if program.exported:
+                self._traced_on = _traced_device(program.program)
                 ep = self._layerwise(program)
                 if self.device != "cpu":
                     from torch.export.passes import move_to_device_pass
@@ -195,7 +197,10 @@ class TorchRunner(BaseRunner):
         except (UsageError, BackendError):
             raise
         except Exception as exc:  # noqa: BLE001 - torch raises anything: shape guards, kernels, device errors
-            raise BackendError(f"{self.name}: inference failed: {one_line(str(exc), 300) or type(exc).__name__}") from None
+            hint = ""
+            if self._traced_on and self._traced_on != self.device.partition(":")[0]:
+                hint = f" (the program was exported on {self._traced_on}, and torch.export keeps the layouts it traced there: export it on {self.device})"
+            raise BackendError(f"{self.name}: inference failed: {one_line(str(exc), 300) or type(exc).__name__}{hint}") from None
         outputs = {name: _numpy(value) for name, value in zip(self._output_names(len(flat)), flat) if name and isinstance(value, torch.Tensor)}
         by_node = {node: name for name, node in self._record.items()}
         for node, value in kept.items():
@@ -222,6 +227,16 @@ class TorchRunner(BaseRunner):
         if self.dtype == "fp32":
             return contextlib.nullcontext()
         return self._torch.autocast(device_type=self.device.partition(":")[0], dtype=getattr(self._torch, _AUTOCAST[self.dtype]))
+
+
+def _traced_device(ep: Any) -> str | None:
+    """The device type of an exported program's weights: where it was traced (its views and strides are that
+    device's: a CPU trace of an attention block fails a view on CUDA)."""
+    for value in ep.state_dict.values():
+        device = getattr(value, "device", None)
+        if device is not None:
+            return str(device.type)
+    return None
 
 
 def _numpy(value: Any) -> np.ndarray:
