@@ -213,3 +213,18 @@ def test_cuda_against_the_onnx_export(parity_invoke, programs):
     assert half.exit_code == 0, half
     layerwise = run(parity_invoke, programs, "run", "cnn_bad.onnx", *PAIR[1:], "--torch-device", "cuda:0", *MARK_ALL, "--atol", "1e-4")
     assert layerwise.exit_code == 1 and "origin: PyTorch module 'layer1.0.conv2' (Conv2d)" in layerwise.stdout, layerwise
+
+
+@pytest.mark.gpu
+def test_a_program_exported_on_the_cpu_that_fails_on_cuda_says_where_it_was_exported(parity_invoke, tmp_path):
+    """torch.export keeps the traced device's layouts: nn.TransformerEncoder exported on the CPU failed a view on
+    CUDA (torch 2.11, the H100 machine). The one line says where the program was exported and what to do; a torch
+    that runs it gives exit 0."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    torch.export.save(torch.export.export(model, (torch.randn(2, 16, 64),)), tmp_path / "enc.pt2")
+    result = run(parity_invoke, tmp_path, "run", "enc.pt2", "--torch", "--torch-device", "cuda")
+    if result.exit_code != 0:
+        assert result.exit_code == 3 and len(result.stderr.strip().splitlines()) == 1, result
+        assert "the program was exported on cpu" in result.stderr and "export it on cuda" in result.stderr, result
