@@ -55,16 +55,14 @@ def parity_register_backends(register):
             help="Run with ONNX Runtime (repeatable).",
             options=(
                 GreedyOption(
-                    ["--providers", "--execution-providers"],
-                    "providers",
+                    ["--providers", "--execution-providers", "providers"],
                     metavar="NAME",
                     help="onnxrt: execution providers in priority order, e.g. cpu cuda (partial names match).",
                 ),
                 click.Option(["--graph-optimization-level"], type=click.Choice(LEVELS), default=None, help="onnxrt: graph optimisation level [all]."),
                 click.Option(["--ort-threads"], type=click.IntRange(min=0), default=None, help="onnxrt: intra-op threads, 0: onnxruntime's default [0]."),
                 GreedyOption(
-                    ["--onnxrt-custom-ops"],
-                    "onnxrt_custom_ops",
+                    ["--onnxrt-custom-ops", "onnxrt_custom_ops"],
                     metavar="LIB.so",
                     help="onnxrt: custom-op libraries to register (SessionOptions.register_custom_ops_library), in order.",
                 ),

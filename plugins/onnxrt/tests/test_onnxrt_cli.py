@@ -110,3 +110,14 @@ def test_external_data_and_ir3_models_run(build, parity_invoke, tmp_path):
     code, out, err = parity_invoke("run", build("ir3_weights_as_inputs"), "--onnxrt", "--onnxrt", "--onnx-outputs", "mark", "all")
     assert code == 0, err
     assert "a: PASSED" in out and "y: PASSED" in out
+
+
+def test_run_help_shows_no_stray_default(parity_invoke, build):
+    """--providers' parameter name had slipped into click's show_default slot: the help said
+    '[default: (providers)]'. The name is a declaration again, and --providers still takes effect."""
+    code, out, _ = parity_invoke("run", "--help")
+    assert code == 0 and "[default: (" not in out
+    code, out, err = parity_invoke("run", build("relu_add"), "--onnxrt", "--providers", "cpu", "--input-shapes", "x:[2,4]")
+    assert code == 0, err
+    code, out, err = parity_invoke("run", build("relu_add"), "--onnxrt", "--providers", "nosuchprovider", "--input-shapes", "x:[2,4]")
+    assert code in (2, 3) and "nosuchprovider" in one_error_line(err)
