@@ -185,3 +185,15 @@ def test_statistics_level_is_the_least_level_covering_the_needs():
     assert statistics_level(["histogram", "shown"]) == "histogram"
     assert statistics_level(["report", "histogram"]) == "all"
     assert statistics_level(["all", "shown"]) == "all"
+
+
+def test_a_watcher_with_an_unknown_level_gets_everything_and_a_warning(main, tmp_path):
+    plugin = tmp_path / "reads.py"
+    plugin.write_text(LEVELS)
+    code, out, err = main("--plugin", plugin, *RUN, "--reads", "medians")
+    assert code == 0 and _seen(out) == [EXPECT["all"]], err
+    assert "Reads.statistics: unknown level 'medians' (choose from all, report, histogram, shown)" in err
+    with pytest.raises(ValueError, match="unknown statistics level 'medians'"):
+        from parity.api import statistics_level
+
+        statistics_level(["medians"])

@@ -35,7 +35,7 @@ from parity.compare.comparator import Comparator, CompareFunc, compare_iteration
 from parity.compare.dataset import finish, refuse_unaveraged
 from parity.compare.names import OutputNames
 from parity.compare.result import AccuracyResult, IterationComparison, PairComparison
-from parity.compare.simple import statistics_level
+from parity.compare.simple import STATISTICS, statistics_level
 from parity.errors import ExitCode, UsageError
 from parity.from_options import (
     check_loading_flags,
@@ -434,6 +434,16 @@ class RunOutcome(Record):
         return self.summary.passed
 
 
+def _watcher_statistics(watcher: RunWatcher, reporter: RunReporter) -> str:
+    """What ``watcher`` says it reads (``RunWatcher.statistics``); a level Parity does not know gets everything
+    (``"all"``), with a warning naming the watcher."""
+    level = getattr(watcher, "statistics", "all")
+    if level not in STATISTICS:
+        reporter.warning(f"{type(watcher).__name__}.statistics: unknown level {level!r} (choose from {', '.join(STATISTICS)}): every statistic is computed")
+        return "all"
+    return level
+
+
 def run_comparison(request: RunRequest, reporter: RunReporter | Any = None, registry: Registry | None = None) -> RunOutcome:
     """Everything ``parity run`` does, in its order: refuse bad paths, build the compare functions, golden runs,
     data and runners, run, report (``reporter``: a :class:`parity.reporting.RunReporter`, default
@@ -467,7 +477,7 @@ def _run_comparison(request: RunRequest, reporter: RunReporter | Any, registry: 
         watcher.check()  # before any work: a library, a folder, a display
     # compute what is shown: medians for --report's values, details for every output only if someone shows them,
     # percentiles only for those who read them (each watcher says what it reads: RunWatcher.statistics)
-    needs = [getattr(w, "statistics", "all") for w in watchers] + ["report"] * bool(params.get("report"))
+    needs = [_watcher_statistics(w, reporter) for w in watchers] + ["report"] * bool(params.get("report"))
     shown = statistics_level(needs + ["all"] * (getattr(reporter, "details", "all") == "all"))
     funcs = make_compare_funcs({"compare_statistics": shown, **params}, registry)
     if request.check_average:

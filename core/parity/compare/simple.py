@@ -47,6 +47,10 @@ def statistics_level(needs: Iterable[str]) -> str:
     """The least level of :data:`STATISTICS` computing everything the given levels compute (``"shown"`` for none):
     a run whose HTML report reads the histograms (``"histogram"``) and whose ``--report`` needs medians
     (``"report"``) computes ``"all"``."""
+    needs = list(needs)
+    unknown = [need for need in needs if need not in _COVERS]
+    if unknown:
+        raise ValueError(f"unknown statistics level '{unknown[0]}' (choose from {', '.join(STATISTICS)})")
     wanted = frozenset().union(*(_COVERS[need] for need in needs))
     return next(level for level in ("shown", "report", "histogram", "all") if wanted <= _COVERS[level])
 
