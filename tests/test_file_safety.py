@@ -306,3 +306,19 @@ def test_run_never_writes_over_the_models_external_data(llm_decoder, tmp_path, p
         code, text, err = parity_invoke("run", model, "--onnxrt", option, data, "--val-range", "input_ids:[0,99]")
         assert code == 2 and "refusing to overwrite the model's data file" in err, (option, text + err)
     assert data.read_bytes() == before
+
+
+def test_users_scripts_and_plugin_files_leave_no_bytecode_beside_them(work, main, monkeypatch):
+    """Python writes __pycache__ beside what it imports unless told not to: a data loader script, the helper module
+    it imports and a --plugin file are the user's folders, which Parity does not write to (the suite's environment
+    had forbidden bytecode everywhere and hid it)."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    scripts = work / "scripts"
+    scripts.mkdir()
+    (scripts / "shapes.py").write_text("SHAPE = (1, 4)\n")
+    (scripts / "loader.py").write_text("import numpy as np\nfrom shapes import SHAPE\n\ndef load_data():\n    yield {'x': np.ones(SHAPE, np.float32)}\n")
+    (scripts / "plug.py").write_text("from parity import hookimpl\n")
+    code, _, err = main("--plugin", scripts / "plug.py", "run", "m.onnx", "--onnxrt", "--data-loader-script", scripts / "loader.py")
+    assert code == 0, err
+    assert sorted(p.name for p in scripts.iterdir()) == ["loader.py", "plug.py", "shapes.py"]
+    assert sys.dont_write_bytecode is False  # restored

@@ -333,7 +333,10 @@ def _load_file(state: PluginState, path: str) -> None:
         spec = importlib.util.spec_from_file_location(f"parity_plugin_{file.stem}", file)
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        from parity.util.scripts import no_bytecode  # only a plugin file needs it
+
+        with no_bytecode():
+            spec.loader.exec_module(module)
     except Exception as exc:
         _fail(state, info, exc)
         return

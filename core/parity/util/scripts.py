@@ -3,9 +3,10 @@ one (``--data-loader-script``, TensorRT's ``--trt-network-func`` and post-proces
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,18 @@ def split_script_spec(spec: str, default_func: str, option: str) -> tuple[str, s
     if not path:
         raise UsageError(f"{option}: cannot read '{spec}'; write file.py[:function]")
     return path, func or default_func
+
+
+@contextlib.contextmanager
+def no_bytecode() -> Iterator[None]:
+    """Importing the user's files writes no ``__pycache__`` beside them (nor beside the helper modules they import):
+    Parity leaves nothing in folders it was not asked to write to."""
+    before = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = before
 
 
 def load_user_function(
@@ -44,7 +57,8 @@ def load_user_function(
     folder = str(file.parent.resolve())
     sys.path.insert(0, folder)  # the script's own helper modules import as they would when it runs as a script
     try:
-        mod_spec.loader.exec_module(module)
+        with no_bytecode():
+            mod_spec.loader.exec_module(module)
     except ModuleNotFoundError as exc:
         root = (exc.name or "").partition(".")[0]
         if missing and root in missing:
