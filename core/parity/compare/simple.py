@@ -52,7 +52,7 @@ def statistics_level(needs: Iterable[str]) -> str:
     if unknown:
         raise ValueError(f"unknown statistics level '{unknown[0]}' (choose from {', '.join(STATISTICS)})")
     wanted = frozenset().union(*(_COVERS[need] for need in needs))
-    return next(level for level in ("shown", "report", "histogram", "all") if wanted <= _COVERS[level])
+    return next(level for level in reversed(STATISTICS) if wanted <= _COVERS[level])  # STATISTICS: most to least
 
 
 class SimpleCompare:
@@ -119,13 +119,13 @@ class SimpleCompare:
         if actual.shape != reference.shape:
             return OutputCheck(name, False, self.name, {}, thresholds, f"shape {list(actual.shape)} != reference {list(reference.shape)}")
         a, b = stats.as_float(actual), stats.as_float(reference)
-        every = self.statistics in ("all", "histogram")
-        medians = self.statistics in ("all", "report") or stat == "median"
+        computes = _COVERS[self.statistics]
+        medians = "medians" in computes or stat == "median"
         # the main pass, parallel over chunks: mismatches, the smallest passing tolerances, both errors' max and
         # mean, cosine and SQNR; with the details, both tensors' statistics and the error histogram, and with the
         # percentiles the absolute error in a float32 scratch for its exact selections
-        details = self.details and every
-        percentiles = medians or (details and self.statistics == "all")
+        details = self.details and "details" in computes
+        percentiles = medians or (details and "percentiles" in computes)
         err, abs_s, rel_s, scratch = self._scan(a, b, atol, rtol, details, percentiles)
         values: dict[str, Any] = {"max_abs": abs_s.max, "mean_abs": abs_s.mean}
         if medians:
@@ -493,7 +493,7 @@ class _ErrorScan:
         n = absd.size
         if self._details or not finite or p.needed_atol > FLT_MAX or p.needed_rtol > FLT_MAX:
             # the errors as float32, as their statistics (and percentiles) have always been taken
-            abs32 = self._out[sl] if self._out is not None else bufs["abs32"][:n]
+            abs32 = self._abs32(sl, bufs)
             rel32 = bufs["rel32"][:n]
             abs32[...] = absd
             rel32[...] = rel
@@ -531,7 +531,7 @@ class _ErrorScan:
         if count:
             p.mismatches = int(np.count_nonzero((absd > self.atol) & (rel > self.rtol)))
         if self._details:
-            abs32, rel32 = (self._out[sl] if self._out is not None else bufs["abs32"][:n]), bufs["rel32"][:n]
+            abs32, rel32 = self._abs32(sl, bufs), bufs["rel32"][:n]
             abs32[...] = absd
             rel32[...] = rel
             hist = np.zeros(len(stats.DECADES) + 3, dtype=np.int64)
@@ -540,6 +540,11 @@ class _ErrorScan:
             abs_acc.total, rel_acc.total = sum_abs, sum_rel  # the kernel's sums: the same mean in every mode
             p.full = (_acc(a, sl.start, x), _acc(b, sl.start, y), abs_acc, rel_acc, hist)
         return p
+
+    def _abs32(self, sl: slice, bufs: dict[str, np.ndarray]) -> np.ndarray:
+        """Where a chunk's absolute errors go as float32: the caller's scratch (kept for its percentiles), else
+        this thread's buffer."""
+        return self._out[sl] if self._out is not None else bufs["abs32"][: sl.stop - sl.start]
 
     def _special(self, p: _Part, x: np.ndarray, y: np.ndarray, absd: np.ndarray, rel: np.ndarray) -> None:
         nan_x, nan_y = np.isnan(x), np.isnan(y)
