@@ -262,7 +262,7 @@ def _infer(model: Any, onnxruntime: bool, report: SanitizeReport, in_place: bool
             skeleton, big = _shape_skeleton(model)
             resolved = _onnx_resolves(skeleton)
             if resolved is not None:
-                report.verbose_notes.append("onnx's shape inference gave every tensor a type and fixed dims: onnxruntime's symbolic inference had nothing to add")
+                _note_once(report, "onnx's shape inference gave every tensor a type and fixed dims: onnxruntime's symbolic inference had nothing to add")
                 return (_adopt(model, resolved, big) if in_place else _refill(resolved, big)), "ok"
             try:
                 inferred = onnx_models.symbolic_shapes(skeleton)  # the model has no external data to find: _symbolic_blocker
@@ -273,10 +273,14 @@ def _infer(model: Any, onnxruntime: bool, report: SanitizeReport, in_place: bool
                     report.symbolic = True
                     return (_adopt(model, inferred, big) if in_place else _refill(inferred, big)), "ok"
                 blocker = "it gave no model"
-        note = f"onnxruntime's symbolic shape inference skipped: {blocker}; used onnx.shape_inference"
-        if note not in report.verbose_notes:
-            report.verbose_notes.append(note)
+        _note_once(report, f"onnxruntime's symbolic shape inference skipped: {blocker}; used onnx.shape_inference")
     return g.infer_shapes(model)
+
+
+def _note_once(report: SanitizeReport, note: str) -> None:
+    """A -v note for the whole sanitize: inference runs once before folding and once after, with the same reason."""
+    if note not in report.verbose_notes:
+        report.verbose_notes.append(note)
 
 
 def _onnx_resolves(skeleton: Any) -> Any | None:

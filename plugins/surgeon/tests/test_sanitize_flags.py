@@ -78,7 +78,7 @@ def test_a_model_onnx_resolves_skips_the_symbolic_inference(parity_invoke, tmp_p
     src = _foldable(tmp_path / "f.onnx")
     code, text, err = parity_invoke("surgeon", "sanitize", "-v", src, "-o", tmp_path / "a.onnx", "--fold-constants")
     assert code == 0 and "Inferred shapes in the model with `onnx.shape_inference`" in text
-    assert "symbolic inference had nothing to add" in err and "symbolic_shape_infer`" not in text
+    assert err.count("symbolic inference had nothing to add") == 1 and "symbolic_shape_infer`" not in text  # once, not per inference
     model = onnx.load(str(tmp_path / "a.onnx"))
     onnx.checker.check_model(model, full_check=True)
     assert [n.op_type for n in model.graph.node] == ["Add"]
