@@ -122,6 +122,32 @@ def test_leftover_after_a_normal_exit_does_not_hold_parity(tmp_path):
     assert not _alive(int((tmp_path / "bg").read_text()))
 
 
+def test_a_check_ending_while_another_ends_keeps_its_exit_code():
+    # Before: the sweep after one check reaped any zombie child not yet registered as a running check, so a check
+    # that had just started (and exited) in another --jobs thread lost its status: Python's wait then says 0 on
+    # ECHILD, and a failing check read as passing (seen once as a wrong 'good' in test_parallel_answer; here 331
+    # of 1468 checks had code 0 before the fix).
+    import threading
+
+    from parity.debug import procs
+    from parity.debug.check import CheckJob, run_check_job
+
+    stop = threading.Event()
+
+    def other_checks_ending() -> None:
+        while not stop.is_set():
+            procs.sweep("another-check")
+
+    sweeper = threading.Thread(target=other_checks_ending)
+    sweeper.start()
+    try:
+        codes = [run_check_job(CheckJob(["sh", "-c", "exit 3"])).code for _ in range(100)]
+    finally:
+        stop.set()
+        sweeper.join()
+    assert set(codes) == {3}
+
+
 def _start_reduce(tmp_path: Path) -> subprocess.Popen:
     _model(tmp_path / "m.onnx", 40)
     (tmp_path / "slow.sh").write_text("#!/bin/sh\nsleep 1005 &\necho $! >> kids\nwait\n")

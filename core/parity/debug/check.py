@@ -338,7 +338,7 @@ def _subprocess(job: CheckJob) -> CheckRun:
     procs.prepare()
     try:
         # A new session makes the check the leader of its own process group: a timeout kills the whole tree.
-        proc = subprocess.Popen(
+        proc = procs.spawn(
             argv,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -350,7 +350,6 @@ def _subprocess(job: CheckJob) -> CheckRun:
         )
     except OSError as exc:
         return CheckRun(None, "", error=f"--check: cannot run '{shlex.join(argv)}' ({exc.strerror or exc})")
-    procs.register(proc)
     try:
         out, timed_out = _collect(proc, job.timeout)
         if timed_out:

@@ -76,9 +76,14 @@ def check_env() -> dict[str, str]:
     return {"PARITY_CHECK_ID": uuid.uuid4().hex, "PARITY_CHECK_SESSION": SESSION_ID}
 
 
-def register(proc: subprocess.Popen) -> None:
+def spawn(argv: list[str], **popen: object) -> subprocess.Popen:
+    """Start a check (``subprocess.Popen(argv, **popen)``) and register it, under the lock :func:`sweep` reaps
+    under: a child that exists and is not registered is an orphan, never a check whose thread has yet to
+    register it (reaping a check's zombie makes its ``wait`` return 0 (ECHILD): a failing check read as passing)."""
     with _lock:
+        proc = subprocess.Popen(argv, **popen)  # type: ignore[call-overload]
         _live.add(proc)
+    return proc
 
 
 def unregister(proc: subprocess.Popen) -> None:
@@ -159,12 +164,13 @@ def sweep(check_id: str, skip: int | None = None) -> int:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
             killed.add(pid)
-    with _lock:
+    children = [pid for pid, ppid in _descendants().items() if ppid == me]
+    with _lock:  # no check starts meanwhile (spawn): a child not in _live now is an orphan, not a new check
         ours = {p.pid for p in _live}
-    for pid, ppid in _descendants().items():  # orphans (our children now) that are not a running check
-        if ppid == me and pid not in ours and (pid in killed or _is_zombie(pid)):
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, 0 if pid in killed else os.WNOHANG)
+        for pid in children:  # orphans (our children now) that are not a running check
+            if pid not in ours and (pid in killed or _is_zombie(pid)):
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, 0 if pid in killed else os.WNOHANG)
     return len(killed)
 
 
