@@ -152,6 +152,7 @@ _EXPORTS: dict[str, str] = {
     "split_script_spec": "parity.util.scripts",
     "lazy_attributes": "parity.util.lazy",
     "parse_size": "parity.util.units",
+    "frozen_heap": "parity.util.memory",
 }
 
 
@@ -199,6 +200,7 @@ if TYPE_CHECKING:  # what readers and type checkers see; at run time each name l
         write_text_atomic,
     )
     from parity.util.lazy import lazy_attributes
+    from parity.util.memory import frozen_heap
     from parity.util.scripts import load_user_function, split_script_spec
     from parity.util.text import counted, did_you_mean, first_line, names_preview, one_line, warn
     from parity.util.units import parse_size

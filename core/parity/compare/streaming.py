@@ -13,6 +13,7 @@ from parity.backend.base import BaseRunner
 from parity.data.loader import DataLoader, as_feed
 from parity.errors import ParityError
 from parity.results.model import IterationResult
+from parity.util.memory import frozen_heap
 from parity.util.text import unique_labels
 
 
@@ -36,43 +37,45 @@ def stream(
     labels = runner_labels(runners)
     step = on_step or (lambda index, what: None)
     spill = _Spill()
-    try:
-        feeds: list[list[tuple[str, str | None, Any]]] = []
-        done: list[list[tuple[float | None, list[tuple[str, str | None, Any]]]]] = []
-        for position, (runner, label) in enumerate(zip(runners, labels)):
-            last = position == len(runners) - 1
-            step(0, f"loading {label}")
-            with runner:
-                if position == 0:
-                    if data_loader is None:
-                        data_loader = DataLoader(runner.get_input_metadata())
-                    elif isinstance(data_loader, DataLoader) and not data_loader.input_metadata:
-                        data_loader.input_metadata = runner.get_input_metadata()
-                    source: Iterable[Any] = (as_feed(item, index) for index, item in enumerate(data_loader))
-                else:
-                    source = (spill.get(entries, mapped=False) for entries in feeds)
-                mine = []
-                for index, feed in enumerate(source):
-                    if position == 0 and not last:
-                        feeds.append(spill.put(feed))
-                    step(index, label)
-                    outputs = runner.infer(feed)
-                    result = IterationResult(outputs, runner.last_inference_time, label)
-                    if not last:
-                        mine.append((result.runtime, spill.put(result)))
-                        del outputs, result
-                        continue
-                    results = {}
-                    for earlier, runs in zip(labels, done):
-                        runtime, entries = runs[index]
-                        results[earlier] = IterationResult(spill.get(entries), runtime, earlier)
-                    results[label] = result
-                    yield index, feed, results
-                    del outputs, result, results
-                done.append(mine)
-            _collect()  # the released session's memory goes back before the next runner loads
-    finally:
-        spill.close()
+    # the collection after each runner scans only what the run made: the caller's objects are frozen meanwhile
+    with frozen_heap():
+        try:
+            feeds: list[list[tuple[str, str | None, Any]]] = []
+            done: list[list[tuple[float | None, list[tuple[str, str | None, Any]]]]] = []
+            for position, (runner, label) in enumerate(zip(runners, labels)):
+                last = position == len(runners) - 1
+                step(0, f"loading {label}")
+                with runner:
+                    if position == 0:
+                        if data_loader is None:
+                            data_loader = DataLoader(runner.get_input_metadata())
+                        elif isinstance(data_loader, DataLoader) and not data_loader.input_metadata:
+                            data_loader.input_metadata = runner.get_input_metadata()
+                        source: Iterable[Any] = (as_feed(item, index) for index, item in enumerate(data_loader))
+                    else:
+                        source = (spill.get(entries, mapped=False) for entries in feeds)
+                    mine = []
+                    for index, feed in enumerate(source):
+                        if position == 0 and not last:
+                            feeds.append(spill.put(feed))
+                        step(index, label)
+                        outputs = runner.infer(feed)
+                        result = IterationResult(outputs, runner.last_inference_time, label)
+                        if not last:
+                            mine.append((result.runtime, spill.put(result)))
+                            del outputs, result
+                            continue
+                        results = {}
+                        for earlier, runs in zip(labels, done):
+                            runtime, entries = runs[index]
+                            results[earlier] = IterationResult(spill.get(entries), runtime, earlier)
+                        results[label] = result
+                        yield index, feed, results
+                        del outputs, result, results
+                    done.append(mine)
+                _collect()  # the released session's memory goes back before the next runner loads
+        finally:
+            spill.close()
 
 
 def _collect() -> None:

@@ -77,6 +77,7 @@ from parity.api import (
     finite_row,
     first_divergent,
     first_nonfinite,
+    frozen_heap,
     get_registry,
     is_scanned,
     onnx_external,
@@ -1107,12 +1108,11 @@ def localize(
     session = _Session(model, specs, feed, funcs, progress, scan=validate, observe=observe, external_data_dir=external_data_dir)
     # each batch's session is released with a full gc.collect (a cycle must not keep its weights past the budget);
     # the graphs and the caller's objects live through the search, so they go to the permanent generation, which
-    # collections skip (gc.freeze): PP-OCR's detector spent 49 of 56 s in 1,344 collections of 37 ms each
-    gc.freeze()
+    # collections skip (frozen_heap): PP-OCR's detector spent 49 of 56 s in 1,344 collections of 37 ms each
     try:
-        return _localize(session, model, specs, reference_model, budget, mode, isolate, stop_at_first, tensors, exclude, validate, started)
+        with frozen_heap():
+            return _localize(session, model, specs, reference_model, budget, mode, isolate, stop_at_first, tensors, exclude, validate, started)
     finally:
-        gc.unfreeze()
         session.close()
 
 

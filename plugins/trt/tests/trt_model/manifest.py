@@ -39,17 +39,17 @@ class Manifest:
             if m:
                 self.sigs[m.group(1)].append(line[m.end() :])
         self.types = {n for n, (k, _) in self.kinds.items() if k in ("class", "enum") and not n.startswith("plugin.")}
+        self._children: dict[str, list[str]] | None = None
 
     def children(self, scope: str) -> list[str]:
-        prefix = f"{scope}." if scope else ""
-        out = []
-        for name in self.kinds:
-            if name.startswith("plugin."):
-                continue
-            rest = name[len(prefix) :] if name.startswith(prefix) else None
-            if rest is not None and rest and "." not in rest:
-                out.append(name)
-        return sorted(out)
+        """The names one level below ``scope`` (``""``: the module), sorted; ``plugin.*`` left out."""
+        if self._children is None:  # indexed once: the behavioural model asks for thousands of scopes
+            index: dict[str, list[str]] = defaultdict(list)
+            for name in self.kinds:
+                if not name.startswith("plugin."):
+                    index[name.rpartition(".")[0]].append(name)
+            self._children = {parent: sorted(names) for parent, names in index.items()}
+        return list(self._children.get(scope, ()))
 
 
 def parse_callable(sig: str) -> tuple[str, str | None]:
