@@ -1,0 +1,52 @@
+"""``parity.api.frozen_heap`` and the runs that use it: a collection inside scans only what the run made, a cycle
+the run drops is still collected, and no run (passing, failing, interrupted) leaves the caller's heap frozen."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+from parity.api import frozen_heap
+from parity.testing import invoke, save_graph
+
+
+class Node:
+    def __init__(self) -> None:
+        self.me = self  # a reference cycle: only a collection frees it
+
+
+def test_a_cycle_made_inside_is_collected_and_the_outer_freeze_is_kept():
+    assert gc.get_freeze_count() == 0
+    with frozen_heap():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with frozen_heap():  # nested: keeps the outer freeze
+            made = weakref.ref(Node())
+            gc.collect()
+            assert made() is None
+        assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() == 0
+
+
+@pytest.fixture()
+def relu(tmp_path):
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    return save_graph(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]), tmp_path / "relu.onnx")
+
+
+@pytest.mark.parametrize("args", [("--onnxrt",), ("--onnxrt", "--onnxrt"), ("--onnxrt", "--atol", "-1", "--rtol", "-1", "--onnxrt")])
+def test_no_run_leaves_the_heap_frozen(relu, args):
+    invoke("run", relu, *args)
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_failing_runner_leaves_the_heap_unfrozen(tmp_path):
+    (tmp_path / "bad.onnx").write_bytes(b"\x08\x07not a model")
+    result = invoke("run", tmp_path / "bad.onnx", "--onnxrt")
+    assert result.exit_code in (2, 3)
+    assert gc.get_freeze_count() == 0
