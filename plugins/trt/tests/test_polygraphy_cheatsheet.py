@@ -10,6 +10,7 @@ process (the model reaches it through the site shims trt_model.install puts on P
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -68,17 +69,26 @@ def identity(path: Path, name_in: str, name_out: str, shape: list) -> None:
     save_graph(graph, path, opset=17)
 
 
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The files the cheatsheet's scripts name: identity.onnx (x [1,1,2,2] -> y), dynamic_identity.onnx
     (X [N,3,28,28] -> Y), and inputs.json/outputs.json as `polygraphy run identity.onnx --onnxrt --save-inputs
-    inputs.json --save-outputs outputs.json` writes them (here `parity run`, which writes the same format)."""
-    identity(tmp_path / "identity.onnx", "x", "y", [1, 1, 2, 2])
-    identity(tmp_path / "dynamic_identity.onnx", "X", "Y", ["N", 3, 28, 28])
+    inputs.json --save-outputs outputs.json` writes them (here `parity run`, which writes the same format). Made
+    once; each test gets a copy (:func:`workdir`)."""
+    folder = tmp_path_factory.mktemp("cheatsheet-files")
+    identity(folder / "identity.onnx", "x", "y", [1, 1, 2, 2])
+    identity(folder / "dynamic_identity.onnx", "X", "Y", ["N", 3, 28, 28])
     subprocess.run(
         ["parity", "run", "identity.onnx", "--onnxrt", "--save-inputs", "inputs.json", "--save-outputs", "outputs.json"],
-        cwd=tmp_path, check=True, capture_output=True, timeout=120,
+        cwd=folder, check=True, capture_output=True, timeout=120,
     )
+    return folder
+
+
+@pytest.fixture
+def workdir(files: Path, tmp_path: Path) -> Path:
+    """A fresh copy of :func:`files` for one script (a script may write or change files there)."""
+    shutil.copytree(files, tmp_path, dirs_exist_ok=True)
     return tmp_path
 
 
