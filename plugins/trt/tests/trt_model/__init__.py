@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trt_model import behaviour
-from trt_model.manifest import MANIFESTS, Manifest, parameters, parse_callable, read_lines, versions
+from trt_model.manifest import MANIFESTS, Manifest, load, read_lines, signature_parameters, versions
 
 __all__ = ["MANIFESTS", "make", "versions"]
 
@@ -114,7 +114,7 @@ def _checked(qual: str, sigs: list[str], impl: Callable, bound: bool = True,
              resolve: Callable[[str], Any] = lambda name: None) -> Callable:
     """``impl`` behind pybind11's overload resolution for ``qual`` (TypeError when no overload takes the call);
     ``resolve`` gives the model class a parameter's type names, for the argument checks."""
-    overloads = [parameters(parse_callable(s)[0]) for s in sigs if s.startswith("(")]
+    overloads = [signature_parameters(s) for s in sigs if s.startswith("(")]
 
     def call(*args: Any, **kwargs: Any) -> Any:
         given = args[1:] if bound else args
@@ -256,7 +256,7 @@ def make(version: str = "10.7.0", memory: Any = None) -> types.ModuleType:
     ``memory`` (``module._memory``, the memory seam: a new ``host_cuda.HostCudart`` unless given)."""
     from trt_model.host_cuda import HostCudart
 
-    manifest = Manifest(version)
+    manifest = load(version)
     module = types.ModuleType("tensorrt", f"A model of TensorRT {version}'s documented Python API, for tests; not TensorRT.")
     module.__version__ = version
     module._memory = memory if memory is not None else HostCudart()

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections import defaultdict
@@ -74,3 +75,15 @@ def parameters(args: str) -> list[tuple[str, str, bool]]:
         default = "=" in raw
         out.append((name.split("=")[0].strip(), rest.split("=")[0].strip(), default))
     return out
+
+
+@functools.cache
+def load(version: str) -> Manifest:
+    """The parsed manifest of ``version``, read once per process (treat it as read-only: every model shares it)."""
+    return Manifest(version)
+
+
+@functools.cache
+def signature_parameters(sig: str) -> tuple[tuple[str, str, bool], ...]:
+    """:func:`parameters` of a signature line's arguments (``'(a: int) -> R'``), parsed once per distinct line."""
+    return tuple(parameters(parse_callable(sig)[0]))
