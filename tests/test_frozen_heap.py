@@ -6,9 +6,10 @@ from __future__ import annotations
 import gc
 import weakref
 
+import numpy as np
 import pytest
 
-from parity.api import frozen_heap
+from parity.api import BaseRunner, TensorMeta, frozen_heap
 from parity.testing import invoke, save_graph
 
 
@@ -49,4 +50,40 @@ def test_a_failing_runner_leaves_the_heap_unfrozen(tmp_path):
     (tmp_path / "bad.onnx").write_bytes(b"\x08\x07not a model")
     result = invoke("run", tmp_path / "bad.onnx", "--onnxrt")
     assert result.exit_code in (2, 3)
+    assert gc.get_freeze_count() == 0
+
+
+class Doubler(BaseRunner):
+    """y = 2x, no backend needed."""
+
+    def get_input_metadata_impl(self) -> dict[str, TensorMeta]:
+        return {"x": TensorMeta(np.dtype("float32"), (2,))}
+
+    def infer_impl(self, feed_dict: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"y": feed_dict["x"] * 2}
+
+
+def test_an_error_kept_by_the_caller_does_not_keep_the_heap_frozen():
+    # a callback that raises mid-run, and a caller (a notebook) that keeps the exception, hence the run's frames
+    from parity.run_engine import run
+
+    def stop(index, pairs):
+        raise RuntimeError("the user's callback failed")
+
+    kept = []
+    try:
+        run([Doubler("a"), Doubler("b")], [{"x": np.ones(2, np.float32)}] * 3, on_iteration=stop)
+    except RuntimeError as exc:
+        kept.append(exc)
+    assert kept and kept[0].__traceback__ is not None
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_stream_stopped_early_and_closed_unfreezes():
+    from parity.compare.comparator import Comparator
+
+    iterations = Comparator.stream([Doubler("a"), Doubler("b")], [{"x": np.ones(2, np.float32)}] * 3)
+    next(iterations)
+    assert gc.get_freeze_count() > 0  # documented: the caller's objects are frozen while the stream runs
+    iterations.close()
     assert gc.get_freeze_count() == 0

@@ -220,6 +220,7 @@ def run(
         check = MarkingCheck(funcs, {live[i]: twin.name for i, (twin, _) in twins}, marking, pairs)
     started = time.perf_counter()
     inputs_out = outputs_out = None
+    iterations: Any = None  # closed in any case: the stream unfreezes the heap it froze (parity.util.memory)
     ok = False
     try:
         # inside the try: if the second file cannot be opened, the first one's temporary is removed
@@ -245,7 +246,8 @@ def run(
         # twins first: while the marked runners run, a twin's outputs (the model's own, few) wait, not every
         # tensor of a marked run while a twin holds the whole model (1.3x its weights for an LLM-like decoder,
         # bench/big_models.py); the cost: a tensor name the model lacks stops the run after its twin ran
-        for index, feed, results in Comparator.stream([t for _, (t, _) in twins] + list(runners), data_loader, lambda i, what: progress("iterations", i, total, what)):
+        iterations = Comparator.stream([t for _, (t, _) in twins] + list(runners), data_loader, lambda i, what: progress("iterations", i, total, what))
+        for index, feed, results in iterations:
             progress("iterations", index, total, "comparing")
             plain = {t.name: results.pop(t.name) for _, (t, _) in twins}
             inputs_out.add_inputs(feed)
@@ -285,6 +287,8 @@ def run(
         ok = True
         return summary
     finally:
+        if iterations is not None:
+            iterations.close()
         try:
             if inputs_out:
                 inputs_out.finish(ok)

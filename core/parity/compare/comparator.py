@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -93,18 +94,20 @@ class Comparator:
         """Run the runners over the data, one loaded at a time (:func:`parity.compare.streaming.stream`), yielding
         ``(index, feed, {label: result})`` per iteration. Labels are the runners' names, made distinct
         (:func:`runner_labels`). ``on_step(index, what)`` before each step (``"loading onnxrt"``, ``"onnxrt"``:
-        its inference)."""
+        its inference). While it runs, the objects alive when it started sit in gc's permanent generation
+        (:func:`parity.api.frozen_heap`): close the iterator if you stop before its end."""
         return streaming.stream(runners, data_loader, on_step)
 
     @staticmethod
     def run(runners: Sequence[BaseRunner], data_loader: Iterable[Mapping[str, np.ndarray]] | None = None, save_inputs: list | None = None) -> RunResults:
         """Run all iterations and keep every result (use :meth:`stream` to bound memory)."""
         results = RunResults([(label, []) for label in runner_labels(runners)])
-        for _, feed, iteration in Comparator.stream(runners, data_loader):
-            if save_inputs is not None:
-                save_inputs.append(feed)
-            for name, res in iteration.items():
-                results[name].append(res)
+        with contextlib.closing(Comparator.stream(runners, data_loader)) as iterations:
+            for _, feed, iteration in iterations:
+                if save_inputs is not None:
+                    save_inputs.append(feed)
+                for name, res in iteration.items():
+                    results[name].append(res)
         return results
 
     @staticmethod
