@@ -25,28 +25,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import median, table, verdict  # noqa: E402
+from models import small_cnn  # noqa: E402
 
 TARGET = 3.0
-
-
-def small_cnn(path: Path) -> Path:
-    """Conv + Relu + global pooling: a model whose run takes about a millisecond."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(0)
-    w = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
-    nodes = [
-        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["c"], ["r"]),
-        helper.make_node("GlobalAveragePool", ["r"], ["y"]),
-    ]
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 1, 1])
-    model = helper.make_model(helper.make_graph(nodes, "cnn", [x], [y], [w]), opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
 
 
 def anchor(model: str) -> None:

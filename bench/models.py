@@ -96,3 +96,17 @@ def activation_chain(path: str | Path, nodes: int = 72, shape: tuple = (1, 16, 1
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))]
     outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))]
     return _save(graph_nodes, inits, inputs, outputs, "chain", Path(path))
+
+
+def small_cnn(path: str | Path, seed: int = 0) -> Path:
+    """Conv + Relu + global pooling on a 1x3x32x32 input: a model whose run takes about a millisecond."""
+    rng = np.random.default_rng(seed)
+    w = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("GlobalAveragePool", ["r"], ["y"]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 1, 1])
+    return _save(nodes, [w], [x], [y], "cnn", Path(path))
