@@ -119,7 +119,7 @@ class TorchRunner(BaseRunner):
         if not self.outputs:
             return ep
         module = ep.module()
-        nodes = [n.name for n in module.graph.nodes if n.op == "call_function" and _is_tensor(self._torch, n)]
+        nodes = _tensor_nodes(self._torch, module)
         self._record = {name: name for name in self._chosen(nodes, "the program")}
         return ep
 
@@ -148,7 +148,7 @@ class TorchRunner(BaseRunner):
         self._record = {name: matched[name] for name in dict.fromkeys([*(w for w in wanted if w in matched), *chosen])}
         if self.outputs == MARK_ALL:
             values = [v for outputs, _ in nodes for v in outputs if v]
-            tensors = [n.name for n in module.graph.nodes if n.op == "call_function" and _is_tensor(self._torch, n)]
+            tensors = _tensor_nodes(self._torch, module)
             without = [v for v in values if v not in matched]
             unmatched = [t for t in tensors if t not in set(matched.values())]
             if without or unmatched:
@@ -248,8 +248,9 @@ def _numpy(value: Any) -> np.ndarray:
         return tensor.float().numpy()
 
 
-def _is_tensor(torch: Any, node: Any) -> bool:
-    return isinstance(node.meta.get("val"), torch.Tensor)
+def _tensor_nodes(torch: Any, module: Any) -> list[str]:
+    """The names of ``module``'s op nodes whose value is a tensor (what --torch-outputs may mark)."""
+    return [n.name for n in module.graph.nodes if n.op == "call_function" and isinstance(n.meta.get("val"), torch.Tensor)]
 
 
 def _fx_node(node: Any) -> FxNode:
