@@ -17,7 +17,7 @@ from parity_reduce.testing import chain
 
 from parity.testing import invoke
 
-PY = sys.executable
+PY = sys.executable  # checks below import only the standard library: -S skips site (its .pth files)
 
 # exit 1 (the failure) iff an odd number of the nodes named in argv[2:] are in the model argv[1]; sleeps a little,
 # later nodes longer, so that with --jobs the checks end in another order than they started
@@ -49,7 +49,7 @@ def test_reduce_gives_one_answer_for_every_jobs(odd, mode):
     runs = {}
     for jobs in (1, 2, 4):
         args = ["debug", "reduce", "chain.onnx", "-o", f"r{jobs}.onnx", "--no-repro", "--mode", mode, "--report", f"r{jobs}.json", "--jobs", str(jobs)]
-        res = invoke(*args, "--check", PY, "odd.py", "parity_debug.onnx", "n7", "n13", "n29")
+        res = invoke(*args, "--check", PY, "-S", "odd.py", "parity_debug.onnx", "n7", "n13", "n29")
         assert res.exit_code == 0, res.stdout + res.stderr
         runs[jobs] = used(f"r{jobs}.json")
         runs[jobs]["nodes"] = [n.name for n in onnx.load(f"r{jobs}.onnx").graph.node]
@@ -61,7 +61,7 @@ def test_max_checks_stops_where_the_serial_search_does(odd):
     runs = {}
     for jobs in (1, 4):
         args = ["debug", "reduce", "chain.onnx", "-o", f"r{jobs}.onnx", "--no-repro", "--mode", "dichotomic", "--max-checks", "5", "--report", f"r{jobs}.json"]
-        res = invoke(*args, "--jobs", str(jobs), "--check", PY, "odd.py", "parity_debug.onnx", "n7", "n13", "n29")
+        res = invoke(*args, "--jobs", str(jobs), "--check", PY, "-S", "odd.py", "parity_debug.onnx", "n7", "n13", "n29")
         assert res.exit_code == 0, res.stdout + res.stderr
         runs[jobs] = used(f"r{jobs}.json")
     assert runs[1] == runs[4] and len(runs[1]["checks"]) == 5 and runs[1]["result"]["stopped"]
@@ -69,7 +69,7 @@ def test_max_checks_stops_where_the_serial_search_does(odd):
 
 def test_the_report_lists_checks_run_ahead_apart(odd):
     args = ["debug", "reduce", "chain.onnx", "-o", "r.onnx", "--no-repro", "--mode", "dichotomic", "--report", "r.json", "--jobs", "4"]
-    res = invoke(*args, "--check", PY, "odd.py", "parity_debug.onnx", "n7", "n13", "n29")
+    res = invoke(*args, "--check", PY, "-S", "odd.py", "parity_debug.onnx", "n7", "n13", "n29")
     assert res.exit_code == 0, res.stdout + res.stderr
     data = json.loads(Path("r.json").read_text())
     ahead = data["speculative"]
@@ -117,7 +117,7 @@ def test_repeat_until_uses_the_serial_iterations(tmp_path, until):
     Path("flaky.py").write_text("import os, sys\ni = int(os.environ['PARITY_DEBUG_ITERATION'])\nsys.exit(1 if i in (2, 3) else 0)\n")
     runs = {}
     for jobs in (1, 3):
-        res = invoke("debug", "repeat", "--until", until, "--report", f"u{jobs}.json", "--jobs", str(jobs), "--check", PY, "flaky.py")
+        res = invoke("debug", "repeat", "--until", until, "--report", f"u{jobs}.json", "--jobs", str(jobs), "--check", PY, "-S", "flaky.py")
         data = json.loads(Path(f"u{jobs}.json").read_text())
         runs[jobs] = (res.exit_code, data["result"], [(c["key"], c["verdict"]) for c in data["checks"]], data["counts"]["checks"])
     assert runs[1] == runs[3]
