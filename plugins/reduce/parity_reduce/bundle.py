@@ -84,7 +84,7 @@ class _Copies:
             return value
         if self._is_load_input(path):
             why = "your --load-inputs data"
-        elif path.suffix in SCRIPT_SUFFIXES and (k == 0 or (k == 1 and _interpreter(command[0]))):
+        elif path.suffix in SCRIPT_SUFFIXES and k == _script_index(command):
             why = "the check's script"
         else:
             return self._outside(path, "named in the check; not copied")
@@ -109,8 +109,44 @@ class _Copies:
 
 
 def _interpreter(program: str) -> bool:
+    return Path(program).name in INTERPRETERS or _python(program)
+
+
+def _python(program: str) -> bool:
     name = Path(program).name
-    return name in INTERPRETERS or program == sys.executable or (name.startswith("python") and name[6:].replace(".", "").isdigit())
+    return program == sys.executable or name == "python" or (name.startswith("python") and name[6:].replace(".", "").isdigit())
+
+
+# interpreter options whose value is the next argument (unless attached, as in -Xdev): Python's -W and -X, a shell's -o
+# and -O; and those after which a command or module follows instead of a script (-c, Python's -m)
+_VALUE_LETTERS = {True: "WX", False: "oO"}
+_VALUE_LONG = {"--check-hash-based-pycs"}
+
+
+def _script_index(command: Sequence[str]) -> int | None:
+    """Where the check's script is: 0 for a program run directly, else the first argument after the interpreter and
+    its options (``python -S -X dev check.py``: 4); None where there is none (``python -c CODE``, ``sh -ec CODE``)."""
+    if not command or not _interpreter(command[0]):
+        return 0 if command else None
+    python = _python(command[0])
+    k = 1
+    while k < len(command):
+        arg = command[k]
+        if arg == "--":
+            return k + 1 if k + 1 < len(command) else None
+        if arg in ("-", "+") or not arg.startswith(("-", "+")):
+            return k
+        if arg.startswith("--"):
+            k += 2 if arg in _VALUE_LONG else 1
+            continue
+        for i, letter in enumerate(arg[1:]):
+            if letter == "c" or (python and letter == "m"):
+                return None
+            if letter in _VALUE_LETTERS[python]:
+                k += i == len(arg) - 2  # the value is the next argument, not the rest of this one
+                break
+        k += 1
+    return None
 
 
 def _free_name(name: str, taken: Mapping[str, object]) -> str:

@@ -113,6 +113,20 @@ def test_bundle_copies_only_the_checks_script_and_the_users_load_inputs(files):
     assert subprocess.run(["sh", str(bundle / "check.sh")], cwd="/").returncode == 1
 
 
+@pytest.mark.parametrize("options", [["-S"], ["-X", "dev", "-W", "ignore"], ["-Xdev", "-u"]])
+def test_the_checks_script_is_copied_after_interpreter_options(files, options):
+    """``python -S check.py`` names its script as surely as ``python check.py``: the bundle holds it and check.sh runs
+    that copy (the script was taken only right after the interpreter, so such a bundle pointed outside itself)."""
+    code, _, err = invoke("debug", "reduce", "chain.onnx", "-o", "red.onnx", "--repro", "b", "--check", PY, *options, "check.py", "parity_debug.onnx", "n20", "n40")
+    assert code == 0, err
+    bundle = files / "b"
+    assert (bundle / "check.py").read_text() == CHECK
+    assert f"{' '.join(options)} check.py model.onnx n20 n40" in (bundle / "check.sh").read_text()
+    assert "`check.py`: the check's script" in (bundle / "README.md").read_text()
+    (files / "check.py").write_text("import sys; sys.exit(0)\n")  # the bundle runs its own copy, which still fails
+    assert subprocess.run(["sh", str(bundle / "check.sh")], cwd="/").returncode == 1
+
+
 @pytest.mark.parametrize("umask", [0o022, 0o077])
 def test_bundle_files_get_the_mode_the_umask_gives(files, umask):
     old = os.umask(umask)
