@@ -14,7 +14,7 @@ from parity.cli import main
 from parity.debug import DebugSession, InteractiveCheck, PredicateCheck, Verdict
 from parity.debug.session import Iteration
 
-PY = sys.executable
+PY = sys.executable  # the checks below import only the standard library: -S skips site (its .pth files)
 
 
 
@@ -42,21 +42,21 @@ def test_repeat_until_bad_sorts_artifacts(tmp_path):
         "import os, pathlib\np = pathlib.Path('n'); n = int(p.read_text()) if p.exists() else 0\np.write_text(str(n + 1))\n"
         "pathlib.Path('out.txt').write_text(str(n))\nraise SystemExit(1 if n == 2 else 0)\n"
     )
-    code = main(["debug", "repeat", "--until", "bad", "--artifacts", "out.txt", "--artifacts-dir", "arts", "--check", PY, str(script)])
+    code = main(["debug", "repeat", "--until", "bad", "--artifacts", "out.txt", "--artifacts-dir", "arts", "--check", PY, "-S", str(script)])
     assert code == 1
     assert sorted(p.name for p in (tmp_path / "arts" / "good").iterdir()) == ["out_N0.txt", "out_N1.txt"]
     assert [p.read_text() for p in (tmp_path / "arts" / "bad").iterdir()] == ["2"]
 
 
 def test_repeat_until_n_passes_and_good_stops_early(tmp_path):
-    assert main(["debug", "repeat", "--until", "3", "--check", PY, "-c", "pass"]) == 0
-    assert main(["debug", "repeat", "--until", "good", "--check", PY, "-c", "pass"]) == 0
-    assert main(["debug", "repeat", "--until", "soon", "--check", PY, "-c", "pass"]) == 2
+    assert main(["debug", "repeat", "--until", "3", "--check", PY, "-S", "-c", "pass"]) == 0
+    assert main(["debug", "repeat", "--until", "good", "--check", PY, "-S", "-c", "pass"]) == 0
+    assert main(["debug", "repeat", "--until", "soon", "--check", PY, "-S", "-c", "pass"]) == 2
 
 
 def test_check_timeout_kills_the_process_group(tmp_path):
     # The check starts a grandchild and hangs; the timeout must kill both.
-    check = f"{PY} -c \"import subprocess,sys; p=subprocess.Popen(['sleep','60']); open('child','w').write(str(p.pid)); p.wait()\""
+    check = f"{PY} -S -c \"import subprocess,sys; p=subprocess.Popen(['sleep','60']); open('child','w').write(str(p.pid)); p.wait()\""
     start = time.perf_counter()
     code = main(["debug", "repeat", "--until", "1", "--check-timeout", "1", "--check", "sh", "-c", check])
     assert code == 1  # a hung check is bad
@@ -78,7 +78,7 @@ def _alive(pid: int) -> bool:
 def test_iteration_info_is_readable_by_the_check(tmp_path):
     script = tmp_path / "info.py"
     script.write_text("import json, sys\ninfo = json.load(open('info.json'))\nsys.exit(0 if info['iteration'] >= 0 and 'key' in info else 1)\n")
-    assert main(["debug", "repeat", "--until", "2", "--iteration-info", "info.json", "--check", PY, str(script)]) == 0
+    assert main(["debug", "repeat", "--until", "2", "--iteration-info", "info.json", "--check", PY, "-S", str(script)]) == 0
     assert not (tmp_path / "info.json").exists()  # removed after each iteration
 
 
@@ -121,7 +121,7 @@ def test_bad_check_command_is_one_line_error(tmp_path, capsys):
 
 
 def test_bad_regex_is_a_usage_error():
-    assert main(["debug", "repeat", "--until", "1", "--fail-regex", "(", "--check", PY, "-c", "pass"]) == 2
+    assert main(["debug", "repeat", "--until", "1", "--fail-regex", "(", "--check", PY, "-S", "-c", "pass"]) == 2
 
 
 def test_state_file_content_is_json(tmp_path):

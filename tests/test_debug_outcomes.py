@@ -76,7 +76,7 @@ def test_verdicts_follow_the_original_failure_signature():
 
 
 def test_repeat_counts_unresolved_and_missing_input_is_not_bad(capsys):
-    code = main(["debug", "repeat", "--until", "2", "--check", PY, "-c", "open('no_such_file.onnx')"])
+    code = main(["debug", "repeat", "--until", "2", "--check", PY, "-S", "-c", "open('no_such_file.onnx')"])
     captured = capsys.readouterr()
     assert code == 3  # never observed a failure, nor a pass
     assert "bad: 0, good: 0, unresolved: 2" in captured.out
@@ -210,11 +210,11 @@ def test_debug_build_does_not_count_unresolved_as_good(tmp_path):
 
     # Polygraphy's guide names polygraphy_debug.engine: it is the iteration's engine. The check then reads a
     # file that is not there: unresolved, neither a good build nor a bad one.
-    check = [PY, "-c", "import sys; open(sys.argv[1], 'rb'); open('golden_missing.json')", "polygraphy_debug.engine"]
+    check = [PY, "-S", "-c", "import sys; open(sys.argv[1], 'rb'); open('golden_missing.json')", "polygraphy_debug.engine"]
     result = debug_build("model.onnx", 2, check, build=build)
     assert result.outcomes == ["unresolved", "unresolved"]
     assert result.good == 0 and result.bad == 0 and result.unresolved == 2
-    passing = debug_build("model.onnx", 1, [PY, "-c", "import sys; open(sys.argv[1], 'rb')", "polygraphy_debug.engine"], build=build)
+    passing = debug_build("model.onnx", 1, [PY, "-S", "-c", "import sys; open(sys.argv[1], 'rb')", "polygraphy_debug.engine"], build=build)
     assert passing.outcomes == ["good"] and passing.good == 1
 
 
@@ -226,7 +226,7 @@ def test_an_unresolved_original_leaves_no_state_to_replay(tmp_path):
         helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])]), ir_version=8), str(model))  # fmt: skip
-    cmd = ["debug", "reduce", str(model), "-o", "r.onnx", "--no-repro", "--check", PY, "-c", "import sys; open('needed.txt'); sys.exit(1)"]
+    cmd = ["debug", "reduce", str(model), "-o", "r.onnx", "--no-repro", "--check", PY, "-S", "-c", "import sys; open('needed.txt'); sys.exit(1)"]
     assert main(cmd) == 2
     assert not list(tmp_path.glob("*.state.json"))
     (tmp_path / "needed.txt").write_text("here now")

@@ -16,7 +16,7 @@ import pytest
 from parity.debug import CommandCheck, Verdict
 from parity.testing import invoke
 
-PY = sys.executable
+PY = sys.executable  # the checks below import only the standard library: -S skips site (its .pth files)
 
 # A check whose verdict follows the iteration (PARITY_DEBUG_ITERATION): exit with the code listed for it, and
 # leave a file ran_<iteration> so a test can tell which iterations ran a check at all.
@@ -45,7 +45,7 @@ def _repeat(*args: str):
 
 
 def test_check_inference_is_check():
-    code, out, err = _repeat("--until", "3", "--check-inference", PY, "check.py", "0,1,0")
+    code, out, err = _repeat("--until", "3", "--check-inference", PY, "-S", "check.py", "0,1,0")
     assert code == 1, err  # iteration 1 exits 1: bad
     assert "bad: 1, good: 2" in out
     assert _ran(Path.cwd()) == [0, 1, 2]
@@ -56,20 +56,20 @@ def test_check_inference_is_check():
     [([], "0/5"), (["--ignore-fail-returncode", "2"], "0/5"), (["--ignore-fail-returncode", "1"], "5/5"), (["--ignore-fail-code", "3", "1"], "5/5")],
 )
 def test_ignore_fail_returncode(opts, passed):
-    code, out, err = _repeat("--until", "5", *opts, "--check", PY, "check.py", "1")
+    code, out, err = _repeat("--until", "5", *opts, "--check", PY, "-S", "check.py", "1")
     assert f"Passed: {passed} | Pass Rate: {'100.0' if passed == '5/5' else '0.0'}%" in out, err
     assert code == (0 if passed == "5/5" else 1)
 
 
 def test_fail_code_takes_several_codes_as_polygraphy_does():
     # codes per iteration: 4 (listed: bad), 3 (listed: bad), 2 (not listed: neither, so unresolved), 0 good
-    code, out, err = _repeat("--until", "4", "--fail-code", "3", "4", "--check", PY, "check.py", "4,3,2,0")
+    code, out, err = _repeat("--until", "4", "--fail-code", "3", "4", "--check", PY, "-S", "check.py", "4,3,2,0")
     assert "bad: 2, good: 1, unresolved: 1" in out, err
     assert code == 1
 
 
 def test_pass_rate_line_is_polygraphys():
-    code, out, _ = _repeat("--until", "3", "--check", PY, "check.py", "0,1,0")
+    code, out, _ = _repeat("--until", "3", "--check", PY, "-S", "check.py", "0,1,0")
     # Parity's own summary stays; Polygraphy's line follows it, its rate printed as Polygraphy prints the float
     assert "Finished 3 check(s) | bad: 1, good: 2, unresolved: 0" in out
     assert "Finished 3 iteration(s) | Passed: 2/3 | Pass Rate: 66.66666666666667%" in out
@@ -82,7 +82,7 @@ def test_pass_rate_line_is_polygraphys():
 )
 def test_until_stops_and_exit_codes(until, codes, iterations, exit_code):
     # Parity's exit code says whether any iteration was bad (1) or none (0); Polygraphy exits 0 either way.
-    code, out, err = _repeat("--until", until, "--check", PY, "check.py", codes)
+    code, out, err = _repeat("--until", until, "--check", PY, "-S", "check.py", codes)
     assert f"Finished {iterations} iteration(s)" in out, err
     assert _ran(Path.cwd()) == list(range(iterations))
     assert code == exit_code
@@ -90,7 +90,7 @@ def test_until_stops_and_exit_codes(until, codes, iterations, exit_code):
 
 def test_several_fail_regex_any_match_is_the_failure():
     # Polygraphy: several --fail-regex, any of them matching is a failure; exit 0 with a match is bad too.
-    code, out, _ = _repeat("--until", "3", "--fail-regex", "REALLY BAD", "BAD NODE", "--check", PY, "check.py", "0", "BAD NODE here")
+    code, out, _ = _repeat("--until", "3", "--fail-regex", "REALLY BAD", "BAD NODE", "--check", PY, "-S", "check.py", "0", "BAD NODE here")
     assert "Passed: 0/3" in out and code == 1
     # against an original failure (reduce, precision): one regex keeps the matched text in the signature,
     # several accept a match of any of them
@@ -103,7 +103,7 @@ def test_several_fail_regex_any_match_is_the_failure():
 
 
 def test_save_debug_replay_then_load_skips_the_checks(tmp_path):
-    code, out, err = _repeat("--until", "3", "--save-debug-replay", "replay.json", "--check", PY, "check.py", "0,1,0")
+    code, out, err = _repeat("--until", "3", "--save-debug-replay", "replay.json", "--check", PY, "-S", "check.py", "0,1,0")
     assert code == 1, err
     replay = json.loads((tmp_path / "replay.json").read_text())
     assert replay["format"] == "parity-debug-replay" and replay["command"] == "repeat"
@@ -112,7 +112,7 @@ def test_save_debug_replay_then_load_skips_the_checks(tmp_path):
     for p in tmp_path.glob("ran_*"):
         p.unlink()
     # the replayed iterations are not checked again; iteration 3 and 4 are
-    code, out, err = _repeat("--until", "5", "--load-debug-replay", "replay.json", "--check", PY, "check.py", "0")
+    code, out, err = _repeat("--until", "5", "--load-debug-replay", "replay.json", "--check", PY, "-S", "check.py", "0")
     assert _ran(tmp_path) == [3, 4]
     assert "loading iteration information from debug replay replay.json: 3 verdict(s)" in err
     assert "Finished 5 check(s) (3 from the debug replay) | bad: 1, good: 4" in out
@@ -122,7 +122,7 @@ def test_save_debug_replay_then_load_skips_the_checks(tmp_path):
 def test_skip_current_marks_the_running_check_unresolved(tmp_path):
     # The check copies the skip-current replay written while it runs: its own iteration is in it, unresolved.
     (tmp_path / "peek.py").write_text("import os, shutil\ni = os.environ['PARITY_DEBUG_ITERATION']\nshutil.copy('r_skip_current.json', f'seen_{i}.json')\n")
-    code, _, err = _repeat("--until", "2", "--save-debug-replay", "r.json", "--check", PY, "peek.py")
+    code, _, err = _repeat("--until", "2", "--save-debug-replay", "r.json", "--check", PY, "-S", "peek.py")
     assert code == 0, err
     seen = json.loads((tmp_path / "seen_1.json").read_text())
     assert seen["verdicts"] == {"N0": False, "N1": "unresolved"}
@@ -141,7 +141,7 @@ POLYGRAPHY_REPLAY = {  # as Polygraphy 0.53.6 writes polygraphy_debug_replay.jso
 
 def test_polygraphy_replay_loads_into_repeat(tmp_path):
     (tmp_path / "polygraphy_debug_replay.json").write_text(json.dumps(POLYGRAPHY_REPLAY, indent=4))
-    code, out, err = _repeat("--until", "4", "--load-debug-replay", "polygraphy_debug_replay.json", "--check", PY, "check.py", "0")
+    code, out, err = _repeat("--until", "4", "--load-debug-replay", "polygraphy_debug_replay.json", "--check", PY, "-S", "check.py", "0")
     assert _ran(tmp_path) == [3]  # Polygraphy's _N0.._N2 are Parity's iterations 0..2
     assert "Passed: 3/4" in out and code == 1, err
 
@@ -149,7 +149,7 @@ def test_polygraphy_replay_loads_into_repeat(tmp_path):
 @pytest.mark.skipif(shutil.which("polygraphy") is None, reason="polygraphy is not installed")
 def test_a_replay_polygraphy_itself_wrote_loads(tmp_path):
     subprocess.run(["polygraphy", "debug", "repeat", "--until", "2", "--check", "false"], cwd=tmp_path, capture_output=True, timeout=300, check=True)
-    code, out, err = _repeat("--until", "3", "--load-debug-replay", "polygraphy_debug_replay.json", "--check", PY, "check.py", "0")
+    code, out, err = _repeat("--until", "3", "--load-debug-replay", "polygraphy_debug_replay.json", "--check", PY, "-S", "check.py", "0")
     assert _ran(tmp_path) == [2], err
     assert "bad: 2, good: 1" in out and code == 1
 
@@ -164,7 +164,7 @@ def test_polygraphy_search_replay_and_other_files_are_refused_in_one_line(tmp_pa
         "missing.json": "no such file",
     }
     for name, message in cases.items():
-        code, out, err = _repeat("--until", "2", "--load-debug-replay", name, "--check", PY, "check.py", "0")
+        code, out, err = _repeat("--until", "2", "--load-debug-replay", name, "--check", PY, "-S", "check.py", "0")
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
         assert not _ran(tmp_path)
 
@@ -178,7 +178,7 @@ def test_a_replay_of_another_command_is_refused(tmp_path):
 
 def test_save_debug_replay_never_overwrites_another_file(tmp_path):
     (tmp_path / "model.onnx").write_bytes(b"not a replay")
-    code, _, err = _repeat("--until", "2", "--save-debug-replay", "model.onnx", "--check", PY, "check.py", "0")
+    code, _, err = _repeat("--until", "2", "--save-debug-replay", "model.onnx", "--check", PY, "-S", "check.py", "0")
     assert code == 2 and "exists and is not a debug replay" in err
     assert (tmp_path / "model.onnx").read_bytes() == b"not a replay" and not _ran(tmp_path)
 

@@ -79,7 +79,7 @@ class Recorder:
     def close(self):
         self.calls.append(["close"])
 
-check = [sys.executable, "-c", "import sys; print('check says', sys.argv[1]); sys.exit(int(sys.argv[1]))"]
+check = [sys.executable, "-S", "-c", "import sys; print('check says', sys.argv[1]); sys.exit(int(sys.argv[1]))"]
 recorder = Recorder() if sys.argv[1] == "recorder" else None
 session = DebugSession(CommandCheck([*check, "{artifact}"]), iter_artifact="1", reporter=recorder)
 session.judge("failing", lambda it: None)  # the artifact's name is the exit code: bad, output shown

@@ -233,14 +233,14 @@ def test_a_symlink_loop_among_the_paths_is_no_crash(work, main):
 def test_debug_refuses_a_state_or_info_file_it_did_not_write(work, main, option, target):
     (work / "notes.json").write_text('{"mine": true}')
     before = digest(work / target)
-    code, _, err = main("debug", "repeat", "--until", "1", option, target, "--check", PY, "-c", "pass")
+    code, _, err = main("debug", "repeat", "--until", "1", option, target, "--check", PY, "-S", "-c", "pass")
     assert code == 2, err
     assert option in one_line_error(err) and target in one_line_error(err)
     assert digest(work / target) == before
 
 
 def test_debug_state_file_it_wrote_is_resumed_and_removed(work, main):
-    code, _, err = main("debug", "repeat", "--until", "2", "--state", "s.json", "--check", PY, "-c", "pass")
+    code, _, err = main("debug", "repeat", "--until", "2", "--state", "s.json", "--check", PY, "-S", "-c", "pass")
     assert code == 0, err
     assert not (work / "s.json").exists()  # Parity's own file, removed when the run completes
 
@@ -282,7 +282,7 @@ def read_only_folder(work):
 
 
 def test_an_unwritable_output_folder_is_refused_before_the_search(work, main, read_only_folder):
-    code, _, err = main("debug", "reduce", "m.onnx", "-o", "ro/r.onnx", "--no-repro", "--check", PY, "-c", "import sys; sys.exit(1)")
+    code, _, err = main("debug", "reduce", "m.onnx", "-o", "ro/r.onnx", "--no-repro", "--check", PY, "-S", "-c", "import sys; sys.exit(1)")
     assert code == 2 and "ro/r.onnx" in one_line_error(err)
     assert not (work / "parity_debug.onnx.state.json").exists()
 

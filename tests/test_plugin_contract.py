@@ -267,7 +267,7 @@ def test_hook_parity_register_executors(toy):
     from parity import plugins
 
     mark = toy["dir"] / "mark.txt"
-    check = [sys.executable, "-c", "import os, sys; sys.exit(int(os.environ['PARITY_DEBUG_ITERATION']) == 1)"]
+    check = [sys.executable, "-S", "-c", "import os, sys; sys.exit(int(os.environ['PARITY_DEBUG_ITERATION']) == 1)"]
     proc = parity("--plugin", toy["plugin"], "debug", "repeat", "--until", "3", "--executor", "inline", "--inline-mark", mark, "--check", *check)
     assert proc.returncode == 1 and "bad: 1, good: 2" in proc.stdout, proc.stdout + proc.stderr
     assert mark.read_text().split() == ["0", "1", "2"]  # every check went through the registered executor

@@ -21,7 +21,7 @@ from parity.cli.progress import LiveProgress, progress_wanted
 from parity.console import SETTINGS
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-PYTHON_SLEEP = [sys.executable, "-c", "import time; time.sleep(0.2)"]
+PYTHON_SLEEP = [sys.executable, "-S", "-c", "import time; time.sleep(0.2)"]  # a check: stdlib only, -S skips site
 
 
 def on_terminal(*args: str, env: dict[str, str] | None = None, stdout_tty: bool = True, cwd: Path | None = None) -> tuple[int, str, str]:

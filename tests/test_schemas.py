@@ -184,7 +184,7 @@ def test_debug_repeat_report(tmp_path, parity_invoke, monkeypatch):
         "sys.exit({1: 1, 2: 5}.get(n, 0))\n"
     )
     report = tmp_path / "repeat.json"
-    result = parity_invoke("debug", "repeat", "--until", "4", "--fail-code", "1", "--report", report, "--check", sys.executable, script)
+    result = parity_invoke("debug", "repeat", "--until", "4", "--fail-code", "1", "--report", report, "--check", sys.executable, "-S", script)
     assert result.exit_code == 1, result.stderr
     data = json.loads(report.read_text())
     validate(data, "parity", "repeat-report")
@@ -239,7 +239,7 @@ def test_iteration_info_files_of_a_repeat_loop(tmp_path, parity_invoke, monkeypa
     monkeypatch.chdir(tmp_path)
     script = tmp_path / "keep.py"
     script.write_text("import json, shutil\ninfo = json.load(open('info.json'))\nshutil.copy('info.json', f\"seen_{info['iteration']}.json\")\n")
-    result = parity_invoke("debug", "repeat", "--until", "3", "--iteration-info", "info.json", "--check", sys.executable, script)
+    result = parity_invoke("debug", "repeat", "--until", "3", "--iteration-info", "info.json", "--check", sys.executable, "-S", script)
     assert result.exit_code == 0, result.stderr
     seen = [json.loads((tmp_path / f"seen_{i}.json").read_text()) for i in range(3)]
     for index, info in enumerate(seen):

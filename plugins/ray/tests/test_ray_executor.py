@@ -67,7 +67,7 @@ def report(path: str) -> dict:
 
 
 def test_each_concurrent_check_sees_its_own_gpu(cluster):
-    res = invoke("debug", "repeat", "--until", "4", "--executor", "ray", "--jobs", "4", "--gpus-per-check", "1", "--check", PY, "record.py", env={"SLEEP": "1.5"})
+    res = invoke("debug", "repeat", "--until", "4", "--executor", "ray", "--jobs", "4", "--gpus-per-check", "1", "--check", PY, "-S", "record.py", env={"SLEEP": "1.5"})
     assert res.exit_code == 0, res.stdout + res.stderr
     rows = seen()
     assert len(rows) == 4 and all(r["cuda"] not in (None, "") for r in rows)
@@ -85,7 +85,7 @@ def test_too_many_gpus_per_check_is_refused(cluster):
 def test_repeat_gives_the_local_executors_results(cluster, until):
     runs = {}
     for name, executor in (("local", ["--jobs", "3"]), ("serial", []), ("ray", ["--executor", "ray", "--jobs", "3"])):
-        res = invoke("debug", "repeat", "--until", until, "--report", f"{name}.json", *executor, "--check", PY, "record.py", env={"FAIL": "1,4", "SLEEP": "0.05"})
+        res = invoke("debug", "repeat", "--until", until, "--report", f"{name}.json", *executor, "--check", PY, "-S", "record.py", env={"FAIL": "1,4", "SLEEP": "0.05"})
         assert res.exit_code == 1, res.stdout + res.stderr
         runs[name] = report(f"{name}.json")
     assert runs["local"]["result"] == runs["serial"]["result"] == runs["ray"]["result"]
@@ -112,7 +112,7 @@ def test_reduce_gives_the_serial_result(cluster, mode):
     nodes, used = {}, {}
     for name, executor in (("serial", []), ("local", ["--jobs", "2"]), ("ray", ["--executor", "ray", "--jobs", "4"])):
         args = ["debug", "reduce", "chain.onnx", "-o", f"{name}.onnx", "--no-repro", "--mode", mode, "--report", f"{name}.json", *executor]
-        res = invoke(*args, "--check", PY, "odd.py", "parity_debug.onnx", "n7", "n13", "n30")
+        res = invoke(*args, "--check", PY, "-S", "odd.py", "parity_debug.onnx", "n7", "n13", "n30")
         assert res.exit_code == 0, res.stdout + res.stderr
         nodes[name] = sorted(n.name for n in onnx.load(f"{name}.onnx").graph.node)
         used[name] = [(c["key"], c["verdict"]) for c in json.loads(Path(f"{name}.json").read_text())["checks"]]  # in order
@@ -121,16 +121,16 @@ def test_reduce_gives_the_serial_result(cluster, mode):
 
 
 def test_a_lost_worker_reruns_the_check_once(cluster):
-    res = invoke("debug", "repeat", "--until", "1", "--executor", "ray", "--report", "r.json", "--check", PY, "killer.py")
+    res = invoke("debug", "repeat", "--until", "1", "--executor", "ray", "--report", "r.json", "--check", PY, "-S", "killer.py")
     assert res.exit_code == 0 and "rerun: its first Ray worker was lost" in (res.stdout + res.stderr), res.stdout + res.stderr
-    res = invoke("debug", "repeat", "--until", "2", "--executor", "ray", "--report", "r2.json", "--check", PY, "killer.py", env={"ALWAYS": "1"})
+    res = invoke("debug", "repeat", "--until", "2", "--executor", "ray", "--report", "r2.json", "--check", PY, "-S", "killer.py", env={"ALWAYS": "1"})
     assert res.exit_code == 3, res.stdout + res.stderr  # lost twice: unresolved, never bad
     assert {c["verdict"] for c in json.loads(Path("r2.json").read_text())["checks"]} == {"unresolved"}
 
 
 def test_resume_after_the_driver_is_killed(cluster, tmp_path):
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PARITY_")}, "SLEEP": "0.6", "FAIL": "5"}
-    args = [PY, "-m", "parity", "debug", "repeat", "--until", "8", "--executor", "ray", "--ray-address", cluster, "--jobs", "2", "--check", PY, "record.py"]
+    args = [PY, "-m", "parity", "debug", "repeat", "--until", "8", "--executor", "ray", "--ray-address", cluster, "--jobs", "2", "--check", PY, "-S", "record.py"]
     proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     state = tmp_path / "parity_debug.artifact.state.json"
     deadline = time.time() + 90

@@ -138,7 +138,7 @@ def test_multi_sample_reference_keeps_per_sample_values():
 def test_fast_check_agrees_with_the_onnx_check(files):
     (files / "slow_check.py").write_text(planted_check())
     for names in (["n5"], ["n5", "n59"], ["n60"], ["n5", "x"]):
-        fast = subprocess.run([PY, "check.py", "chain.onnx", *names]).returncode
+        fast = subprocess.run([PY, "-S", "check.py", "chain.onnx", *names]).returncode
         assert fast == subprocess.run([PY, "slow_check.py", "chain.onnx", *names]).returncode
 
 
@@ -198,7 +198,7 @@ def test_cli_in_process_parity_run_check_with_iteration_inputs(files, monkeypatc
 
 
 def test_cli_jobs_give_the_same_result_as_serial(files):
-    args = ["debug", "reduce", "chain.onnx", "--no-repro", "--mode", "ddmin", "--check", PY, "check.py", "parity_debug.onnx", "n7", "n50"]
+    args = ["debug", "reduce", "chain.onnx", "--no-repro", "--mode", "ddmin", "--check", PY, "-S", "check.py", "parity_debug.onnx", "n7", "n50"]
     assert invoke(*args[:3], "-o", "serial.onnx", *args[3:]).exit_code == 0
     assert invoke(*args[:3], "-o", "par.onnx", "--jobs", "2", *args[3:]).exit_code == 0
     assert [n.name for n in onnx.load("par.onnx").graph.node] == [n.name for n in onnx.load("serial.onnx").graph.node] == ["n7", "n50"]
@@ -225,7 +225,8 @@ def test_cli_bad_input_is_one_line(files, args, code):
 def test_interrupted_run_resumes_where_it_stopped(files):
     # A slow check that counts its runs; kill the reduction mid-way, then run the same command again.
     (files / "slow.py").write_text("import sys, time\nopen('count', 'a').write('x')\ntime.sleep(0.2)\n" + (files / "check.py").read_text())
-    cmd = ["parity", "debug", "reduce", "chain.onnx", "-o", "red.onnx", "--no-repro", "--mode", "dichotomic", "--check", PY, "slow.py", "parity_debug.onnx", "n13", "n44"]
+    cmd = ["parity", "debug", "reduce", "chain.onnx", "-o", "red.onnx", "--no-repro", "--mode", "dichotomic"]
+    cmd += ["--check", PY, "-S", "slow.py", "parity_debug.onnx", "n13", "n44"]
     proc = subprocess.Popen(cmd, cwd=files, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     state = files / "parity_debug.onnx.state.json"
     deadline = time.time() + 60
@@ -289,6 +290,7 @@ def test_third_party_strategy_through_the_hook(files):
         "greedy",
         "--check",
         PY,
+        "-S",
         "check.py",
         "parity_debug.onnx",
         "n3",

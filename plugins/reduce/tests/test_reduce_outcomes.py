@@ -20,7 +20,7 @@ PY = sys.executable
 def test_check_that_cannot_find_its_file_stops_before_searching(files):
     # Before: every candidate was "bad" (exit 2 from a missing file) and reduce announced
     # "Minimum bad model: 1 of 60 nodes" with exit 0.
-    code, out, err = invoke("debug", "reduce", "chain.onnx", "-o", "red.onnx", "--check", PY, "check.py", "no_such.onnx", "n20")
+    code, out, err = invoke("debug", "reduce", "chain.onnx", "-o", "red.onnx", "--check", PY, "-S", "check.py", "no_such.onnx", "n20")
     assert code == 2
     assert "Minimum bad model" not in out
     assert not [ln for ln in err.splitlines() if "Traceback" in ln and not ln.startswith("    |")]  # only the check's own
@@ -29,7 +29,7 @@ def test_check_that_cannot_find_its_file_stops_before_searching(files):
 
 
 def test_original_that_passes_is_exit_2(files):
-    code, _, err = invoke("debug", "reduce", "chain.onnx", "-o", "red.onnx", "--check", PY, "check.py", "parity_debug.onnx", "not_a_node")
+    code, _, err = invoke("debug", "reduce", "chain.onnx", "-o", "red.onnx", "--check", PY, "-S", "check.py", "parity_debug.onnx", "not_a_node")
     assert code == 2
     assert "does not fail the check" in err
 
@@ -43,7 +43,7 @@ def test_a_different_failure_is_unresolved_not_bad(files):
         "if not has('n5'):\n    sys.exit(7)\n"
         "sys.exit(1 if has('n20') and has('n40') else 0)\n"
     )
-    code, out, err = invoke("debug", "reduce", "chain.onnx", "-o", "red.onnx", "--no-repro", "--check", PY, "crashy.py", "parity_debug.onnx")
+    code, out, err = invoke("debug", "reduce", "chain.onnx", "-o", "red.onnx", "--no-repro", "--check", PY, "-S", "crashy.py", "parity_debug.onnx")
     assert code == 0, err
     assert sorted(n.name for n in onnx.load("red.onnx").graph.node) == ["n20", "n40", "n5"]
     assert "unresolved: " in out and "unresolved: 0" not in out  # the summary counts them
@@ -58,7 +58,7 @@ def test_dominating_unresolved_checks_stop_with_exit_3(files):
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
         "sys.exit(1)\n"
     )
-    code, out, err = invoke("debug", "reduce", "chain.onnx", "-o", "red.onnx", "--no-repro", "--mode", "ddmin", "--check", PY, "segv.py", "parity_debug.onnx")
+    code, out, err = invoke("debug", "reduce", "chain.onnx", "-o", "red.onnx", "--no-repro", "--mode", "ddmin", "--check", PY, "-S", "segv.py", "parity_debug.onnx")
     assert code == 3
     assert "checks were unresolved" in err and "killed by signal 9" in err and "Traceback" not in err
     assert "Minimum bad model" not in out  # no result is announced
@@ -75,7 +75,8 @@ def test_fail_regex_signature_is_the_matched_text(files):
         "print('error: A' if has('n30') else 'error: B' if has('n10') else 'fine')\n"
         "sys.exit(1 if has('n30') or has('n10') else 0)\n"
     )
-    code, _, err = invoke("debug", "reduce", "chain.onnx", "-o", "red.onnx", "--no-repro", "--fail-regex", "error: [AB]", "--check", PY, "rx.py", "parity_debug.onnx")
+    args = ["debug", "reduce", "chain.onnx", "-o", "red.onnx", "--no-repro", "--fail-regex", "error: [AB]"]
+    code, _, err = invoke(*args, "--check", PY, "-S", "rx.py", "parity_debug.onnx")
     assert code == 0, err
     assert [n.name for n in onnx.load("red.onnx").graph.node] == ["n30"]
 

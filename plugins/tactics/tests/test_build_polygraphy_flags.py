@@ -32,7 +32,7 @@ def test_pass_rate_line(trt_backend, tmp_path, monkeypatch, until, check, line, 
 def test_check_inference_and_ignore_fail_returncode(trt_backend, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     model = make_model(tmp_path / "model.onnx")
-    exit3 = [sys.executable, "-c", "raise SystemExit(3)"]
+    exit3 = [sys.executable, "-S", "-c", "raise SystemExit(3)"]
     result = invoke("debug", "build", model, "--until=2", "--check-inference", *exit3)
     assert "Passed: 0/2" in result.stdout and result.exit_code == 1, result
     result = invoke("debug", "build", model, "--until=2", "--ignore-fail-returncode", "3", "--check-inference", *exit3)

@@ -23,7 +23,7 @@ from parity.debug.check import PredicateCheck
 from parity.errors import BackendError, UsageError
 
 CULPRIT = (4, 2)  # layer 4 with tactic choice 2 computes wrong results
-CHECK = [sys.executable, "-c", "import sys; sys.exit(b'WRONG' in open('parity_debug.engine', 'rb').read())"]
+CHECK = [sys.executable, "-S", "-c", "import sys; sys.exit(b'WRONG' in open('parity_debug.engine', 'rb').read())"]
 
 
 def flaky_builder(seed: int):

@@ -165,7 +165,7 @@ def test_debug_build_replays_and_their_diff_against_the_tensorrt_model(trt_backe
         "sys.exit(1 if n == 1 else 0)\n"
     )
     result = invoke("debug", "build", model, "--save-tactics", "replay.json", "--artifacts", "replay.json", "--artifacts-dir", "replays",
-                    "--until=3", "--check", sys.executable, "check.py")
+                    "--until=3", "--check", sys.executable, "-S", "check.py")
     assert result.exit_code == 1, result
     sorted_replays = sorted(Path("replays").rglob("*.json"))
     assert len(sorted_replays) == 3
