@@ -110,6 +110,10 @@ def create_network():
 """
 
 
+# Polygraphy's JSON encoder imports torch (1.3 s a process) to look for its tensors; these files hold numpy arrays
+NO_TORCH = "import sys\nsys.modules['torch'] = None\n"
+
+
 def polygraphy_replays(folder: Path) -> None:
     """Tactic replays in Polygraphy's own format, sorted as ``debug build --artifacts`` sorts them (Polygraphy
     writes them, through the tactics plugin's test helper)."""
@@ -128,7 +132,7 @@ def polygraphy_replays(folder: Path) -> None:
 def polygraphy_results(model: Path, path: Path) -> None:
     """``inference_results.json`` as the cheatsheet's script makes it: Polygraphy's ``RunResults.save``."""
     script = (
-        "import sys\nfrom polygraphy.backend.onnxrt import OnnxrtRunner, SessionFromOnnx\n"
+        NO_TORCH + "from polygraphy.backend.onnxrt import OnnxrtRunner, SessionFromOnnx\n"
         "from polygraphy.comparator import Comparator\n"
         "Comparator.run([OnnxrtRunner(SessionFromOnnx(sys.argv[1]))]).save(sys.argv[2])\n"
     )
@@ -142,7 +146,7 @@ def prepare(folder: Path, source: str) -> None:
     if source.startswith("003"):
         (folder / "data_loader.py").write_text(data_loader("X", (1, 2, 28, 28)))
         subprocess.run(  # what the guide's `python3 data_loader.py` saves
-            [sys.executable, "-c", "import sys, numpy as np\nfrom polygraphy.json import save_json\n"
+            [sys.executable, "-c", NO_TORCH + "import numpy as np\nfrom polygraphy.json import save_json\n"
              "save_json([{'X': np.ones((1, 2, 28, 28), np.float32)}], sys.argv[1])", str(folder / "custom_inputs.json")],
             check=True, capture_output=True,
         )

@@ -73,6 +73,7 @@ POLYGRAPHY_WRITER = textwrap.dedent(
         INT8 = 2
     trt.DataType = DataType
     sys.modules["tensorrt"] = trt
+    sys.modules["torch"] = None  # Polygraphy's JSON encoder imports torch (1.3 s) to look for tensors; replays hold none
     from polygraphy.backend.trt.algorithm_selector import Algorithm, TacticReplayData, TensorInfo
     spec = json.loads(sys.argv[2])
     replay = TacticReplayData()
