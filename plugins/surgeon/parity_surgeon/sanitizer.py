@@ -41,6 +41,7 @@ class SanitizeReport:
     removed_ops: dict[str, int] = field(default_factory=dict)  # op type -> count removed
     pass_nodes: list[tuple[int, int]] = field(default_factory=list)  # (nodes before, after) of each folding pass
     symbolic: bool = False  # onnxruntime's symbolic shape inference ran (else onnx.shape_inference, or none)
+    symbolic_failed: bool = False  # it raised: the later passes use onnx.shape_inference without trying it again
     notes: list[str] = field(default_factory=list)  # one line each, for stderr
     verbose_notes: list[str] = field(default_factory=list)  # the same, only with --verbose
     upper_bounds: dict[str, int] = field(default_factory=dict)  # tensor -> bound set with a Min node
@@ -113,8 +114,10 @@ def sanitize(
     def infer(m: Any) -> Any:
         # onnxruntime's symbolic inference runs once: its dims stay in the model's value_info, which onnx's own
         # inference keeps and propagates in the later passes. Run again after each folding pass, it cost
-        # minutes on PP-OCR's detector (sympy simplifying the Resize chain's dims, ~1 min a run), for the same dims
-        symbolic = onnxruntime_shape_inference and not force_fallback and not report.symbolic
+        # minutes on PP-OCR's detector (sympy simplifying the Resize chain's dims, ~1 min a run), for the same dims.
+        # Where it raised, it is not tried again: on each corpus model where it raised (an assertion of its own, on
+        # PP-OCR's classifier and both silero-vad models) it raised again after every folding pass, 0.3-0.4 s each
+        symbolic = onnxruntime_shape_inference and not force_fallback and not report.symbolic and not report.symbolic_failed
         m, report.shape_inference = _infer(m, symbolic, report, in_place=True)  # each m is sanitize's own
         return m
 
@@ -268,6 +271,7 @@ def _infer(model: Any, onnxruntime: bool, report: SanitizeReport, in_place: bool
                 inferred = onnx_models.symbolic_shapes(skeleton)  # the model has no external data to find: _symbolic_blocker
             except Exception as exc:  # noqa: BLE001 - any failure falls back to onnx's inference
                 blocker = f"it failed ({first_line(exc, 120)})"
+                report.symbolic_failed = True
             else:
                 if inferred is not None:
                     report.symbolic = True
