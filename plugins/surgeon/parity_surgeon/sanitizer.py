@@ -486,8 +486,10 @@ def _graphsurgeon_passes(work, original, report, fold, cleanup, toposort, size_t
 @contextlib.contextmanager
 def _one_thread_sessions() -> Iterator[None]:
     """graphsurgeon evaluates constant subgraphs in onnxruntime sessions made with default options: a thread pool
-    of one thread per core, whose start costs more than the evaluation on many cores. Sessions made meanwhile
-    without options get one thread (same kernels and graph optimizations, so the same values)."""
+    of one thread per core, whose start costs more than the evaluation on many cores, and warnings of its graph
+    optimizers on the user's terminal (silero-vad: "UnsqueezeElimination cannot remove node ..." twice, about
+    subgraphs the user never asked to run). Sessions made meanwhile without options get one thread and log
+    errors only (same kernels and graph optimizations, so the same values)."""
     import onnxruntime as ort
 
     real = ort.InferenceSession
@@ -497,6 +499,7 @@ def _one_thread_sessions() -> Iterator[None]:
             if sess_options is None:
                 sess_options = ort.SessionOptions()
                 sess_options.intra_op_num_threads = sess_options.inter_op_num_threads = 1
+                sess_options.log_severity_level = 3
             super().__init__(model, sess_options, *args, **kwargs)
 
     ort.InferenceSession = OneThread

@@ -105,3 +105,16 @@ def test_override_input_shapes_where_inference_cannot_redo_the_outputs(tmp_path,
     assert [d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim] == [1, 3, 48, 192]
     (probs,) = _outputs(out, {"x": np.zeros((1, 3, 48, 192), np.float32)})
     assert probs.shape == (1, 2) and len(proto.graph.output[0].type.tensor_type.shape.dim) == 2
+
+
+def test_sanitize_keeps_onnxruntimes_folding_warnings_off_the_terminal(corpus_model, tmp_path):
+    """Folding silero-vad's If branches made onnxruntime print two coloured optimizer warnings of its own; the
+    command's output is its report alone."""
+    shutil.copy(corpus_model("silero_vad"), tmp_path / "vad.onnx")
+    cmd = ["parity", "surgeon", "sanitize", "--fold-constants", "vad.onnx", "-o", "out.onnx"]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "onnxruntime" not in done.stdout + done.stderr and "\x1b[" not in done.stdout + done.stderr, done.stderr
+    assert "nodes: 5 -> 4" in done.stdout
+    onnx.checker.check_model(str(tmp_path / "out.onnx"), full_check=True)
+    ort.InferenceSession(str(tmp_path / "out.onnx"), providers=["CPUExecutionProvider"])
