@@ -18,19 +18,21 @@ from parity_reduce.testing import finish
 from parity.testing import invoke
 
 PY = sys.executable
+WIRE = Path(__file__).resolve().parents[3] / "tests" / "corpus"  # onnx_wire.py: node names without onnx, under python -S
 
 # exit 1 iff every node named after the model is in it; otherwise exit argv's "--else CODE" (default 0). It prints
 # "REALLY BAD" while node 'a' is present and "FOUND A BAD NODE" once it is gone (two texts of one failure), and
 # leaves ran_<iteration> so a test can count the checks that ran.
-CHECK = """import os, sys
-import onnx
+CHECK = f"""import os, sys
+sys.path.insert(0, {str(WIRE)!r})
+from onnx_wire import NODE_NAME, node_strings
 args = sys.argv[1:]
 other = 0
 if "--else" in args:
     other = int(args[args.index("--else") + 1])
     args = args[: args.index("--else")]
 open("ran_" + os.environ.get("PARITY_DEBUG_ITERATION", "x"), "w").close()
-names = {n.name for n in onnx.load(args[0]).graph.node}
+names = set(node_strings(open(args[0], "rb").read(), NODE_NAME))
 if all(n in names for n in args[1:]):
     print("REALLY BAD" if "a" in names else "FOUND A BAD NODE")
     sys.exit(1)
@@ -72,7 +74,7 @@ def reduce(*args: str):
 def test_bisect_isolates_the_failing_node(model, fail_node):
     # Polygraphy's bisect leaves 3 nodes when 'a' fails and 2 when 'd' does (its test allows that); Parity's
     # isolates the failing node alone in every case.
-    code, out, err = reduce("-o", "red.onnx", "--mode", "bisect", "--check", PY, "check.py", "polygraphy_debug.onnx", fail_node)
+    code, out, err = reduce("-o", "red.onnx", "--mode", "bisect", "--check", PY, "-S", "check.py", "polygraphy_debug.onnx", fail_node)
     assert code == 0, err
     assert nodes("red.onnx") == [fail_node]
     onnx.checker.check_model(onnx.load("red.onnx"), full_check=True)
@@ -80,7 +82,7 @@ def test_bisect_isolates_the_failing_node(model, fail_node):
 
 
 def test_minimal_good_is_min_good(model):
-    code, _, err = reduce("-o", "red.onnx", "--minimal-good", "good.onnx", "--mode", "linear", "--check", PY, "check.py", "parity_debug.onnx", "join")
+    code, _, err = reduce("-o", "red.onnx", "--minimal-good", "good.onnx", "--mode", "linear", "--check", PY, "-S", "check.py", "parity_debug.onnx", "join")
     assert code == 0, err
     assert nodes("red.onnx") == ["join"]
     good = nodes("good.onnx")
@@ -101,7 +103,7 @@ def test_check_inference_and_ignore_fail_returncode(model):
     # every passing candidate exits 2: without --ignore-fail-returncode 2 those are unresolved, and the original's
     # failure (exit 1) is still told apart; with it they are good and the search isolates the node
     code, out, err = reduce(
-        "-o", "red.onnx", "--ignore-fail-returncode", "2", "--check-inference", PY, "check.py", "parity_debug.onnx", "join", "--else", "2"
+        "-o", "red.onnx", "--ignore-fail-returncode", "2", "--check-inference", PY, "-S", "check.py", "parity_debug.onnx", "join", "--else", "2"
     )  # fmt: skip
     assert code == 0, err
     assert nodes("red.onnx") == ["join"]
@@ -110,7 +112,7 @@ def test_check_inference_and_ignore_fail_returncode(model):
 
 def test_several_fail_regex_any_is_the_failure(model):
     # the failure prints "REALLY BAD" while node a is present, "FOUND A BAD NODE" once it is gone; exit 0 always
-    check = ["--check", PY, "check.py", "parity_debug.onnx", "join", "--else", "0"]
+    check = ["--check", PY, "-S", "check.py", "parity_debug.onnx", "join", "--else", "0"]
     code, out, err = reduce("-o", "one.onnx", "--mode", "linear", "--fail-regex", "REALLY BAD", "--fail-code", "1", *check)
     assert code == 0, err
     assert "a" in nodes("one.onnx")  # one regex: a candidate without 'a' fails differently (unresolved)
@@ -120,7 +122,7 @@ def test_several_fail_regex_any_is_the_failure(model):
 
 
 def test_reduce_replay_skips_every_check(model, tmp_path):
-    check = ["--check", PY, "check.py", "parity_debug.onnx", "join"]
+    check = ["--check", PY, "-S", "check.py", "parity_debug.onnx", "join"]
     code, _, err = reduce("-o", "first.onnx", "--save-debug-replay", "replay.json", *check)
     assert code == 0, err
     ran = list(tmp_path.glob("ran_*"))
@@ -135,7 +137,7 @@ def test_reduce_replay_skips_every_check(model, tmp_path):
 
 
 def test_replay_of_another_model_or_polygraphys_search_is_refused(model, tmp_path):
-    check = ["--check", PY, "check.py", "parity_debug.onnx", "join"]
+    check = ["--check", PY, "-S", "check.py", "parity_debug.onnx", "join"]
     assert reduce("-o", "first.onnx", "--save-debug-replay", "replay.json", *check).exit_code == 0
     other = reducable()
     other.graph.node[0].name = "a2"
@@ -196,7 +198,7 @@ def test_precision_without_output_prints_the_nodes(tmp_path, monkeypatch):
 
 def test_min_good_without_output(model, tmp_path):
     # Polygraphy's reduce takes --output and/or --min-good: with --min-good alone only the passing model is written
-    code, out, err = reduce("--min-good", "good.onnx", "--mode", "linear", "--check", PY, "check.py", "parity_debug.onnx", "join")
+    code, out, err = reduce("--min-good", "good.onnx", "--mode", "linear", "--check", PY, "-S", "check.py", "parity_debug.onnx", "join")
     assert code == 0, err
     assert "Minimum bad model: 1 of 5 nodes (not written: no -o)" in out
     good = onnx.load("good.onnx")
@@ -208,15 +210,15 @@ def test_min_good_without_output(model, tmp_path):
 
 
 def test_replay_path_is_not_another_output(model, tmp_path):
-    code, _, err = reduce("-o", "red.onnx", "--save-debug-replay", "red.onnx", "--check", PY, "check.py", "parity_debug.onnx", "join")
+    code, _, err = reduce("-o", "red.onnx", "--save-debug-replay", "red.onnx", "--check", PY, "-S", "check.py", "parity_debug.onnx", "join")
     assert code == 2 and "are the same file" in err and not (tmp_path / "red.onnx").exists()
-    code, _, err = reduce("-o", "red.onnx", "--save-debug-replay", "reducable.onnx", "--check", PY, "check.py", "parity_debug.onnx", "join")
+    code, _, err = reduce("-o", "red.onnx", "--save-debug-replay", "reducable.onnx", "--check", PY, "-S", "check.py", "parity_debug.onnx", "join")
     assert code == 2 and (tmp_path / "reducable.onnx").read_bytes() == reducable().SerializeToString()
 
 
 def test_fail_code_codes_then_the_model(model):
     # --fail-code takes one or more codes, as Polygraphy's; the model after them is not read as a code
-    check = ["--check", PY, "check.py", "parity_debug.onnx", "join", "--else", "2"]
+    check = ["--check", PY, "-S", "check.py", "parity_debug.onnx", "join", "--else", "2"]
     code, out, err = invoke("debug", "reduce", "--fail-code", "1", "3", "reducable.onnx", "-o", "red.onnx", "--no-repro", *check)
     assert code == 0, err
     assert nodes("red.onnx") == ["join"]  # exit 2 of passing candidates: not a --fail-code, so not bad (unresolved)
