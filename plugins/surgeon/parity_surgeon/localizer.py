@@ -1140,7 +1140,11 @@ def _localize(
     baseline = session.resident + 2 * feed_bytes + 4 * largest + RUNTIME_OVERHEAD
     usable = budget - baseline
     if usable < session.sides * largest:
-        session.progress(f"memory budget {_mib(budget)} is below this model's baseline ({_mib(baseline)}); comparing one tensor at a time")
+        if usable < 0:
+            why = f"is below this model's baseline ({_mib(baseline)})"
+        else:  # above the baseline, but not by the largest tensor held on every side
+            why = f"leaves {_mib(usable)} above this model's baseline ({_mib(baseline)}); its largest tensor takes {_mib(session.sides * largest)}"
+        session.progress(f"memory budget {_mib(budget)} {why}; comparing one tensor at a time (--memory-budget)")
         usable = 0
     sizes = {t: (session.sizes.get(t) or largest) for t in candidates}
     found: dict[str, Any] = {}
