@@ -14,7 +14,7 @@ from parity.cli import main
 from parity.debug import DebugSession, InteractiveCheck, PredicateCheck, Verdict
 from parity.debug.session import Iteration
 
-PY = sys.executable  # the checks below import only the standard library: -S skips site (its .pth files)
+PY = sys.executable  # stdlib-only check scripts run as PY -S: skipping site (its .pth files) saves 20-45 ms a start
 
 
 
