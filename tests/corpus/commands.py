@@ -46,7 +46,7 @@ def middle_tensor(path: Path) -> str:
 
 # fails while the candidate still holds the model's last non-Constant node: a cheap check whose minimal model is known
 # (it reads the candidate's op types without onnx, under python -S: a twelfth of the time a check importing onnx took)
-HAS_OP = Path(__file__).resolve().with_name("onnx_wire.py")
+ONNX_WIRE = Path(__file__).resolve().with_name("onnx_wire.py")
 
 
 def reduce_data_args(model: CorpusModel) -> list[str]:
@@ -83,7 +83,7 @@ COMMANDS: dict[str, Command] = {
             "debug reduce",
             lambda m, p, w: [
                 "debug", "reduce", str(p), *reduce_data_args(m), "-o", str(w / "min.onnx"), "--repro", str(w / "repro"),
-                "--check", sys.executable, "-S", str(HAS_OP), "parity_debug.onnx", last_op(p),
+                "--check", sys.executable, "-S", str(ONNX_WIRE), "parity_debug.onnx", last_op(p),
             ],  # fmt: skip
             ("min.onnx",),
         ),

@@ -119,7 +119,7 @@ def _python(program: str) -> bool:
 
 # interpreter options whose value is the next argument (unless attached, as in -Xdev): Python's -W and -X, a shell's -o
 # and -O; and those after which a command or module follows instead of a script (-c, Python's -m)
-_VALUE_LETTERS = {True: "WX", False: "oO"}
+_PYTHON_VALUE_LETTERS, _SHELL_VALUE_LETTERS = "WX", "oO"
 _VALUE_LONG = {"--check-hash-based-pycs"}
 
 
@@ -129,6 +129,7 @@ def _script_index(command: Sequence[str]) -> int | None:
     if not command or not _interpreter(command[0]):
         return 0 if command else None
     python = _python(command[0])
+    value_letters = _PYTHON_VALUE_LETTERS if python else _SHELL_VALUE_LETTERS
     k = 1
     while k < len(command):
         arg = command[k]
@@ -142,7 +143,7 @@ def _script_index(command: Sequence[str]) -> int | None:
         for i, letter in enumerate(arg[1:]):
             if letter == "c" or (python and letter == "m"):
                 return None
-            if letter in _VALUE_LETTERS[python]:
+            if letter in value_letters:
                 k += i == len(arg) - 2  # the value is the next argument, not the rest of this one
                 break
         k += 1

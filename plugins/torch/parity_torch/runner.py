@@ -148,9 +148,9 @@ class TorchRunner(BaseRunner):
         self._record = {name: matched[name] for name in dict.fromkeys([*(w for w in wanted if w in matched), *chosen])}
         if self.outputs == MARK_ALL:
             values = [v for outputs, _ in nodes for v in outputs if v]
-            tensors = _tensor_nodes(self._torch, module)
+            counterparts = set(matched.values())
             without = [v for v in values if v not in matched]
-            unmatched = [t for t in tensors if t not in set(matched.values())]
+            unmatched = [t for t in _tensor_nodes(self._torch, module) if t not in counterparts]
             if without or unmatched:
                 warn(
                     f"{self.name}: {len(matched)} tensors matched through {os.path.basename(self.onnx_model or '')}'s metadata; not compared: "
